@@ -1,0 +1,54 @@
+module github.com/aerostream/aerostream
+
+go 1.26.0
+
+require (
+	github.com/BurntSushi/toml v1.6.0
+	github.com/DataDog/zstd v1.5.7
+	github.com/RaduBerinde/axisds v0.1.0
+	github.com/RaduBerinde/btreemap v0.0.0-20250419174037-3d62b7205d54
+	github.com/beorn7/perks v1.0.1
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/cockroachdb/crlib v0.0.0-20241112164430-1264a2edc35b
+	github.com/cockroachdb/errors v1.11.3
+	github.com/cockroachdb/logtags v0.0.0-20230118201751-21c54148d20b
+	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/cockroachdb/redact v1.1.5
+	github.com/cockroachdb/swiss v0.0.0-20260820225851-333444432258
+	github.com/cockroachdb/tokenbucket v0.0.0-20230807174530-cc333fc44b06
+	github.com/fatih/color v1.13.0
+	github.com/getsentry/sentry-go v0.27.0
+	github.com/gogo/protobuf v1.3.2
+	github.com/golang/protobuf v1.5.3
+	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/hashicorp/go-immutable-radix v1.3.1
+	github.com/hashicorp/go-metrics v0.7.0
+	github.com/hashicorp/go-msgpack/v2 v2.1.5
+	github.com/hashicorp/golang-lru v1.0.2
+	github.com/hashicorp/raft v1.8.0
+	github.com/inconshreveable/mousetrap v1.1.0
+	github.com/klauspost/compress v1.20.3
+	github.com/kr/pretty v0.3.1
+	github.com/kr/text v0.2.0
+	github.com/mattn/go-colorable v0.1.13
+	github.com/mattn/go-isatty v0.0.17
+	github.com/matttproud/golang_protobuf_extensions v1.0.4
+	github.com/minio/minlz v1.0.1-0.20250507153514-87eb42fe8882
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822
+	github.com/pkg/errors v0.9.1
+	github.com/prometheus/client_golang v1.24.1
+	github.com/prometheus/client_model v0.6.3
+	github.com/prometheus/common v0.71.0
+	github.com/prometheus/procfs v0.21.1
+	github.com/rogpeppe/go-internal v1.9.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	go.uber.org/goleak v1.3.0
+	golang.org/x/exp v0.0.0-20230626212559-97b1e661b5df
+	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.41.0
+	google.golang.org/protobuf v1.36.12
+)

@@ -1,0 +1,187 @@
+package logstore
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// Special timestamps accepted by ListOffsets, as in Kafka's ListOffsets API.
+const (
+	TimestampLatest        int64 = -1 // the log end offset (high watermark)
+	TimestampEarliest      int64 = -2 // the log start offset
+	TimestampMaxTimestamp  int64 = -3 // the offset of the record with the largest timestamp
+	TimestampEarliestLocal int64 = -4 // the first offset still on local disk (KIP-405)
+	TimestampLatestTiered  int64 = -5 // the last offset in the cold tier, -1 if none
+)
+
+// Acks mirrors Kafka's produce acks: 0 and 1 return once the batch is
+// written; -1 (all) additionally waits until the flush policy has made it
+// durable. Under flush=always every ack waits for the fsync.
+type Acks int16
+
+// PartitionConfig is the per-partition subset of topic configs the store
+// enforces. Zero fields take the store's defaults.
+type PartitionConfig struct {
+	SegmentBytes    int64         // segment.bytes: roll when the active segment reaches this size
+	SegmentMs       time.Duration // segment.ms: roll when the active segment is this old
+	RetentionMs     time.Duration // retention.ms: delete sealed segments older than this; <0 = forever
+	RetentionBytes  int64         // retention.bytes: keep at most this much; <0 = unlimited
+	MaxMessageBytes int32         // max.message.bytes: largest batch accepted
+}
+
+// ProduceRequest appends one or more whole RecordBatch v2 to a partition.
+// Records is modified in place (offsets are patched into it), and must not be
+// touched by the caller until the call returns.
+type ProduceRequest struct {
+	Topic     string
+	Partition int32
+	Acks      Acks
+	Records   []byte
+}
+
+// ProduceResult is what Kafka's produce response needs for one partition.
+type ProduceResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1: CreateTime topics
+	LogStartOffset int64
+}
+
+// FetchPartition names one partition and where to read it from.
+type FetchPartition struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	MaxBytes  int32
+}
+
+// FetchRequest reads several partitions at once. The call returns when at
+// least MinBytes are available over all partitions, or MaxWait has passed, or
+// any partition has an error.
+type FetchRequest struct {
+	Partitions []FetchPartition
+	MinBytes   int32
+	MaxBytes   int32
+	MaxWait    time.Duration
+}
+
+// FetchPartitionResult is the outcome for one partition. Err wraps a
+// sentinel of this package; on error Records is empty.
+type FetchPartitionResult struct {
+	Topic          string
+	Partition      int32
+	Err            error
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        Records
+}
+
+// FetchResult holds one result per requested partition, in request order.
+// Release must be called once the records have been written out.
+type FetchResult struct {
+	Partitions []FetchPartitionResult
+}
+
+// Release drops the file references held by the result.
+func (r *FetchResult) Release() {
+	for i := range r.Partitions {
+		r.Partitions[i].Records.Release()
+	}
+}
+
+// Records is a byte range of record batches: either a range of a segment
+// file (hot, zero-copy: the gateway may sendfile it) or bytes in memory
+// (cold tier, or after a network hop). The range always starts at a batch
+// boundary; it may end inside a batch, as Kafka allows.
+type Records struct {
+	File  *os.File // non-nil: read Len bytes at Pos
+	Pos   int64
+	Len   int
+	Bytes []byte // used when File is nil
+	ref   *fileRef
+}
+
+// Size is the number of bytes in the range.
+func (r *Records) Size() int {
+	if r.File != nil {
+		return r.Len
+	}
+	return len(r.Bytes)
+}
+
+// ReadAll copies the range into memory, appending to dst.
+func (r *Records) ReadAll(dst []byte) ([]byte, error) {
+	if r.File == nil {
+		return append(dst, r.Bytes...), nil
+	}
+	n := len(dst)
+	dst = append(dst, make([]byte, r.Len)...)
+	if _, err := r.File.ReadAt(dst[n:], r.Pos); err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// Release drops the file reference. It is safe to call more than once.
+func (r *Records) Release() {
+	if r.ref != nil {
+		r.ref.release()
+		r.ref = nil
+	}
+	r.File = nil
+}
+
+// fileRef keeps a segment's log file open while fetch results point into it,
+// so retention can delete a segment without closing a descriptor a gateway is
+// still sending from. Counting is atomic because releases come from gateway
+// goroutines; the shard goroutine is the only one that takes references.
+type fileRef struct {
+	f    *os.File
+	refs atomic.Int32
+}
+
+func newFileRef(f *os.File) *fileRef {
+	r := &fileRef{f: f}
+	r.refs.Store(1) // the segment's own reference
+	return r
+}
+
+func (r *fileRef) acquire() { r.refs.Add(1) }
+
+func (r *fileRef) release() {
+	if r.refs.Add(-1) == 0 {
+		_ = r.f.Close()
+	}
+}
+
+// OffsetResult answers ListOffsets.
+type OffsetResult struct {
+	Offset    int64
+	Timestamp int64
+}
+
+// PartitionInfo describes a partition's log.
+type PartitionInfo struct {
+	Topic          string
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64 // last durable offset + 1; what consumers may read
+	LogEndOffset   int64 // next offset to assign
+	Size           int64 // bytes on local disk
+	Segments       int
+	Config         PartitionConfig
+}
+
+// ColdTier is the seam through which a later tier (tierd + fetchcache) serves
+// ranges of segments that are no longer on local disk. logstore never
+// imports the tier; tools/ wires an implementation in.
+type ColdTier interface {
+	// ReadRemote returns record batches of the remote segment seg starting
+	// with the batch that holds offset, at most maxBytes (but at least one
+	// whole batch), ending anywhere. It is called outside the shard
+	// goroutine, so it may block on the network.
+	ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error)
+}

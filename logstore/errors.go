@@ -1,0 +1,40 @@
+package logstore
+
+import "errors"
+
+// Sentinel errors. Every error the store returns wraps one of these, so callers
+// (the ring, the gateways) map them to wire codes with errors.Is and never by
+// matching text.
+var (
+	// ErrCorruptBatch: a RecordBatch failed structural validation (length,
+	// header fields, record count). The batch is rejected and nothing is written.
+	ErrCorruptBatch = errors.New("corrupt record batch")
+	// ErrBadMagic: the batch is not RecordBatch v2 (magic byte != 2).
+	ErrBadMagic = errors.New("unsupported record batch magic")
+	// ErrBadCRC: the CRC32C over attributes..end does not match the header.
+	ErrBadCRC = errors.New("record batch crc mismatch")
+	// ErrInvalidProducer: producer id/epoch/sequence fields are inconsistent.
+	ErrInvalidProducer = errors.New("invalid producer fields in record batch")
+	// ErrMessageTooLarge: the batch exceeds max.message.bytes of the partition.
+	ErrMessageTooLarge = errors.New("record batch larger than max.message.bytes")
+	// ErrOffsetOutOfRange: the requested offset is below the log start offset
+	// or above the log end offset.
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrUnknownPartition: the topic/partition is not hosted by this store.
+	ErrUnknownPartition = errors.New("unknown topic or partition")
+	// ErrPartitionExists: CreatePartition on a partition that already exists.
+	ErrPartitionExists = errors.New("partition already exists")
+	// ErrCorruptSegment: segment bytes on disk failed validation while reading
+	// or recovering.
+	ErrCorruptSegment = errors.New("corrupt segment")
+	// ErrCorruptIndex: an index file is malformed (size, ordering, bounds).
+	ErrCorruptIndex = errors.New("corrupt index")
+	// ErrNotLocal: the range lives only in the cold tier and no cold tier is
+	// configured.
+	ErrNotLocal = errors.New("segment not available locally")
+	// ErrInvalidRequest: a request argument is out of its domain (negative
+	// partition, empty topic, unknown flush policy...).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrClosed: the store is shutting down or closed.
+	ErrClosed = errors.New("store closed")
+)

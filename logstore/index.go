@@ -1,0 +1,243 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmapIndex is a fixed-width, append-only, memory-mapped index file. The
+// file is preallocated to its maximum size while the segment is active, so
+// appends are plain stores into the mapping with no syscall; on seal (and on
+// clean close) it is truncated to the used length. Only the owning shard
+// goroutine touches it.
+type mmapIndex struct {
+	f       *os.File
+	data    []byte // the mapping; len = mapped size
+	width   int    // bytes per entry
+	entries int
+}
+
+const (
+	offsetEntryWidth = 8  // relative offset uint32, position uint32
+	timeEntryWidth   = 12 // timestamp int64, relative offset uint32
+)
+
+// openIndex maps path. When writable, the file is grown to maxBytes. The
+// number of valid entries is given by the caller (it was recovered or
+// validated); use countEntries on the raw mapping when unknown.
+func openIndex(path string, width, maxBytes int, writable bool) (*mmapIndex, error) {
+	flag := os.O_RDONLY
+	if writable {
+		flag = os.O_RDWR | os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	size := int(st.Size())
+	if writable {
+		maxBytes -= maxBytes % width
+		if size < maxBytes {
+			if err := f.Truncate(int64(maxBytes)); err != nil {
+				f.Close()
+				return nil, err
+			}
+			size = maxBytes
+		}
+	}
+	idx := &mmapIndex{f: f, width: width}
+	if size == 0 {
+		return idx, nil
+	}
+	prot := unix.PROT_READ
+	if writable {
+		prot |= unix.PROT_WRITE
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, size, prot, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmap %s: %w", path, err)
+	}
+	idx.data = data
+	return idx, nil
+}
+
+func (x *mmapIndex) capacity() int { return len(x.data) / x.width }
+func (x *mmapIndex) full() bool    { return x.entries >= x.capacity() }
+
+func (x *mmapIndex) appendOffset(rel uint32, pos uint32) {
+	o := x.entries * offsetEntryWidth
+	binary.BigEndian.PutUint32(x.data[o:], rel)
+	binary.BigEndian.PutUint32(x.data[o+4:], pos)
+	x.entries++
+}
+
+func (x *mmapIndex) offsetAt(i int) (rel uint32, pos uint32) {
+	o := i * offsetEntryWidth
+	return binary.BigEndian.Uint32(x.data[o:]), binary.BigEndian.Uint32(x.data[o+4:])
+}
+
+func (x *mmapIndex) appendTime(ts int64, rel uint32) {
+	o := x.entries * timeEntryWidth
+	binary.BigEndian.PutUint64(x.data[o:], uint64(ts))
+	binary.BigEndian.PutUint32(x.data[o+8:], rel)
+	x.entries++
+}
+
+func (x *mmapIndex) timeAt(i int) (ts int64, rel uint32) {
+	o := i * timeEntryWidth
+	return int64(binary.BigEndian.Uint64(x.data[o:])), binary.BigEndian.Uint32(x.data[o+8:])
+}
+
+// lookupOffset returns the greatest entry with rel <= target, or (0, 0) when
+// the target precedes every entry: the segment start is always a valid scan
+// origin.
+func (x *mmapIndex) lookupOffset(target uint32) (rel uint32, pos uint32) {
+	lo, hi := 0, x.entries-1
+	found := -1
+	for lo <= hi {
+		mid := int(uint(lo+hi) >> 1)
+		r, _ := x.offsetAt(mid)
+		if r <= target {
+			found = mid
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if found < 0 {
+		return 0, 0
+	}
+	return x.offsetAt(found)
+}
+
+// lookupTime returns the relative offset of the last entry whose timestamp
+// is below ts, which is a safe place to start scanning for the first batch
+// with a timestamp at or after ts.
+func (x *mmapIndex) lookupTime(ts int64) (rel uint32, ok bool) {
+	lo, hi := 0, x.entries-1
+	found := -1
+	for lo <= hi {
+		mid := int(uint(lo+hi) >> 1)
+		t, _ := x.timeAt(mid)
+		if t < ts {
+			found = mid
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if found < 0 {
+		return 0, false
+	}
+	_, r := x.timeAt(found)
+	return r, true
+}
+
+// lastTime returns the newest time entry, if any.
+func (x *mmapIndex) lastTime() (int64, bool) {
+	if x.entries == 0 {
+		return 0, false
+	}
+	t, _ := x.timeAt(x.entries - 1)
+	return t, true
+}
+
+// validateOffsets checks that n entries are strictly increasing in both
+// columns and point inside a log of logSize bytes. Used on open of sealed
+// segments, so a corrupt index is rebuilt rather than trusted.
+func validateOffsetIndex(data []byte, logSize int64) (int, error) {
+	if len(data)%offsetEntryWidth != 0 {
+		return 0, fmt.Errorf("%w: offset index size %d is not a multiple of %d", ErrCorruptIndex, len(data), offsetEntryWidth)
+	}
+	n := len(data) / offsetEntryWidth
+	var prevRel, prevPos uint32
+	for i := 0; i < n; i++ {
+		o := i * offsetEntryWidth
+		rel := binary.BigEndian.Uint32(data[o:])
+		pos := binary.BigEndian.Uint32(data[o+4:])
+		if i > 0 && (rel <= prevRel || pos <= prevPos) {
+			return 0, fmt.Errorf("%w: offset index entry %d (%d,%d) not after (%d,%d)", ErrCorruptIndex, i, rel, pos, prevRel, prevPos)
+		}
+		if int64(pos) >= logSize {
+			return 0, fmt.Errorf("%w: offset index entry %d position %d beyond log size %d", ErrCorruptIndex, i, pos, logSize)
+		}
+		prevRel, prevPos = rel, pos
+	}
+	return n, nil
+}
+
+// validateTimeIndex checks ordering of a time index: timestamps never go
+// down and relative offsets strictly increase.
+func validateTimeIndex(data []byte, maxRel uint32) (int, error) {
+	if len(data)%timeEntryWidth != 0 {
+		return 0, fmt.Errorf("%w: time index size %d is not a multiple of %d", ErrCorruptIndex, len(data), timeEntryWidth)
+	}
+	n := len(data) / timeEntryWidth
+	var prevTs int64
+	var prevRel uint32
+	for i := 0; i < n; i++ {
+		o := i * timeEntryWidth
+		ts := int64(binary.BigEndian.Uint64(data[o:]))
+		rel := binary.BigEndian.Uint32(data[o+8:])
+		if i > 0 && (ts < prevTs || rel <= prevRel) {
+			return 0, fmt.Errorf("%w: time index entry %d out of order", ErrCorruptIndex, i)
+		}
+		if rel > maxRel {
+			return 0, fmt.Errorf("%w: time index entry %d offset %d beyond segment", ErrCorruptIndex, i, rel)
+		}
+		prevTs, prevRel = ts, rel
+	}
+	return n, nil
+}
+
+// trim shrinks the file to the used entries and drops the mapping's write
+// access, for a segment that is sealed or closing cleanly.
+func (x *mmapIndex) trim() error {
+	used := x.entries * x.width
+	if x.data != nil {
+		if err := unix.Munmap(x.data); err != nil {
+			return err
+		}
+		x.data = nil
+	}
+	if err := x.f.Truncate(int64(used)); err != nil {
+		return err
+	}
+	if used == 0 {
+		return nil
+	}
+	data, err := unix.Mmap(int(x.f.Fd()), 0, used, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return err
+	}
+	x.data = data
+	return nil
+}
+
+func (x *mmapIndex) sync() error {
+	if x.data == nil {
+		return nil
+	}
+	return unix.Msync(x.data, unix.MS_SYNC)
+}
+
+func (x *mmapIndex) close() error {
+	var err error
+	if x.data != nil {
+		err = unix.Munmap(x.data)
+		x.data = nil
+	}
+	if cerr := x.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

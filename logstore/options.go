@@ -1,0 +1,115 @@
+package logstore
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// FlushPolicy says when appended bytes are made durable, and so when the
+// high watermark may move past them.
+type FlushPolicy string
+
+const (
+	// FlushNone leaves durability to the page cache, as Kafka does by
+	// default. The high watermark moves as soon as bytes are written.
+	FlushNone FlushPolicy = "none"
+	// FlushInterval fsyncs every FlushInterval; the high watermark moves
+	// after each group fsync.
+	FlushInterval FlushPolicy = "interval"
+	// FlushAlways fsyncs before acknowledging. Appends that arrive while an
+	// fsync runs share the next one (group commit).
+	FlushAlways FlushPolicy = "always"
+)
+
+// Options configure a Store. Zero values take the documented defaults.
+type Options struct {
+	Dir     string // data directory; segments live under Dir/logs
+	Shards  int    // number of shard goroutines; default runtime.NumCPU()
+	PinCPUs bool   // pin shard i to CPU i mod NumCPU (LockOSThread + sched_setaffinity)
+
+	Flush         FlushPolicy   // default FlushNone
+	FlushInterval time.Duration // for FlushInterval; default 100ms
+
+	IndexIntervalBytes int   // one sparse index entry per this many log bytes; default 4096
+	WritebackBytes     int64 // paced writeback window; default 8 MiB
+	MaxIndexBytes      int   // preallocated mmap size per index; default 10 MiB
+
+	RetentionCheckInterval time.Duration // default 30s
+
+	Defaults PartitionConfig // topic defaults for CreatePartition
+
+	Catalog *catalog.Catalog // required: the segment catalog
+	Cold    ColdTier         // optional cold tier; nil = local only
+	Logger  *slog.Logger
+}
+
+// DefaultPartitionConfig holds Kafka's defaults.
+var DefaultPartitionConfig = PartitionConfig{
+	SegmentBytes:    128 << 20,
+	SegmentMs:       7 * 24 * time.Hour,
+	RetentionMs:     7 * 24 * time.Hour,
+	RetentionBytes:  -1,
+	MaxMessageBytes: 1048588,
+}
+
+func (o *Options) setDefaults() error {
+	if o.Dir == "" {
+		return fmt.Errorf("%w: data dir is empty", ErrInvalidRequest)
+	}
+	if o.Catalog == nil {
+		return fmt.Errorf("%w: no catalog", ErrInvalidRequest)
+	}
+	if o.Shards <= 0 {
+		o.Shards = runtime.NumCPU()
+	}
+	switch o.Flush {
+	case "":
+		o.Flush = FlushNone
+	case FlushNone, FlushInterval, FlushAlways:
+	default:
+		return fmt.Errorf("%w: flush policy %q (want none, interval or always)", ErrInvalidRequest, o.Flush)
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 100 * time.Millisecond
+	}
+	if o.IndexIntervalBytes <= 0 {
+		o.IndexIntervalBytes = 4096
+	}
+	if o.WritebackBytes <= 0 {
+		o.WritebackBytes = 8 << 20
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = 10 << 20
+	}
+	if o.RetentionCheckInterval <= 0 {
+		o.RetentionCheckInterval = 30 * time.Second
+	}
+	o.Defaults = o.Defaults.withDefaults(DefaultPartitionConfig)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+func (c PartitionConfig) withDefaults(d PartitionConfig) PartitionConfig {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = d.SegmentMs
+	}
+	if c.RetentionMs == 0 {
+		c.RetentionMs = d.RetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = d.RetentionBytes
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	return c
+}

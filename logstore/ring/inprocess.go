@@ -1,0 +1,93 @@
+package ring
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/aerostream/aerostream/logstore"
+)
+
+// inProcess is the Backend of `aerostream serve`: gateway and store share a
+// process, so requests are plain method calls and fetch results keep their
+// file ranges for the gateway to sendfile.
+type inProcess struct {
+	s      *logstore.Store
+	closed atomic.Bool
+}
+
+var _ Backend = (*inProcess)(nil)
+
+// NewInProcess returns a Backend that calls s directly. Closing the Backend
+// does not close s, which several gateways may share.
+func NewInProcess(s *logstore.Store) Backend {
+	return &inProcess{s: s}
+}
+
+func (b *inProcess) check() error {
+	if b.closed.Load() {
+		return fmt.Errorf("%w: in-process ring backend closed", ErrClosed)
+	}
+	return nil
+}
+
+func (b *inProcess) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
+	if err := b.check(); err != nil {
+		return ProduceResult{}, err
+	}
+	return b.s.Produce(ctx, req)
+}
+
+func (b *inProcess) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, error) {
+	if err := b.check(); err != nil {
+		return FetchResult{}, err
+	}
+	return b.s.Fetch(ctx, req)
+}
+
+func (b *inProcess) ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (OffsetResult, error) {
+	if err := b.check(); err != nil {
+		return OffsetResult{}, err
+	}
+	return b.s.ListOffsets(ctx, topic, partition, timestamp)
+}
+
+func (b *inProcess) CreatePartition(ctx context.Context, topic string, partition int32, cfg PartitionConfig) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.s.CreatePartition(ctx, topic, partition, cfg)
+}
+
+func (b *inProcess) DeletePartition(ctx context.Context, topic string, partition int32) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.s.DeletePartition(ctx, topic, partition)
+}
+
+func (b *inProcess) DescribePartition(ctx context.Context, topic string, partition int32) (PartitionInfo, error) {
+	if err := b.check(); err != nil {
+		return PartitionInfo{}, err
+	}
+	return b.s.DescribePartition(ctx, topic, partition)
+}
+
+func (b *inProcess) ListPartitions(ctx context.Context) ([]PartitionInfo, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return b.s.ListPartitions(ctx)
+}
+
+func (b *inProcess) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
+	if err := b.check(); err != nil {
+		return 0, err
+	}
+	return b.s.DeleteRecords(ctx, topic, partition, before)
+}
+
+func (b *inProcess) Close() error {
+	b.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,429 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// segment is one file of a partition's log plus its two sparse indexes. It
+// is owned by its partition's shard goroutine; only the log file handle is
+// shared (reference-counted) with fetch results in flight.
+type segment struct {
+	base int64 // first offset the segment may hold
+	next int64 // offset after the last batch written
+	size int64 // bytes written to the log
+
+	// durable is the log size the high watermark covers: readers never see
+	// bytes past it.
+	durable int64
+
+	logPath string
+	log     *fileRef
+	idx     *mmapIndex
+	tidx    *mmapIndex
+	sealed  bool
+	created time.Time
+
+	minTs, maxTs int64
+	maxTsOffset  int64
+	sinceIndex   int // log bytes since the last offset index entry
+
+	// Paced writeback state (see writeback.go).
+	wbPos      int64 // sync_file_range has been started up to here
+	dropPos    int64 // page cache dropped up to here
+	minReadPos int64 // lowest position read since the last writeback step
+}
+
+func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
+
+func parseSegmentName(name string) (int64, bool) {
+	if !strings.HasSuffix(name, ".log") || len(name) != 24 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(name[:20], 10, 64)
+	return base, err == nil && base >= 0
+}
+
+func segmentPaths(dir string, base int64) (log, index, timeindex string) {
+	p := filepath.Join(dir, segmentName(base))
+	return p + ".log", p + ".index", p + ".timeindex"
+}
+
+// createSegment makes a new, empty active segment.
+func createSegment(dir string, base int64, opts *Options) (*segment, error) {
+	logPath, idxPath, tidxPath := segmentPaths(dir, base)
+	f, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: time.Now(),
+		minTs: -1, maxTs: -1, maxTsOffset: -1, minReadPos: -1}
+	// Stale indexes from an earlier incarnation of this base must not be
+	// reused; O_TRUNC on the log alone would leave them pointing at nothing.
+	_ = os.Remove(idxPath)
+	_ = os.Remove(tidxPath)
+	if s.idx, err = openIndex(idxPath, offsetEntryWidth, opts.MaxIndexBytes, true); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	if s.tidx, err = openIndex(tidxPath, timeEntryWidth, opts.MaxIndexBytes/offsetEntryWidth*timeEntryWidth, true); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+// appendBatches writes buf, which holds whole validated batches with offsets
+// already assigned, and indexes them. It allocates nothing.
+func (s *segment) appendBatches(buf []byte, indexInterval int) error {
+	pos := s.size
+	for off := 0; off < len(buf); {
+		b := buf[off:]
+		length := int(binary.BigEndian.Uint32(b[offBatchLength:])) + batchLogOverhead
+		base := int64(binary.BigEndian.Uint64(b[offBaseOffset:]))
+		lastDelta := int64(int32(binary.BigEndian.Uint32(b[offLastOffsetDelta:])))
+		maxTs := int64(binary.BigEndian.Uint64(b[offMaxTimestamp:]))
+		s.indexBatch(base, base+lastDelta, pos+int64(off), maxTs, length, indexInterval)
+		off += length
+	}
+	if _, err := unix.Pwrite(int(s.log.f.Fd()), buf, pos); err != nil {
+		return fmt.Errorf("append to %s: %w", s.logPath, err)
+	}
+	s.size += int64(len(buf))
+	return nil
+}
+
+// indexBatch records a batch in the in-memory stats and, every
+// indexInterval bytes, in the sparse indexes.
+func (s *segment) indexBatch(base, last, pos int64, maxTs int64, length, indexInterval int) {
+	if s.minTs < 0 || (maxTs >= 0 && maxTs < s.minTs) {
+		s.minTs = maxTs
+	}
+	if maxTs > s.maxTs {
+		s.maxTs = maxTs
+		s.maxTsOffset = last
+	}
+	if s.sinceIndex >= indexInterval && !s.idx.full() && !s.tidx.full() {
+		rel := uint32(base - s.base)
+		s.idx.appendOffset(rel, uint32(pos))
+		if t, ok := s.tidx.lastTime(); !ok || s.maxTs > t {
+			s.tidx.appendTime(s.maxTs, uint32(s.maxTsOffset-s.base))
+		}
+		s.sinceIndex = 0
+	}
+	s.sinceIndex += length
+	s.next = last + 1
+}
+
+// indexFull reports that the indexes cannot take more entries, which forces
+// a roll just as Kafka's segment.index.bytes does.
+func (s *segment) indexFull() bool { return s.idx.full() || s.tidx.full() }
+
+// readHeader reads the fixed batch header at pos into scratch.
+func (s *segment) readHeader(pos int64, scratch []byte) (BatchHeader, error) {
+	n, err := s.log.f.ReadAt(scratch[:BatchHeaderSize], pos)
+	if n < BatchHeaderSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return BatchHeader{}, fmt.Errorf("%w: %s at %d: %v", ErrCorruptSegment, s.logPath, pos, err)
+	}
+	h, err := ParseBatchHeader(scratch)
+	if err != nil {
+		return h, fmt.Errorf("%w: %s at %d: %v", ErrCorruptSegment, s.logPath, pos, err)
+	}
+	return h, nil
+}
+
+// findPosition returns the position of the batch holding offset, scanning
+// forward from the sparse index entry at or below it. limit bounds the scan
+// (the durable size).
+func (s *segment) findPosition(offset, limit int64, scratch []byte) (int64, error) {
+	_, p := s.idx.lookupOffset(uint32(offset - s.base))
+	pos := int64(p)
+	for pos < limit {
+		h, err := s.readHeader(pos, scratch)
+		if err != nil {
+			return 0, err
+		}
+		if h.LastOffset() >= offset {
+			return pos, nil
+		}
+		pos += int64(h.Length)
+	}
+	return limit, nil
+}
+
+// findTimestamp returns the first offset whose batch max timestamp is at or
+// after ts, with that timestamp, or ok=false when none in this segment.
+// Granularity is the batch: a batch's records are not decompressed.
+func (s *segment) findTimestamp(ts, limit int64, scratch []byte) (off, foundTs int64, ok bool, err error) {
+	pos := int64(0)
+	if rel, ok := s.tidx.lookupTime(ts); ok {
+		_, p := s.idx.lookupOffset(rel)
+		pos = int64(p)
+	}
+	for pos < limit {
+		h, err := s.readHeader(pos, scratch)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if h.MaxTimestamp >= ts {
+			return h.BaseOffset, h.MaxTimestamp, true, nil
+		}
+		pos += int64(h.Length)
+	}
+	return 0, 0, false, nil
+}
+
+// seal trims the indexes and marks the segment immutable.
+func (s *segment) seal() error {
+	if s.sealed {
+		return nil
+	}
+	if err := s.idx.trim(); err != nil {
+		return err
+	}
+	if err := s.tidx.trim(); err != nil {
+		return err
+	}
+	s.sealed = true
+	return nil
+}
+
+// syncData makes the log and the index mappings durable.
+func (s *segment) syncData() error {
+	if err := unix.Fdatasync(int(s.log.f.Fd())); err != nil {
+		return err
+	}
+	if err := s.idx.sync(); err != nil {
+		return err
+	}
+	return s.tidx.sync()
+}
+
+func (s *segment) closeFiles() {
+	if s.idx != nil {
+		_ = s.idx.close()
+	}
+	if s.tidx != nil {
+		_ = s.tidx.close()
+	}
+	if s.log != nil {
+		s.log.release()
+	}
+}
+
+// remove closes the segment and unlinks its files. Readers holding a
+// reference keep the log readable until they release it.
+func (s *segment) remove() error {
+	s.closeFiles()
+	_, idx, tidx := segmentPaths(filepath.Dir(s.logPath), s.base)
+	var first error
+	for _, p := range []string{s.logPath, idx, tidx} {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// scanResult is what a full scan of a log file finds.
+type scanResult struct {
+	validSize int64 // bytes of whole, CRC-valid, contiguous batches
+	next      int64 // offset after the last valid batch
+	batches   int
+	tornAt    error // why the scan stopped early, nil if the file ended cleanly
+}
+
+// scanLog reads r from the start and validates every batch: header, length,
+// CRC32C and offset contiguity. visit is called for each valid batch with
+// its header and position. The scan stops at the first invalid batch, which
+// is where a torn tail begins.
+func scanLog(r io.ReaderAt, size int64, base int64, visit func(h *BatchHeader, pos int64)) scanResult {
+	res := scanResult{next: base}
+	buf := make([]byte, 0, 1<<20)
+	var hdr [BatchHeaderSize]byte
+	pos := int64(0)
+	for pos < size {
+		if size-pos < BatchHeaderSize {
+			res.tornAt = fmt.Errorf("%w: %d trailing bytes at %d", ErrCorruptSegment, size-pos, pos)
+			break
+		}
+		if _, err := r.ReadAt(hdr[:], pos); err != nil {
+			res.tornAt = fmt.Errorf("%w: read at %d: %v", ErrCorruptSegment, pos, err)
+			break
+		}
+		h, err := ParseBatchHeader(hdr[:])
+		if err != nil {
+			res.tornAt = fmt.Errorf("%w: at %d: %v", ErrCorruptSegment, pos, err)
+			break
+		}
+		if int64(h.Length) > size-pos {
+			res.tornAt = fmt.Errorf("%w: batch at %d needs %d bytes, %d left", ErrCorruptSegment, pos, h.Length, size-pos)
+			break
+		}
+		if res.batches > 0 && h.BaseOffset != res.next || res.batches == 0 && h.BaseOffset < base {
+			res.tornAt = fmt.Errorf("%w: batch at %d has offset %d, expected %d", ErrCorruptSegment, pos, h.BaseOffset, res.next)
+			break
+		}
+		if cap(buf) < int(h.Length) {
+			buf = make([]byte, h.Length)
+		}
+		buf = buf[:h.Length]
+		if _, err := r.ReadAt(buf, pos); err != nil {
+			res.tornAt = fmt.Errorf("%w: read at %d: %v", ErrCorruptSegment, pos, err)
+			break
+		}
+		if err := checkHeaderFields(&h); err != nil {
+			res.tornAt = fmt.Errorf("%w: at %d: %v", ErrCorruptSegment, pos, err)
+			break
+		}
+		if crc32.Checksum(buf[offAttributes:], crcTable) != h.CRC {
+			res.tornAt = fmt.Errorf("%w: crc mismatch in batch at %d", ErrCorruptSegment, pos)
+			break
+		}
+		if visit != nil {
+			visit(&h, pos)
+		}
+		res.batches++
+		res.next = h.NextOffset()
+		pos += int64(h.Length)
+		res.validSize = pos
+	}
+	return res
+}
+
+// recoverSegment opens an existing segment. When full is set (the active
+// segment, or one whose indexes failed validation) it scans and validates
+// every batch, truncates a torn tail and rebuilds both indexes from the log.
+// Otherwise it trusts the log and validates the indexes, falling back to a
+// full recovery if they are corrupt or missing.
+func recoverSegment(dir string, base int64, opts *Options, full, active bool) (*segment, error) {
+	logPath, idxPath, tidxPath := segmentPaths(dir, base)
+	f, err := os.OpenFile(logPath, os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: st.ModTime(),
+		minTs: -1, maxTs: -1, maxTsOffset: -1, minReadPos: -1}
+	if !full {
+		if err := s.loadSealedIndexes(idxPath, tidxPath, st.Size(), opts); err == nil {
+			return s, nil
+		} else {
+			opts.Logger.Warn("rebuilding segment indexes", "segment", logPath, "err", err)
+		}
+	}
+	if err := s.rebuild(idxPath, tidxPath, st.Size(), opts, active); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadSealedIndexes maps and validates the indexes of a sealed segment and
+// recovers its stats from the last batch, without reading the whole log.
+func (s *segment) loadSealedIndexes(idxPath, tidxPath string, size int64, opts *Options) error {
+	var err error
+	if s.idx, err = openIndex(idxPath, offsetEntryWidth, 0, false); err != nil {
+		return err
+	}
+	if s.tidx, err = openIndex(tidxPath, timeEntryWidth, 0, false); err != nil {
+		return err
+	}
+	if s.idx.entries, err = validateOffsetIndex(s.idx.data, size); err != nil {
+		return err
+	}
+	if size == 0 {
+		return nil
+	}
+	// Walk from the last index entry to the end to learn the end offset
+	// and check that the index agrees with the log.
+	scratch := make([]byte, BatchHeaderSize)
+	pos := int64(0)
+	var wantRel uint32
+	if s.idx.entries > 0 {
+		wantRel, _ = s.idx.offsetAt(s.idx.entries - 1)
+		_, p := s.idx.offsetAt(s.idx.entries - 1)
+		pos = int64(p)
+	}
+	first := true
+	for pos < size {
+		h, err := s.readHeader(pos, scratch)
+		if err != nil {
+			return err
+		}
+		if first && s.idx.entries > 0 && h.BaseOffset != s.base+int64(wantRel) {
+			return fmt.Errorf("%w: index entry points at offset %d, log has %d", ErrCorruptIndex, s.base+int64(wantRel), h.BaseOffset)
+		}
+		first = false
+		if pos+int64(h.Length) > size {
+			return fmt.Errorf("%w: batch at %d overruns sealed segment", ErrCorruptSegment, pos)
+		}
+		s.next = h.NextOffset()
+		pos += int64(h.Length)
+	}
+	if s.tidx.entries, err = validateTimeIndex(s.tidx.data, uint32(s.next-s.base)); err != nil {
+		return err
+	}
+	if t, ok := s.tidx.lastTime(); ok {
+		s.maxTs = t
+		_, rel := s.tidx.timeAt(s.tidx.entries - 1)
+		s.maxTsOffset = s.base + int64(rel)
+	}
+	s.size, s.durable, s.wbPos, s.dropPos = size, size, size, 0
+	s.sealed = true
+	return nil
+}
+
+// rebuild scans the log, truncates a torn tail and writes fresh indexes.
+func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, active bool) error {
+	if s.idx != nil {
+		s.idx.close()
+	}
+	if s.tidx != nil {
+		s.tidx.close()
+	}
+	_ = os.Remove(idxPath)
+	_ = os.Remove(tidxPath)
+	var err error
+	if s.idx, err = openIndex(idxPath, offsetEntryWidth, opts.MaxIndexBytes, true); err != nil {
+		return err
+	}
+	if s.tidx, err = openIndex(tidxPath, timeEntryWidth, opts.MaxIndexBytes/offsetEntryWidth*timeEntryWidth, true); err != nil {
+		return err
+	}
+	res := scanLog(s.log.f, size, s.base, func(h *BatchHeader, pos int64) {
+		s.indexBatch(h.BaseOffset, h.LastOffset(), pos, h.MaxTimestamp, int(h.Length), opts.IndexIntervalBytes)
+	})
+	if res.tornAt != nil {
+		opts.Logger.Warn("truncating torn segment tail", "segment", s.logPath, "valid_bytes", res.validSize,
+			"file_bytes", size, "reason", res.tornAt)
+		if err := s.log.f.Truncate(res.validSize); err != nil {
+			return err
+		}
+	}
+	if res.batches > 0 {
+		s.next = res.next
+	}
+	s.size, s.durable, s.wbPos = res.validSize, res.validSize, res.validSize
+	if !active {
+		return s.seal()
+	}
+	return nil
+}

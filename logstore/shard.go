@@ -1,0 +1,676 @@
+package logstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"golang.org/x/sys/unix"
+)
+
+type reqKind uint8
+
+const (
+	reqProduce reqKind = iota
+	reqFetch
+	reqListOffsets
+	reqCreate
+	reqDelete
+	reqDescribe
+	reqList
+	reqDeleteRecords
+	reqLoad
+	reqTestHook // runs hook on the shard goroutine; tests only
+)
+
+type partKey struct {
+	topic string
+	id    int32
+}
+
+// request is the one message type a shard goroutine receives. Requests on
+// the hot path (produce, fetch) come from a pool and carry a reusable done
+// channel, so a round trip to the shard allocates nothing.
+type request struct {
+	kind      reqKind
+	topic     string
+	partition int32
+
+	// produce
+	acks       Acks
+	records    []byte
+	produced   ProduceResult
+	endOffset  int64 // offset after the last appended record
+	appendedAt time.Time
+
+	// fetch
+	fetch    *FetchRequest
+	fetchIdx []int
+	fetchRes *FetchResult
+	colds    []coldRead
+	waits    []chan struct{}
+	wantWait bool
+
+	// admin
+	ts      int64
+	cfg     PartitionConfig
+	offsets OffsetResult
+	info    PartitionInfo
+	infos   []PartitionInfo
+	metas   []catalog.Partition
+
+	hook func(*shard)
+
+	err  error
+	done chan struct{}
+}
+
+// coldRead is a fetch that the shard resolved to the cold tier; the read
+// itself happens outside the shard goroutine.
+type coldRead struct {
+	idx    int
+	seg    catalog.Segment
+	offset int64
+	max    int
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func getRequest(kind reqKind) *request {
+	r := requestPool.Get().(*request)
+	r.kind = kind
+	return r
+}
+
+func putRequest(r *request) {
+	done := r.done
+	fetchIdx, waits, colds := r.fetchIdx[:0], r.waits[:0], r.colds[:0]
+	*r = request{done: done, fetchIdx: fetchIdx, waits: waits, colds: colds}
+	requestPool.Put(r)
+}
+
+func (r *request) finish(err error) {
+	r.err = err
+	r.done <- struct{}{}
+}
+
+// ShardFor maps a partition to a shard with a stable hash (FNV-1a over the
+// topic name and the partition number), so every gateway and every restart
+// agrees on the owner.
+func ShardFor(topic string, partition int32, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(topic); i++ {
+		h ^= uint32(topic[i])
+		h *= 16777619
+	}
+	for i := 0; i < 4; i++ {
+		h ^= uint32(byte(partition >> (8 * i)))
+		h *= 16777619
+	}
+	return int(h % uint32(shards))
+}
+
+var _ = fnv.New32a // FNV-1a as specified in hash/fnv; inlined above to avoid allocating a hasher
+
+// syncItem asks the flusher to make one segment durable up to size.
+type syncItem struct {
+	p    *partition
+	seg  *segment
+	ref  *fileRef
+	size int64
+	next int64
+}
+
+type syncBatch struct{ items []syncItem }
+
+// shard owns a set of partitions. Its goroutine is the only one touching
+// partition state, so the produce and fetch paths take no lock.
+type shard struct {
+	id    int
+	opts  *Options
+	reqs  chan *request
+	parts map[partKey]*partition
+
+	syncReq  chan *syncBatch
+	syncDone chan *syncBatch
+	spare    *syncBatch // the batch not in flight
+	inFlight bool
+	dirty    []*partition
+
+	scratch [BatchHeaderSize]byte
+	wg      sync.WaitGroup
+}
+
+func newShard(id int, opts *Options) *shard {
+	return &shard{
+		id: id, opts: opts,
+		reqs:     make(chan *request, 1024),
+		parts:    map[partKey]*partition{},
+		syncReq:  make(chan *syncBatch, 1),
+		syncDone: make(chan *syncBatch, 1),
+		spare:    &syncBatch{},
+	}
+}
+
+func (s *shard) start(ctx context.Context) {
+	s.wg.Add(2)
+	go s.flusher()
+	go s.run(ctx)
+}
+
+func (s *shard) pin() {
+	if !s.opts.PinCPUs {
+		return
+	}
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(s.id % runtime.NumCPU())
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		s.opts.Logger.Warn("cpu pinning failed", "shard", s.id, "err", err)
+	}
+}
+
+// flusher performs fsyncs off the shard goroutine, so appends continue
+// while a sync runs; everything appended meanwhile rides the next sync.
+func (s *shard) flusher() {
+	defer s.wg.Done()
+	for b := range s.syncReq {
+		var last *fileRef
+		for i := range b.items {
+			it := &b.items[i]
+			if it.ref != last {
+				if err := unix.Fdatasync(int(it.ref.f.Fd())); err != nil {
+					s.opts.Logger.Error("fdatasync failed", "segment", it.seg.logPath, "err", err)
+					it.size = -1
+				}
+				last = it.ref
+			}
+		}
+		s.syncDone <- b
+	}
+}
+
+func (s *shard) run(ctx context.Context) {
+	defer s.wg.Done()
+	s.pin()
+	retention := time.NewTicker(s.opts.RetentionCheckInterval)
+	defer retention.Stop()
+	var flushTick <-chan time.Time
+	if s.opts.Flush == FlushInterval {
+		t := time.NewTicker(s.opts.FlushInterval)
+		defer t.Stop()
+		flushTick = t.C
+	}
+	for {
+		select {
+		case r := <-s.reqs:
+			s.handle(r)
+			// Drain what else is queued before syncing: that is the group
+			// in group commit.
+			for i := 0; i < 256; i++ {
+				select {
+				case r := <-s.reqs:
+					s.handle(r)
+					continue
+				default:
+				}
+				break
+			}
+			if s.opts.Flush == FlushAlways {
+				s.startSync()
+			}
+		case b := <-s.syncDone:
+			s.completeSync(b)
+			if s.opts.Flush == FlushAlways {
+				s.startSync()
+			}
+		case <-flushTick:
+			s.startSync()
+		case now := <-retention.C:
+			s.retention(now)
+		case <-ctx.Done():
+			s.shutdown()
+			return
+		}
+	}
+}
+
+func (s *shard) markDirty(p *partition) {
+	if !p.dirty {
+		p.dirty = true
+		s.dirty = append(s.dirty, p)
+	}
+}
+
+func (s *shard) startSync() {
+	if s.inFlight || len(s.dirty) == 0 {
+		return
+	}
+	b := s.spare
+	s.spare = nil
+	b.items = b.items[:0]
+	for i, p := range s.dirty {
+		s.dirty[i] = nil
+		p.dirty = false
+		if p.deleted {
+			continue
+		}
+		seg := p.active()
+		seg.log.acquire()
+		b.items = append(b.items, syncItem{p: p, seg: seg, ref: seg.log, size: seg.size, next: seg.next})
+	}
+	s.dirty = s.dirty[:0]
+	s.inFlight = true
+	s.syncReq <- b
+}
+
+func (s *shard) completeSync(b *syncBatch) {
+	s.inFlight = false
+	for i := range b.items {
+		it := &b.items[i]
+		it.ref.release()
+		if it.p.deleted {
+			continue
+		}
+		if it.size < 0 {
+			// The data may not be durable; keep the partition dirty so the
+			// next sync retries instead of advancing the high watermark.
+			s.markDirty(it.p)
+			continue
+		}
+		if it.size > it.seg.durable {
+			it.seg.durable = it.size
+		}
+		it.p.advanceHW(it.next)
+		s.ackDurable(it.p)
+		*it = syncItem{}
+	}
+	s.spare = b
+}
+
+// ackDurable finishes produce requests that were waiting for the high
+// watermark to pass them.
+func (s *shard) ackDurable(p *partition) {
+	n := 0
+	for _, r := range p.waitAcks {
+		if r.endOffset <= p.hw {
+			r.finish(nil)
+			continue
+		}
+		p.waitAcks[n] = r
+		n++
+	}
+	for i := n; i < len(p.waitAcks); i++ {
+		p.waitAcks[i] = nil
+	}
+	p.waitAcks = p.waitAcks[:n]
+}
+
+func (s *shard) handle(r *request) {
+	switch r.kind {
+	case reqProduce:
+		s.produce(r)
+	case reqFetch:
+		s.fetch(r)
+		r.finish(nil)
+	case reqListOffsets:
+		r.finish(s.listOffsets(r))
+	case reqCreate:
+		r.finish(s.create(r))
+	case reqDelete:
+		r.finish(s.deletePartition(r))
+	case reqDescribe:
+		p, err := s.lookup(r.topic, r.partition)
+		if err == nil {
+			r.info = p.describe()
+		}
+		r.finish(err)
+	case reqList:
+		for _, p := range s.parts {
+			r.infos = append(r.infos, p.describe())
+		}
+		r.finish(nil)
+	case reqDeleteRecords:
+		r.finish(s.deleteRecords(r))
+	case reqLoad:
+		r.finish(s.load(r.metas))
+	case reqTestHook:
+		r.hook(s)
+		r.finish(nil)
+	default:
+		r.finish(fmt.Errorf("%w: unknown request kind %d", ErrInvalidRequest, r.kind))
+	}
+}
+
+func (s *shard) lookup(topic string, id int32) (*partition, error) {
+	p := s.parts[partKey{topic, id}]
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s/%d", ErrUnknownPartition, topic, id)
+	}
+	return p, nil
+}
+
+func (p *partition) describe() PartitionInfo {
+	return PartitionInfo{Topic: p.topic, Partition: p.id, LogStartOffset: p.logStart, HighWatermark: p.hw,
+		LogEndOffset: p.leo(), Size: p.size(), Segments: len(p.segs), Config: p.cfg}
+}
+
+func (s *shard) load(metas []catalog.Partition) error {
+	for _, m := range metas {
+		p, err := loadPartition(s, m)
+		if err != nil {
+			return err
+		}
+		s.parts[partKey{p.topic, p.id}] = p
+	}
+	return nil
+}
+
+func (s *shard) create(r *request) error {
+	if _, ok := s.parts[partKey{r.topic, r.partition}]; ok {
+		return fmt.Errorf("%w: %s/%d", ErrPartitionExists, r.topic, r.partition)
+	}
+	p, err := createPartition(s, r.topic, r.partition, r.cfg)
+	if err != nil {
+		return err
+	}
+	s.parts[partKey{p.topic, p.id}] = p
+	return nil
+}
+
+// deletePartition removes the catalog records first, then the files: a crash
+// in between leaves an orphan directory, which Open removes.
+func (s *shard) deletePartition(r *request) error {
+	p, err := s.lookup(r.topic, r.partition)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Catalog.DeletePartition(p.topic, p.id); err != nil {
+		return err
+	}
+	delete(s.parts, partKey{p.topic, p.id})
+	p.deleted = true
+	for _, w := range p.waitAcks {
+		w.finish(fmt.Errorf("%w: %s/%d deleted while waiting for flush", ErrUnknownPartition, p.topic, p.id))
+	}
+	p.waitAcks = nil
+	p.close()
+	return removeAll(p.dir)
+}
+
+func (s *shard) produce(r *request) {
+	p, err := s.lookup(r.topic, r.partition)
+	if err != nil {
+		r.finish(err)
+		return
+	}
+	if len(r.records) > int(p.cfg.MaxMessageBytes) {
+		r.finish(fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(r.records), p.cfg.MaxMessageBytes))
+		return
+	}
+	seg := p.active()
+	if seg.size > 0 && (seg.size+int64(len(r.records)) > p.cfg.SegmentBytes ||
+		r.appendedAt.Sub(seg.created) >= p.cfg.SegmentMs || seg.indexFull() ||
+		seg.next-seg.base > math.MaxUint32/2) {
+		if err := p.roll(s, seg.next); err != nil {
+			r.finish(fmt.Errorf("roll %s/%d: %w", p.topic, p.id, err))
+			return
+		}
+		seg = p.active()
+	}
+	next := seg.next
+	r.produced.BaseOffset = next
+	for off := 0; off < len(r.records); {
+		b := r.records[off:]
+		h, _ := ParseBatchHeader(b) // validated by the caller
+		setBaseOffset(b, next, 0)
+		next += int64(h.LastOffsetDelta) + 1
+		off += int(h.Length)
+	}
+	if err := seg.appendBatches(r.records, s.opts.IndexIntervalBytes); err != nil {
+		// A failed write may have left a partial batch; truncating to the
+		// last good size keeps the log valid for the next append.
+		_ = seg.log.f.Truncate(seg.size)
+		seg.next = r.produced.BaseOffset
+		r.finish(err)
+		return
+	}
+	seg.paceWriteback(s.opts.WritebackBytes)
+	r.produced.LogStartOffset = p.logStart
+	r.produced.LogAppendTime = -1
+	r.endOffset = next
+	switch {
+	case s.opts.Flush == FlushNone:
+		seg.durable = seg.size
+		p.advanceHW(next)
+		r.finish(nil)
+	case s.opts.Flush == FlushInterval && r.acks != -1:
+		s.markDirty(p)
+		r.finish(nil)
+	default:
+		s.markDirty(p)
+		p.waitAcks = append(p.waitAcks, r)
+	}
+}
+
+func (s *shard) fetch(r *request) {
+	for _, i := range r.fetchIdx {
+		fp := &r.fetch.Partitions[i]
+		res := &r.fetchRes.Partitions[i]
+		res.Topic, res.Partition = fp.Topic, fp.Partition
+		p, err := s.lookup(fp.Topic, fp.Partition)
+		if err != nil {
+			res.Err = err
+			continue
+		}
+		res.HighWatermark, res.LogStartOffset = p.hw, p.logStart
+		max := int(fp.MaxBytes)
+		if r.fetch.MaxBytes > 0 && (max <= 0 || int(r.fetch.MaxBytes) < max) {
+			max = int(r.fetch.MaxBytes)
+		}
+		if max <= 0 {
+			max = 1 << 20
+		}
+		s.readPartition(r, p, i, fp.Offset, max)
+	}
+}
+
+func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max int) {
+	res := &r.fetchRes.Partitions[i]
+	if offset < p.logStart || offset > p.hw {
+		res.Err = fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.hw)
+		return
+	}
+	if offset == p.hw {
+		if r.wantWait {
+			r.waits = append(r.waits, p.waitChan())
+		}
+		return
+	}
+	seg := p.segmentFor(offset)
+	if seg == nil {
+		for _, rs := range p.remote {
+			if offset >= rs.BaseOffset && offset < rs.EndOffset {
+				r.colds = append(r.colds, coldRead{idx: i, seg: rs, offset: offset, max: max})
+				return
+			}
+		}
+		res.Err = fmt.Errorf("%w: %s/%d offset %d", ErrNotLocal, p.topic, p.id, offset)
+		return
+	}
+	for {
+		pos, err := seg.findPosition(offset, seg.durable, s.scratch[:])
+		if err != nil {
+			res.Err = err
+			return
+		}
+		if pos < seg.durable {
+			n := seg.durable - pos
+			if n > int64(max) {
+				h, err := seg.readHeader(pos, s.scratch[:])
+				if err != nil {
+					res.Err = err
+					return
+				}
+				// At least one whole batch, as KIP-74 requires, so a batch
+				// larger than max.bytes never stalls a consumer.
+				n = int64(max)
+				if int64(h.Length) > n {
+					n = int64(h.Length)
+				}
+			}
+			seg.log.acquire()
+			res.Records = Records{File: seg.log.f, Pos: pos, Len: int(n), ref: seg.log}
+			if seg.minReadPos < 0 || pos < seg.minReadPos {
+				seg.minReadPos = pos
+			}
+			return
+		}
+		// The offset falls past this segment's data (a gap left by an
+		// aborted write or a roll): continue in the next segment.
+		nextSeg := p.segmentFor(seg.next)
+		if nextSeg == nil || nextSeg == seg {
+			return
+		}
+		seg, offset = nextSeg, nextSeg.base
+	}
+}
+
+func (s *shard) listOffsets(r *request) error {
+	p, err := s.lookup(r.topic, r.partition)
+	if err != nil {
+		return err
+	}
+	r.offsets = OffsetResult{Offset: -1, Timestamp: -1}
+	switch ts := r.ts; {
+	case ts == TimestampLatest:
+		r.offsets.Offset = p.hw
+	case ts == TimestampEarliest:
+		r.offsets.Offset = p.logStart
+	case ts == TimestampEarliestLocal:
+		r.offsets.Offset = p.segs[0].base
+		if p.logStart > r.offsets.Offset {
+			r.offsets.Offset = p.logStart
+		}
+	case ts == TimestampLatestTiered:
+		if n := len(p.remote); n > 0 {
+			r.offsets.Offset = p.remote[n-1].EndOffset - 1
+		}
+	case ts == TimestampMaxTimestamp:
+		for _, rs := range p.remote {
+			if rs.MaxTimestamp > r.offsets.Timestamp {
+				r.offsets = OffsetResult{Offset: rs.EndOffset - 1, Timestamp: rs.MaxTimestamp}
+			}
+		}
+		for _, seg := range p.segs {
+			if seg.maxTs > r.offsets.Timestamp && seg.maxTsOffset < p.hw {
+				r.offsets = OffsetResult{Offset: seg.maxTsOffset, Timestamp: seg.maxTs}
+			}
+		}
+	case ts >= 0:
+		for _, rs := range p.remote {
+			if rs.MaxTimestamp >= ts {
+				r.offsets = OffsetResult{Offset: rs.BaseOffset, Timestamp: rs.MaxTimestamp}
+				return nil
+			}
+		}
+		for _, seg := range p.segs {
+			if seg.maxTs < ts {
+				continue
+			}
+			off, found, ok, err := seg.findTimestamp(ts, seg.durable, s.scratch[:])
+			if err != nil {
+				return err
+			}
+			if ok {
+				if off < p.logStart {
+					off = p.logStart
+				}
+				r.offsets = OffsetResult{Offset: off, Timestamp: found}
+				return nil
+			}
+		}
+	default:
+		return fmt.Errorf("%w: timestamp %d", ErrInvalidRequest, ts)
+	}
+	return nil
+}
+
+// deleteRecords moves the log start offset forward (Kafka's DeleteRecords)
+// and removes segments that lie wholly below it.
+func (s *shard) deleteRecords(r *request) error {
+	p, err := s.lookup(r.topic, r.partition)
+	if err != nil {
+		return err
+	}
+	before := r.ts
+	if before == -1 {
+		before = p.hw
+	}
+	if before < 0 || before > p.hw {
+		return fmt.Errorf("%w: delete before %d, high watermark %d", ErrOffsetOutOfRange, before, p.hw)
+	}
+	if before > p.logStart {
+		p.logStart = before
+		if err := s.opts.Catalog.SetLogStart(p.topic, p.id, before); err != nil {
+			return err
+		}
+	}
+	if _, err := p.deleteOldest(s, func(seg *segment, _ int64) bool { return seg.next > p.logStart }); err != nil {
+		return err
+	}
+	r.offsets.Offset = p.logStart
+	return nil
+}
+
+func (s *shard) retention(now time.Time) {
+	for _, p := range s.parts {
+		if n, err := p.applyRetention(s, now); err != nil {
+			s.opts.Logger.Error("retention failed", "topic", p.topic, "partition", p.id, "err", err)
+		} else if n > 0 {
+			s.opts.Logger.Info("retention deleted segments", "topic", p.topic, "partition", p.id, "segments", n,
+				"log_start", p.logStart)
+		}
+	}
+}
+
+// shutdown finishes in-flight syncs, makes everything durable, answers
+// every parked request and closes the partitions.
+func (s *shard) shutdown() {
+	if s.inFlight {
+		s.completeSync(<-s.syncDone)
+	}
+	close(s.syncReq)
+	for _, p := range s.parts {
+		seg := p.active()
+		if err := seg.syncData(); err != nil {
+			s.opts.Logger.Error("final sync failed", "segment", seg.logPath, "err", err)
+		} else {
+			seg.durable = seg.size
+			p.advanceHW(seg.next)
+			s.ackDurable(p)
+		}
+		for _, w := range p.waitAcks {
+			w.finish(fmt.Errorf("%w: while waiting for flush", ErrClosed))
+		}
+		p.waitAcks = nil
+		p.close()
+	}
+	// Fail whatever is still queued.
+	for {
+		select {
+		case r := <-s.reqs:
+			r.finish(ErrClosed)
+		default:
+			return
+		}
+	}
+}

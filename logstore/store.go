@@ -1,0 +1,393 @@
+package logstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// Store is a set of shards over one data directory. Its methods are safe
+// for concurrent use: each call becomes a request to the owning shard's
+// goroutine, which alone touches the partition.
+type Store struct {
+	opts   Options
+	shards []*shard
+	cancel context.CancelFunc
+	closed chan struct{}
+	once   sync.Once
+}
+
+// Open recovers every partition the catalog knows (in parallel, one loader
+// per shard), removes partition directories the catalog does not know, and
+// starts the shards.
+func Open(opts Options) (*Store, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", opts.Dir, err)
+	}
+	metas, err := opts.Catalog.Partitions()
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	if err := removeOrphanDirs(&opts, metas); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &Store{opts: opts, cancel: cancel, closed: make(chan struct{})}
+	st.shards = make([]*shard, opts.Shards)
+	perShard := make([][]catalog.Partition, opts.Shards)
+	for _, m := range metas {
+		i := ShardFor(m.Topic, m.Partition, opts.Shards)
+		perShard[i] = append(perShard[i], m)
+	}
+	for i := range st.shards {
+		st.shards[i] = newShard(i, &st.opts)
+		st.shards[i].start(ctx)
+	}
+	var errs []error
+	reqs := make([]*request, opts.Shards)
+	for i, sh := range st.shards {
+		r := getRequest(reqLoad)
+		r.metas = perShard[i]
+		reqs[i] = r
+		sh.reqs <- r
+	}
+	for _, r := range reqs {
+		<-r.done
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func removeOrphanDirs(opts *Options, metas []catalog.Partition) error {
+	known := map[string]bool{}
+	for _, m := range metas {
+		known[partitionDir(opts.Dir, m.Topic, m.Partition)] = true
+	}
+	entries, err := os.ReadDir(filepath.Join(opts.Dir, "logs"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		dir := filepath.Join(opts.Dir, "logs", e.Name())
+		if e.IsDir() && !known[dir] {
+			opts.Logger.Warn("removing partition directory unknown to the catalog", "dir", dir)
+			if err := removeAll(dir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func removeAll(dir string) error { return os.RemoveAll(dir) }
+
+// Close stops the shards after they have made everything durable.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		s.cancel()
+		for _, sh := range s.shards {
+			sh.wg.Wait()
+		}
+	})
+	return nil
+}
+
+// NumShards is the number of shard goroutines.
+func (s *Store) NumShards() int { return len(s.shards) }
+
+func (s *Store) shardFor(topic string, partition int32) *shard {
+	return s.shards[ShardFor(topic, partition, len(s.shards))]
+}
+
+// call sends r to sh and waits. When ctx ends first the request is
+// abandoned to the shard (it will still complete) and not reused.
+func (s *Store) call(ctx context.Context, sh *shard, r *request) error {
+	select {
+	case sh.reqs <- r:
+	case <-s.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func validName(topic string, partition int32) error {
+	if topic == "" || len(topic) > 249 || partition < 0 {
+		return fmt.Errorf("%w: topic %q partition %d", ErrInvalidRequest, topic, partition)
+	}
+	for i := 0; i < len(topic); i++ {
+		c := topic[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic %q has character %q", ErrInvalidRequest, topic, c)
+		}
+	}
+	if topic == "." || topic == ".." {
+		return fmt.Errorf("%w: topic %q", ErrInvalidRequest, topic)
+	}
+	return nil
+}
+
+// Produce validates the batches (CRC and header, in the caller's goroutine
+// so the shard spends no time on it), then has the owning shard assign
+// offsets in place and append. It returns when the batches are acknowledged
+// under the flush policy.
+func (s *Store) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
+	if _, _, err := ValidateBatches(req.Records); err != nil {
+		return ProduceResult{}, err
+	}
+	r := getRequest(reqProduce)
+	r.topic, r.partition, r.acks, r.records = req.Topic, req.Partition, req.Acks, req.Records
+	r.appendedAt = time.Now()
+	if err := s.call(ctx, s.shardFor(req.Topic, req.Partition), r); err != nil {
+		if !isCtxErr(err) {
+			putRequest(r)
+		}
+		return ProduceResult{}, err
+	}
+	res := r.produced
+	putRequest(r)
+	return res, nil
+}
+
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed)
+}
+
+// Fetch reads the requested partitions, long-polling until MinBytes are
+// available or MaxWait passes. A waiting fetch is woken by the high
+// watermark of any of its partitions moving, not by a timer.
+func (s *Store) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, error) {
+	var deadline time.Time
+	if req.MaxWait > 0 {
+		deadline = time.Now().Add(req.MaxWait)
+	}
+	minBytes := int(req.MinBytes)
+	for {
+		res, waits, err := s.fetchOnce(ctx, req, req.MaxWait > 0)
+		if err != nil {
+			return res, err
+		}
+		total, failed := 0, false
+		for i := range res.Partitions {
+			total += res.Partitions[i].Records.Size()
+			failed = failed || res.Partitions[i].Err != nil
+		}
+		if total >= minBytes && total > 0 || failed || req.MaxWait <= 0 || len(waits) == 0 || !time.Now().Before(deadline) {
+			trimToMaxBytes(&res, int(req.MaxBytes))
+			return res, nil
+		}
+		res.Release()
+		if !waitAny(ctx, waits, time.Until(deadline), s.closed) {
+			// Deadline (or shutdown): one last read returns what there is.
+			res, _, err := s.fetchOnce(ctx, req, false)
+			trimToMaxBytes(&res, int(req.MaxBytes))
+			return res, err
+		}
+	}
+}
+
+// fetchOnce sends each shard its share of the partitions in one request.
+func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool) (FetchResult, []chan struct{}, error) {
+	res := FetchResult{Partitions: make([]FetchPartitionResult, len(req.Partitions))}
+	var perShard [64]*request
+	reqs := perShard[:0]
+	byShard := make(map[int]*request, 2)
+	for i := range req.Partitions {
+		fp := &req.Partitions[i]
+		if err := validName(fp.Topic, fp.Partition); err != nil {
+			res.Partitions[i] = FetchPartitionResult{Topic: fp.Topic, Partition: fp.Partition, Err: err}
+			continue
+		}
+		id := ShardFor(fp.Topic, fp.Partition, len(s.shards))
+		r := byShard[id]
+		if r == nil {
+			r = getRequest(reqFetch)
+			r.fetch, r.fetchRes, r.wantWait = req, &res, wantWait
+			byShard[id] = r
+			reqs = append(reqs, r)
+		}
+		r.fetchIdx = append(r.fetchIdx, i)
+	}
+	var waits []chan struct{}
+	var firstErr error
+	var colds []coldRead
+	for id, r := range byShard {
+		sh := s.shards[id]
+		select {
+		case sh.reqs <- r:
+		case <-s.closed:
+			firstErr = ErrClosed
+			r.err = ErrClosed
+			r.done <- struct{}{}
+		}
+	}
+	for _, r := range reqs {
+		<-r.done // shards never drop a request, so this is bounded by shard work, not by ctx
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+		}
+		waits = append(waits, r.waits...)
+		colds = append(colds, r.colds...)
+		putRequest(r)
+	}
+	if firstErr != nil {
+		res.Release()
+		return res, nil, firstErr
+	}
+	for _, c := range colds {
+		p := &res.Partitions[c.idx]
+		if s.opts.Cold == nil {
+			p.Err = fmt.Errorf("%w: %s/%d offset %d is in the cold tier", ErrNotLocal, p.Topic, p.Partition, c.offset)
+			continue
+		}
+		b, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
+		if err != nil {
+			p.Err = fmt.Errorf("cold read %s/%d offset %d: %w", p.Topic, p.Partition, c.offset, err)
+			continue
+		}
+		p.Records = Records{Bytes: b}
+	}
+	return res, waits, nil
+}
+
+// trimToMaxBytes enforces the response-level byte limit: the first
+// non-empty partition keeps its data whatever its size (KIP-74); later ones
+// are dropped whole once the budget is spent, and are fetched next time.
+func trimToMaxBytes(res *FetchResult, maxBytes int) {
+	if maxBytes <= 0 {
+		return
+	}
+	used := 0
+	for i := range res.Partitions {
+		r := &res.Partitions[i].Records
+		n := r.Size()
+		if n == 0 {
+			continue
+		}
+		if used > 0 && used+n > maxBytes {
+			r.Release()
+			*r = Records{}
+			continue
+		}
+		used += n
+	}
+}
+
+// waitAny blocks until one of the channels is closed, the timeout passes,
+// ctx ends or the store closes. It reports whether a channel fired.
+func waitAny(ctx context.Context, waits []chan struct{}, timeout time.Duration, closed chan struct{}) bool {
+	if timeout <= 0 {
+		return false
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	if len(waits) == 1 {
+		select {
+		case <-waits[0]:
+			return true
+		case <-t.C:
+		case <-ctx.Done():
+		case <-closed:
+		}
+		return false
+	}
+	cases := make([]reflect.SelectCase, 0, len(waits)+3)
+	for _, w := range waits {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(closed)})
+	chosen, _, _ := reflect.Select(cases)
+	return chosen < len(waits)
+}
+
+func (s *Store) simple(ctx context.Context, kind reqKind, topic string, partition int32, fill func(*request)) (*request, error) {
+	if err := validName(topic, partition); err != nil {
+		return nil, err
+	}
+	r := &request{kind: kind, topic: topic, partition: partition, done: make(chan struct{}, 1)}
+	if fill != nil {
+		fill(r)
+	}
+	return r, s.call(ctx, s.shardFor(topic, partition), r)
+}
+
+// ListOffsets answers Kafka's ListOffsets for one partition; timestamp is a
+// time in ms or one of the Timestamp* constants.
+func (s *Store) ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (OffsetResult, error) {
+	r, err := s.simple(ctx, reqListOffsets, topic, partition, func(r *request) { r.ts = timestamp })
+	if err != nil {
+		return OffsetResult{}, err
+	}
+	return r.offsets, nil
+}
+
+// CreatePartition creates an empty partition with cfg (zero fields take the
+// store defaults).
+func (s *Store) CreatePartition(ctx context.Context, topic string, partition int32, cfg PartitionConfig) error {
+	_, err := s.simple(ctx, reqCreate, topic, partition, func(r *request) { r.cfg = cfg })
+	return err
+}
+
+// DeletePartition removes a partition and all its local data.
+func (s *Store) DeletePartition(ctx context.Context, topic string, partition int32) error {
+	_, err := s.simple(ctx, reqDelete, topic, partition, nil)
+	return err
+}
+
+// DescribePartition reports a partition's offsets and size.
+func (s *Store) DescribePartition(ctx context.Context, topic string, partition int32) (PartitionInfo, error) {
+	r, err := s.simple(ctx, reqDescribe, topic, partition, nil)
+	if err != nil {
+		return PartitionInfo{}, err
+	}
+	return r.info, nil
+}
+
+// DeleteRecords moves the log start offset to before (-1: the high
+// watermark) and returns the new log start offset.
+func (s *Store) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
+	r, err := s.simple(ctx, reqDeleteRecords, topic, partition, func(r *request) { r.ts = before })
+	if err != nil {
+		return 0, err
+	}
+	return r.offsets.Offset, nil
+}
+
+// ListPartitions describes every partition in the store.
+func (s *Store) ListPartitions(ctx context.Context) ([]PartitionInfo, error) {
+	var out []PartitionInfo
+	for _, sh := range s.shards {
+		r := &request{kind: reqList, done: make(chan struct{}, 1)}
+		if err := s.call(ctx, sh, r); err != nil {
+			return nil, err
+		}
+		out = append(out, r.infos...)
+	}
+	return out, nil
+}

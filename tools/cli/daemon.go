@@ -1,0 +1,332 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// daemonKind says which parts a daemon subcommand runs.
+type daemonKind struct {
+	use, short, long string
+	// inProcess: build the in-process ring backend that serve's gateways
+	// will use.
+	inProcess bool
+	// needRing: a store with no ring listener serves nothing, so it is an
+	// error; serve may run without one.
+	needRing bool
+	// absent lists the parts DESIGN §1 puts in this command that are not
+	// built yet, with the key of the listener they will take. They are
+	// logged as absent, and their ports are left closed.
+	absent []absentPart
+}
+
+type absentPart struct{ part, key string }
+
+var serveCmd = daemonKind{
+	use:   "serve",
+	short: "Run a single-node AeroStream: store and shard ring in one process",
+	long: `Run everything in one process on the embedded defaults (data in ./data).
+
+Today that is the storage engine (logstore + catalog) with the in-process
+shard-ring backend, and the ring's network listener (listeners.ring) so that
+other processes can reach the shards. The Kafka and native gateways, the
+controller and the HTTP admin API are not built yet: serve does not open
+their ports.
+
+SIGINT or SIGTERM drains connections and stops cleanly; a second signal
+stops at once.`,
+	inProcess: true,
+	absent: []absentPart{
+		{"kafka gateway", "listeners.kafka"},
+		{"native gateway", "listeners.native"},
+		{"controller", "listeners.controller"},
+		{"http admin", "listeners.http"},
+	},
+}
+
+var storeCmd = daemonKind{
+	use:   "store",
+	short: "Run a storage node: logstore + catalog serving the shard ring",
+	long: `Run a storage node: the storage engine (logstore + catalog), serving
+its shards on the ring listener (listeners.ring, host:port or unix:/path).
+
+SIGINT or SIGTERM drains connections and stops cleanly; a second signal
+stops at once.`,
+	needRing: true,
+}
+
+func newDaemonCmd(env Env, kind daemonKind) *cobra.Command {
+	var flags *config.Flags
+	cmd := &cobra.Command{
+		Use:   kind.use,
+		Short: kind.short,
+		Long:  kind.long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := config.Load(config.Options{File: flags.File, Env: env.Environ, Flags: flags})
+			if err != nil {
+				return err
+			}
+			return runDaemon(cmd.Context(), env, kind, loaded)
+		},
+	}
+	cmd.Flags().SortFlags = false
+	flags = config.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// runDaemon starts the parts of kind, waits for a signal (or ctx, or a part
+// failing) and stops them in reverse order. Nothing is logged before the
+// listeners are bound and the data directory is locked, so that a start
+// that fails on those prints only its one-line reason.
+func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loaded) (err error) {
+	cfg := loaded.Config
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Listeners first: a port conflict must fail before we spend seconds
+	// recovering the log.
+	var ringLn net.Listener
+	if cfg.Listeners.Ring != "" {
+		ringLn, err = listen(cfg.Listeners.Ring)
+		if err != nil {
+			return fmt.Errorf("listeners.ring: %w", err)
+		}
+		defer ringLn.Close() // Serve closes it too; this covers failed starts
+	} else if kind.needRing {
+		return errors.New("listeners.ring is empty: a store serves its shards only there")
+	}
+
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	logger := newLogger(env, cfg)
+	slog.SetDefault(logger)
+	logger.Info("starting", "command", kind.use, "version", Version(),
+		"config_file", orNone(loaded.File), "data_dir", cfg.DataDir)
+	for _, name := range loaded.UnknownEnv {
+		logger.Warn("environment variable sets no config key", "name", name)
+	}
+
+	start := time.Now()
+	cat, err := catalog.Open(filepath.Join(cfg.DataDir, "catalog"), catalog.Options{Logger: logger})
+	if err != nil {
+		return fmt.Errorf("open catalog: %w", err)
+	}
+	defer func() {
+		if cerr := cat.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close catalog: %w", cerr)
+		}
+	}()
+	st, err := logstore.Open(storeOptions(cfg, cat, logger))
+	if err != nil {
+		return fmt.Errorf("open logstore: %w", err)
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close logstore: %w", cerr)
+		}
+	}()
+
+	// The in-process backend is what serve's gateways will be handed; until
+	// one exists it only shows that the store is reachable in-process.
+	if kind.inProcess {
+		backend := ring.NewInProcess(st)
+		defer func() {
+			if cerr := backend.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close in-process ring: %w", cerr)
+			}
+		}()
+	}
+
+	// The parts stop when runDaemon says so, after it has logged why, not
+	// on the signal itself.
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	serveErr := make(chan error, 1)
+	parts := []string{"logstore", "catalog"}
+	if kind.inProcess {
+		parts = append(parts, "ring(in-process)")
+	}
+	attrs := []any{"command", kind.use, "startup", time.Since(start).Round(time.Millisecond)}
+	if ringLn != nil {
+		srv := ring.NewServer(st, logger)
+		go func() { serveErr <- srv.Serve(runCtx, ringLn) }()
+		parts = append(parts, "ring(network)")
+		attrs = append(attrs, "ring_addr", listenerAddr(ringLn))
+	} else {
+		serveErr = nil // nothing to wait for
+	}
+	for _, a := range kind.absent {
+		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
+	}
+	logger.Info("running", append(attrs, "parts", strings.Join(parts, ","))...)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping", "reason", "signal")
+	case err := <-serveErr:
+		serveErr = nil
+		if err == nil {
+			err = errors.New("stopped unexpectedly")
+		}
+		runErr = fmt.Errorf("ring server: %w", err)
+		logger.Error("stopping", "reason", "ring server failed", "err", err)
+	}
+	// From here on a second signal takes the default action and ends the
+	// process, for when draining hangs.
+	stop()
+	cancel()
+	if serveErr != nil {
+		if err := <-serveErr; err != nil && !errors.Is(err, context.Canceled) {
+			logger.Warn("ring server drain", "err", err)
+		}
+	}
+	logger.Info("stopped")
+	return runErr
+}
+
+// storeOptions maps the config onto logstore.Options.
+func storeOptions(cfg config.Config, cat *catalog.Catalog, logger *slog.Logger) logstore.Options {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	l, td := cfg.Logstore, cfg.TopicDefaults
+	return logstore.Options{
+		Dir:                    cfg.DataDir,
+		Shards:                 l.Shards,
+		PinCPUs:                l.PinCPUs,
+		Flush:                  logstore.FlushPolicy(l.Flush),
+		FlushInterval:          ms(l.FlushIntervalMs),
+		IndexIntervalBytes:     l.IndexIntervalBytes,
+		WritebackBytes:         l.WritebackBytes,
+		MaxIndexBytes:          l.MaxIndexBytes,
+		RetentionCheckInterval: ms(l.RetentionCheckIntervalMs),
+		Defaults: logstore.PartitionConfig{
+			SegmentBytes:    td.SegmentBytes,
+			SegmentMs:       ms(td.SegmentMs),
+			RetentionMs:     ms(td.RetentionMs), // -1 stays negative: forever
+			RetentionBytes:  td.RetentionBytes,
+			MaxMessageBytes: td.MaxMessageBytes,
+		},
+		Catalog: cat,
+		Logger:  logger,
+	}
+}
+
+func newLogger(env Env, cfg config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // validated by config
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(env.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(env.Stderr, opts))
+}
+
+// listen binds addr (host:port or unix:/path). A Unix socket file left by a
+// process that died is removed; one that still answers is in use.
+func listen(addr string) (net.Listener, error) {
+	network, address := config.Network(addr)
+	if network == "unix" {
+		if err := removeStaleSocket(address); err != nil {
+			return nil, err
+		}
+	}
+	return net.Listen(network, address)
+}
+
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("listen unix %s: address already in use", path)
+	}
+	return os.Remove(path)
+}
+
+func listenerAddr(ln net.Listener) string {
+	if ln.Addr().Network() == "unix" {
+		return "unix:" + ln.Addr().String()
+	}
+	return ln.Addr().String()
+}
+
+// lockFile sits in the data directory while a daemon owns it. Two processes
+// on one directory would each believe they own every segment.
+const lockFile = "aerostream.lock"
+
+// lockDataDir creates dir if needed, checks it can be read and written, and
+// takes an exclusive flock on dir/aerostream.lock that the kernel drops when
+// the process exits, however it exits.
+func lockDataDir(dir string) (unlock func(), err error) {
+	fail := func(err error) (func(), error) {
+		return nil, fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	if _, err := os.ReadDir(dir); err != nil {
+		return fail(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		pid, _ := os.ReadFile(f.Name())
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fail(fmt.Errorf("in use by another aerostream process (pid %s)", strings.TrimSpace(string(pid))))
+		}
+		return fail(err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		if err != nil {
+			f.Close()
+			return fail(err)
+		}
+	}
+	return func() {
+		// Keep the file: removing it would race with a process that
+		// opened it and is waiting for the lock.
+		_ = f.Close()
+	}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

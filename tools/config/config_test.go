@@ -1,0 +1,427 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/pflag"
+)
+
+// writeFile writes a config file into a fresh directory and returns its path.
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "aerostream.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// parseFlags registers the config flags on a fresh FlagSet and parses args.
+func parseFlags(t *testing.T, args ...string) *Flags {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	f := AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	return f
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyNames(t *testing.T) {
+	want := map[string]string{
+		"data_dir":                             "AEROSTREAM_DATA_DIR",
+		"log_level":                            "AEROSTREAM_LOG_LEVEL",
+		"log_format":                           "AEROSTREAM_LOG_FORMAT",
+		"listeners.kafka":                      "AEROSTREAM_LISTENERS_KAFKA",
+		"listeners.native":                     "AEROSTREAM_LISTENERS_NATIVE",
+		"listeners.http":                       "AEROSTREAM_LISTENERS_HTTP",
+		"listeners.controller":                 "AEROSTREAM_LISTENERS_CONTROLLER",
+		"listeners.ring":                       "AEROSTREAM_LISTENERS_RING",
+		"logstore.shards":                      "AEROSTREAM_LOGSTORE_SHARDS",
+		"logstore.pin_cpus":                    "AEROSTREAM_LOGSTORE_PIN_CPUS",
+		"logstore.flush":                       "AEROSTREAM_LOGSTORE_FLUSH",
+		"logstore.flush_interval_ms":           "AEROSTREAM_LOGSTORE_FLUSH_INTERVAL_MS",
+		"logstore.index_interval_bytes":        "AEROSTREAM_LOGSTORE_INDEX_INTERVAL_BYTES",
+		"logstore.writeback_bytes":             "AEROSTREAM_LOGSTORE_WRITEBACK_BYTES",
+		"logstore.max_index_bytes":             "AEROSTREAM_LOGSTORE_MAX_INDEX_BYTES",
+		"logstore.retention_check_interval_ms": "AEROSTREAM_LOGSTORE_RETENTION_CHECK_INTERVAL_MS",
+		"topic_defaults.segment_bytes":         "AEROSTREAM_TOPIC_DEFAULTS_SEGMENT_BYTES",
+		"topic_defaults.segment_ms":            "AEROSTREAM_TOPIC_DEFAULTS_SEGMENT_MS",
+		"topic_defaults.retention_ms":          "AEROSTREAM_TOPIC_DEFAULTS_RETENTION_MS",
+		"topic_defaults.retention_bytes":       "AEROSTREAM_TOPIC_DEFAULTS_RETENTION_BYTES",
+		"topic_defaults.max_message_bytes":     "AEROSTREAM_TOPIC_DEFAULTS_MAX_MESSAGE_BYTES",
+	}
+	got := map[string]string{}
+	for _, k := range Keys() {
+		got[k.Name] = k.Env
+		if k.Flag != k.Name {
+			t.Errorf("%s: flag %q, want the key name", k.Name, k.Flag)
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("keys:\n got %v\nwant %v", got, want)
+	}
+	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "logstore", "topic_defaults"}) {
+		t.Errorf("sections = %v", s)
+	}
+}
+
+func TestNoFileGivesDefaults(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.File != "" {
+		t.Errorf("File = %q, want none", l.File)
+	}
+	if !reflect.DeepEqual(l.Config, Default()) {
+		t.Errorf("config = %+v, want defaults", l.Config)
+	}
+	for k, s := range l.Sources {
+		if s != "default" {
+			t.Errorf("%s from %q", k, s)
+		}
+	}
+}
+
+func TestUnknownKey(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct{ body, key string }{
+		{"bogus = 1\n", `"bogus"`},
+		{"[logstore]\nshard = 4\n", `"logstore.shard"`},
+		{"[listeners]\nkafka = \":1\"\n[nosuch]\nx = 1\n", `"nosuch`},
+		{"[nosuch]\n", `"nosuch"`},
+		{"DATA_DIR = \"x\"\n", `"DATA_DIR"`},
+		{"[Logstore]\nshards = 2\n", `"Logstore`},
+		{"[topic_defaults.extra]\na = 1\n", `"topic_defaults.extra`},
+	} {
+		_, err := Load(Options{File: writeFile(t, tc.body)})
+		if err == nil {
+			t.Errorf("%q: no error", tc.body)
+			continue
+		}
+		if !strings.Contains(err.Error(), "unknown key "+tc.key) {
+			t.Errorf("%q: error %q does not name key %s", tc.body, err, tc.key)
+		}
+		if !errors.Is(err, ErrConfig) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %q is not a one-line ErrConfig", tc.body, err)
+		}
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	t.Chdir(t.TempDir())
+	file := writeFile(t, `
+data_dir = "/from/file"
+log_level = "warn"
+[listeners]
+ring = "127.0.0.1:1001"
+kafka = "127.0.0.1:2001"
+[logstore]
+shards = 3
+pin_cpus = true
+flush = "interval"
+`)
+	env := []string{
+		"AEROSTREAM_LOG_LEVEL=error",
+		"AEROSTREAM_LISTENERS_RING=127.0.0.1:1002",
+		"AEROSTREAM_LISTENERS_KAFKA=127.0.0.1:2002",
+		"AEROSTREAM_LOGSTORE_SHARDS=5",
+		"AEROSTREAM_LOGSTORE_FLUSH=always",
+		"AEROSTREAM_TOPIC_DEFAULTS_RETENTION_MS=-1",
+		"UNRELATED=1",
+	}
+	flags := parseFlags(t,
+		"--ring-listen=127.0.0.1:1003",
+		"--logstore.shards", "7",
+		"--logstore.pin_cpus=false",
+		"--listeners.http=127.0.0.1:3003",
+	)
+	l, err := Load(Options{File: file, Env: env, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.DataDir = "/from/file"             // file
+	want.LogLevel = "error"                 // env over file
+	want.Listeners.Ring = "127.0.0.1:1003"  // alias flag over env over file
+	want.Listeners.Kafka = "127.0.0.1:2002" // env over file
+	want.Listeners.HTTP = "127.0.0.1:3003"  // flag over default
+	want.Logstore.Shards = 7                // flag over env over file
+	want.Logstore.PinCPUs = false           // flag over file
+	want.Logstore.Flush = "always"          // env over file
+	want.TopicDefaults.RetentionMs = -1     // env over default
+	if !reflect.DeepEqual(l.Config, want) {
+		t.Errorf("config:\n got %+v\nwant %+v", l.Config, want)
+	}
+	wantSrc := map[string]string{
+		"data_dir":                    "file " + file,
+		"log_level":                   "env AEROSTREAM_LOG_LEVEL",
+		"log_format":                  "default",
+		"listeners.ring":              "flag --ring-listen",
+		"listeners.kafka":             "env AEROSTREAM_LISTENERS_KAFKA",
+		"listeners.http":              "flag --listeners.http",
+		"logstore.shards":             "flag --logstore.shards",
+		"logstore.pin_cpus":           "flag --logstore.pin_cpus",
+		"logstore.flush":              "env AEROSTREAM_LOGSTORE_FLUSH",
+		"topic_defaults.retention_ms": "env AEROSTREAM_TOPIC_DEFAULTS_RETENTION_MS",
+	}
+	for k, s := range wantSrc {
+		if l.Sources[k] != s {
+			t.Errorf("source of %s = %q, want %q", k, l.Sources[k], s)
+		}
+	}
+	if len(l.UnknownEnv) != 0 {
+		t.Errorf("unknown env: %v", l.UnknownEnv)
+	}
+}
+
+func TestBoolFlagWithoutValue(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Flags: parseFlags(t, "--logstore.pin_cpus")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Config.Logstore.PinCPUs {
+		t.Error("--logstore.pin_cpus did not set pin_cpus")
+	}
+}
+
+func TestAliasesAndLongFlagsShareAValue(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, a := range Aliases {
+		k, ok := Lookup(a.Key)
+		if !ok {
+			t.Fatalf("alias %s names unknown key %s", a.Flag, a.Key)
+		}
+		// The one given last wins, as for a flag given twice.
+		first, last := "127.0.0.1:1", "127.0.0.1:2"
+		if k.Kind == reflect.String && !strings.HasPrefix(k.Name, "listeners.") {
+			first, last = "/a", "/b"
+		}
+		l, err := Load(Options{Flags: parseFlags(t, "--"+k.Flag+"="+first, "--"+a.Flag+"="+last)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := k.Get(&l.Config); got != last {
+			t.Errorf("--%s after --%s: %s = %q, want %q", a.Flag, k.Flag, a.Key, got, last)
+		}
+	}
+}
+
+func TestConfigFileFromEnvAndDefaultFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	envFile := writeFile(t, "log_level = \"debug\"\n")
+	l, err := Load(Options{Env: []string{EnvConfigFile + "=" + envFile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.File != envFile || l.Config.LogLevel != "debug" {
+		t.Errorf("AEROSTREAM_CONFIG: file %q level %q", l.File, l.Config.LogLevel)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, DefaultFile), []byte("log_level = \"warn\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Load(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.File != DefaultFile || l.Config.LogLevel != "warn" {
+		t.Errorf("./aerostream.toml: file %q level %q", l.File, l.Config.LogLevel)
+	}
+	// --config beats both.
+	l, err = Load(Options{File: envFile, Env: []string{EnvConfigFile + "=/nonexistent"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.File != envFile {
+		t.Errorf("--config: file %q", l.File)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := Load(Options{File: "/nonexistent/aerostream.toml"})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/aerostream.toml") {
+		t.Fatalf("err = %v, want one naming the file", err)
+	}
+}
+
+func TestUnknownEnvIsReported(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Env: []string{"AEROSTREAM_LOGSTORE_SHARD=4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l.UnknownEnv, []string{"AEROSTREAM_LOGSTORE_SHARD"}) {
+		t.Errorf("unknown env = %q", l.UnknownEnv)
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct {
+		name string
+		file string
+		env  []string
+		want string // substring of the error
+	}{
+		{"flush", "[logstore]\nflush = \"sometimes\"\n", nil, `logstore.flush = "sometimes"`},
+		{"flush env", "", []string{"AEROSTREAM_LOGSTORE_FLUSH=fsync"}, `logstore.flush = "fsync" (env AEROSTREAM_LOGSTORE_FLUSH): must be one of none, interval, always`},
+		{"shards", "[logstore]\nshards = -1\n", nil, "logstore.shards = -1"},
+		{"interval", "[logstore]\nflush_interval_ms = 0\n", nil, "logstore.flush_interval_ms = 0"},
+		{"index interval", "[logstore]\nindex_interval_bytes = -4\n", nil, "logstore.index_interval_bytes = -4"},
+		{"writeback", "", []string{"AEROSTREAM_LOGSTORE_WRITEBACK_BYTES=0"}, "logstore.writeback_bytes = 0"},
+		{"max index", "[logstore]\nmax_index_bytes = 0\n", nil, "logstore.max_index_bytes"},
+		{"retention check", "[logstore]\nretention_check_interval_ms = 0\n", nil, "logstore.retention_check_interval_ms"},
+		{"segment bytes", "[topic_defaults]\nsegment_bytes = 0\n", nil, "topic_defaults.segment_bytes = 0"},
+		{"segment ms", "[topic_defaults]\nsegment_ms = -1\n", nil, "topic_defaults.segment_ms = -1"},
+		{"retention ms", "[topic_defaults]\nretention_ms = 0\n", nil, "topic_defaults.retention_ms = 0"},
+		{"retention bytes", "[topic_defaults]\nretention_bytes = -2\n", nil, "topic_defaults.retention_bytes = -2"},
+		{"huge ms", "[topic_defaults]\nretention_ms = 9223372036854775807\n", nil, "too large"},
+		{"max message", "[topic_defaults]\nmax_message_bytes = 0\n", nil, "topic_defaults.max_message_bytes = 0"},
+		{"max message overflow", "[topic_defaults]\nmax_message_bytes = 4294967296\n", nil, "max_message_bytes"},
+		{"max message overflow env", "", []string{"AEROSTREAM_TOPIC_DEFAULTS_MAX_MESSAGE_BYTES=4294967296"}, "out of range"},
+		{"int as string", "[logstore]\nshards = \"4\"\n", nil, "logstore.shards"},
+		{"env not int", "", []string{"AEROSTREAM_LOGSTORE_SHARDS=four"}, `logstore.shards (env AEROSTREAM_LOGSTORE_SHARDS): "four" is not an integer`},
+		{"env not bool", "", []string{"AEROSTREAM_LOGSTORE_PIN_CPUS=yes"}, "not a boolean"},
+		{"log level", "log_level = \"verbose\"\n", nil, "log_level"},
+		{"log format", "", []string{"AEROSTREAM_LOG_FORMAT=logfmt"}, "log_format"},
+		{"data dir", "data_dir = \"\"\n", nil, "data_dir"},
+		{"port missing", "[listeners]\nkafka = \"9092\"\n", nil, `listeners.kafka = "9092"`},
+		{"port name", "[listeners]\nnative = \"localhost:native\"\n", nil, `port "native"`},
+		{"port range", "[listeners]\nhttp = \":70000\"\n", nil, "listeners.http"},
+		{"unix not for kafka", "[listeners]\nkafka = \"unix:/tmp/k.sock\"\n", nil, "unix sockets are not supported"},
+		{"unix empty", "[listeners]\nring = \"unix:\"\n", nil, "unix socket path is empty"},
+		{"syntax", "[logstore\n", nil, "toml: line 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Env: tc.env}
+			if tc.file != "" {
+				opts.File = writeFile(t, tc.file)
+			}
+			_, err := Load(opts)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+			if !errors.Is(err, ErrConfig) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is not a one-line ErrConfig", err)
+			}
+		})
+	}
+}
+
+func TestGoodListeners(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Env: []string{
+		"AEROSTREAM_LISTENERS_RING=unix:/tmp/aerostream.sock",
+		"AEROSTREAM_LISTENERS_KAFKA=",
+		"AEROSTREAM_LISTENERS_NATIVE=[::1]:0",
+		"AEROSTREAM_LISTENERS_HTTP=localhost:9001",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, a := Network(l.Config.Listeners.Ring); n != "unix" || a != "/tmp/aerostream.sock" {
+		t.Errorf("Network(ring) = %s %s", n, a)
+	}
+	if n, a := Network(l.Config.Listeners.HTTP); n != "tcp" || a != "localhost:9001" {
+		t.Errorf("Network(http) = %s %s", n, a)
+	}
+}
+
+func TestBadFlagValueFailsParse(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(&strings.Builder{})
+	AddFlags(fs)
+	err := fs.Parse([]string{"--logstore.shards=many"})
+	if err == nil || !strings.Contains(err.Error(), "logstore.shards") || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFlagHelpShowsDefaultsAndEnv(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	AddFlags(fs)
+	usage := fs.FlagUsages()
+	for _, k := range Keys() {
+		if !strings.Contains(usage, "--"+k.Flag) || !strings.Contains(usage, k.Env) {
+			t.Errorf("usage lacks --%s or %s", k.Flag, k.Env)
+		}
+	}
+	if !strings.Contains(usage, `(default ":9092")`) {
+		t.Errorf("usage does not show defaults:\n%s", usage)
+	}
+}
+
+// TestShippedExample keeps aerostream.toml at the repository root complete
+// and truthful: it sets every key, to its default, and names each key's env
+// var and flag.
+func TestShippedExample(t *testing.T) {
+	path := filepath.Join("..", "..", DefaultFile)
+	var c Config
+	md, err := toml.DecodeFile(path, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := md.Undecoded(); len(u) > 0 {
+		t.Errorf("unknown keys %v", u)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("%s does not hold the defaults:\n got %+v\nwant %+v", path, c, Default())
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keys() {
+		if !md.IsDefined(strings.Split(k.Name, ".")...) {
+			t.Errorf("%s does not set %s", path, k.Name)
+		}
+		if !strings.Contains(string(text), k.Env) || !strings.Contains(string(text), "--"+k.Flag) {
+			t.Errorf("%s does not mention %s and --%s", path, k.Env, k.Flag)
+		}
+	}
+	// And through Load, the file is a no-op.
+	l, err := Load(Options{File: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l.Config, Default()) {
+		t.Errorf("Load(%s) is not the defaults", path)
+	}
+}
+
+// TestReadmeDocumentsEveryKey keeps the configuration table in README.md in
+// step with Config.
+func TestReadmeDocumentsEveryKey(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keys() {
+		row := "| `" + k.Name + "` | `" + k.TOMLDefault() + "` | `" + k.Env + "` | `--" + k.Flag
+		if !strings.Contains(string(text), row) {
+			t.Errorf("README.md has no row starting %q", row)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// fieldError is one invalid value.
+type fieldError struct {
+	key   string
+	value string // as written in a flag
+	msg   string
+}
+
+// Validate checks every value and returns all problems on one line.
+func (c *Config) Validate() error {
+	errs := c.validate()
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = fmt.Sprintf("%s = %s: %s", e.key, e.value, e.msg)
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(msgs, "; "))
+}
+
+func (c *Config) validate() []fieldError {
+	var errs []fieldError
+	bad := func(key, msg string) {
+		k, _ := Lookup(key)
+		v := k.Get(c)
+		if k.Kind == reflect.String {
+			v = strconv.Quote(v)
+		}
+		errs = append(errs, fieldError{key: key, value: v, msg: msg})
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		for _, a := range allowed {
+			if v == a {
+				return
+			}
+		}
+		bad(key, "must be one of "+strings.Join(allowed, ", "))
+	}
+	positive := func(key string, v int64) {
+		if v <= 0 {
+			bad(key, "must be positive")
+		}
+	}
+	positiveOrForever := func(key string, v int64) {
+		if v <= 0 && v != -1 {
+			bad(key, "must be positive, or -1 for no limit")
+		}
+	}
+
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data_dir", "must not be empty")
+	}
+	oneOf("log_level", c.LogLevel, "debug", "info", "warn", "error")
+	oneOf("log_format", c.LogFormat, "text", "json")
+
+	for _, l := range []struct {
+		key, addr string
+		unix      bool
+	}{
+		{"listeners.kafka", c.Listeners.Kafka, false},
+		{"listeners.native", c.Listeners.Native, false},
+		{"listeners.http", c.Listeners.HTTP, false},
+		{"listeners.controller", c.Listeners.Controller, false},
+		{"listeners.ring", c.Listeners.Ring, true},
+	} {
+		if err := checkAddr(l.addr, l.unix); err != nil {
+			bad(l.key, err.Error())
+		}
+	}
+
+	if c.Logstore.Shards < 0 {
+		bad("logstore.shards", "must be 0 (one per CPU) or positive")
+	}
+	oneOf("logstore.flush", c.Logstore.Flush, "none", "interval", "always")
+	positive("logstore.flush_interval_ms", c.Logstore.FlushIntervalMs)
+	positive("logstore.index_interval_bytes", int64(c.Logstore.IndexIntervalBytes))
+	positive("logstore.writeback_bytes", c.Logstore.WritebackBytes)
+	positive("logstore.max_index_bytes", int64(c.Logstore.MaxIndexBytes))
+	positive("logstore.retention_check_interval_ms", c.Logstore.RetentionCheckIntervalMs)
+
+	positive("topic_defaults.segment_bytes", c.TopicDefaults.SegmentBytes)
+	positive("topic_defaults.segment_ms", c.TopicDefaults.SegmentMs)
+	positiveOrForever("topic_defaults.retention_ms", c.TopicDefaults.RetentionMs)
+	positiveOrForever("topic_defaults.retention_bytes", c.TopicDefaults.RetentionBytes)
+	positive("topic_defaults.max_message_bytes", int64(c.TopicDefaults.MaxMessageBytes))
+	// Milliseconds become a time.Duration (nanoseconds) downstream.
+	for key, ms := range map[string]int64{
+		"logstore.flush_interval_ms":           c.Logstore.FlushIntervalMs,
+		"logstore.retention_check_interval_ms": c.Logstore.RetentionCheckIntervalMs,
+		"topic_defaults.segment_ms":            c.TopicDefaults.SegmentMs,
+		"topic_defaults.retention_ms":          c.TopicDefaults.RetentionMs,
+	} {
+		if ms > math.MaxInt64/int64(1e6) {
+			bad(key, "is too large (more than 292 years)")
+		}
+	}
+	return errs
+}
+
+// checkAddr accepts "" (listener off), host:port with a numeric port, and,
+// where unixOK, unix:/path.
+func checkAddr(addr string, unixOK bool) error {
+	if addr == "" {
+		return nil
+	}
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if !unixOK {
+			return fmt.Errorf("unix sockets are not supported here; want host:port")
+		}
+		if path == "" {
+			return fmt.Errorf("unix socket path is empty")
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		want := "host:port"
+		if unixOK {
+			want += " or unix:/path"
+		}
+		return fmt.Errorf("not a listen address (want %s)", want)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// Network splits a listener address into the network and address that
+// net.Listen takes.
+func Network(addr string) (network, address string) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return "unix", path
+	}
+	return "tcp", addr
+}
