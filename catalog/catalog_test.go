@@ -86,12 +86,12 @@ func TestSegmentRoundTrip(t *testing.T) {
 		t.Fatalf("after update:\n got %+v\nwant %+v", got, want)
 	}
 	// Zero-valued optional fields survive too.
-	min := Segment{Topic: "t", Partition: 0, BaseOffset: 0, EndOffset: 0, State: StateActive}
-	if err := c.PutSegment(min); err != nil {
+	zero := Segment{Topic: "t", Partition: 0, BaseOffset: 0, EndOffset: 0, State: StateActive}
+	if err := c.PutSegment(zero); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = c.GetSegment("t", 0, 0); got != min {
-		t.Fatalf("zero segment: got %+v want %+v", got, min)
+	if got, _ = c.GetSegment("t", 0, 0); got != zero {
+		t.Fatalf("zero segment: got %+v want %+v", got, zero)
 	}
 }
 
@@ -383,8 +383,8 @@ func TestCorruptValue(t *testing.T) {
 	}
 }
 
-// TestConcurrentSetLogStart checks that SetLogStart's read-modify-write does
-// not lose a concurrent PutPartition's config or another SetLogStart.
+// TestConcurrent runs writers and readers together (meant for -race) and
+// checks that SetLogStart's read-modify-write keeps the partition's config.
 func TestConcurrent(t *testing.T) {
 	c := openTest(t, t.TempDir())
 	if err := c.PutPartition(Partition{Topic: "c", Config: []byte("cfg")}); err != nil {

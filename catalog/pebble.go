@@ -82,8 +82,8 @@ func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 }
 
 // pebbleLogger forwards pebble's printf-style logging to slog. DESIGN §5 asks
-// for pebble to be quiet: its Infof chatter (WAL recycling, compactions) goes
-// to debug, and only Errorf reaches the operator.
+// for pebble to be quiet: its Infof chatter goes to debug, and only Errorf
+// (real trouble) reaches the operator.
 type pebbleLogger struct{ log *slog.Logger }
 
 var _ pebble.Logger = pebbleLogger{}

@@ -28,11 +28,11 @@ type partition struct {
 	notify chan struct{}
 
 	// Flush bookkeeping for interval/always.
-	dirty     bool   // bytes written since the last sync was requested
-	syncing   bool   // a sync for this partition is in flight
-	waitAcks  []*request
-	remote    []catalog.Segment // cold-tier segment records below the local log
-	deleted   bool
+	dirty    bool // bytes written since the last sync was requested
+	syncing  bool // a sync for this partition is in flight
+	waitAcks []*request
+	remote   []catalog.Segment // cold-tier segment records below the local log
+	deleted  bool
 }
 
 func partitionDir(root, topic string, id int32) string {

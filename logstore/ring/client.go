@@ -165,8 +165,8 @@ func (c *client) describe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("describing ring: %w", err)
 	}
-	if resp.Shards <= 0 {
-		return fmt.Errorf("%w: ring of %d shards", ErrProtocol, resp.Shards)
+	if resp.Shards <= 0 || resp.MaxPayload == 0 {
+		return fmt.Errorf("%w: ring of %d shards with a %d-byte frame limit", ErrProtocol, resp.Shards, resp.MaxPayload)
 	}
 	c.shards = int(resp.Shards)
 	c.ringVersion = resp.RingVersion
@@ -492,7 +492,7 @@ func (cc *clientConn) fail(cause error) {
 		cc.mu.Unlock()
 		return
 	}
-	err := fmt.Errorf("%w: shard %d at %s: %w", ErrConnClosed, cc.shard, cc.nc.RemoteAddr(), cause)
+	err := fmt.Errorf("%w: shard %d at %s: %w", ErrConnClosed, cc.shard, cc.cl.address, cause)
 	cc.mu.err = err
 	pending := cc.mu.pending
 	cc.mu.pending = nil

@@ -121,9 +121,6 @@ func errorFor(code int16, msg string) error {
 			break
 		}
 	}
-	if msg == "" {
-		msg = sentinel.Error()
-	}
 	return &remoteError{code: code, msg: msg, sentinel: sentinel}
 }
 
@@ -134,5 +131,10 @@ type remoteError struct {
 	sentinel error
 }
 
-func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Error() string {
+	if e.msg == "" {
+		return e.sentinel.Error()
+	}
+	return e.msg
+}
 func (e *remoteError) Unwrap() error { return e.sentinel }

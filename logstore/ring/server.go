@@ -40,7 +40,7 @@ type Server struct {
 	store  *logstore.Store
 	logger *slog.Logger
 	stats  struct {
-		conns, requests, protocolErrors, sendfileBytes, copiedBytes atomic.Int64
+		conns, requests, inFlight, protocolErrors, sendfileBytes, copiedBytes atomic.Int64
 	}
 }
 
@@ -48,6 +48,7 @@ type Server struct {
 type ServerStats struct {
 	Connections    int64 // connections accepted
 	Requests       int64 // requests decoded
+	InFlight       int64 // requests being served right now
 	ProtocolErrors int64 // connections closed for breaking the protocol
 	SendfileBytes  int64 // record bytes written to sockets with sendfile(2)
 	CopiedBytes    int64 // record bytes written from user-space buffers
@@ -66,6 +67,7 @@ func (s *Server) Stats() ServerStats {
 	return ServerStats{
 		Connections:    s.stats.conns.Load(),
 		Requests:       s.stats.requests.Load(),
+		InFlight:       s.stats.inFlight.Load(),
 		ProtocolErrors: s.stats.protocolErrors.Load(),
 		SendfileBytes:  s.stats.sendfileBytes.Load(),
 		CopiedBytes:    s.stats.copiedBytes.Load(),
@@ -224,27 +226,29 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Co
 
 	c.log.Debug("ring connection opened")
 	writerDone := make(chan struct{})
-	go func() {
+	// The writer gets the logger as it is now: the read goroutine adds the
+	// shard to c.log at Hello, and the two must not share the field.
+	go func(log *slog.Logger) {
 		defer close(writerDone)
-		c.writeLoop()
-	}()
+		c.writeLoop(log)
+	}(c.log)
 
 	err := c.readLoop()
 	var final *outMsg
 	var pe *protoError
 	switch {
 	case shutdown.Err() != nil:
-		c.log.Debug("ring connection closing: server stopping", "shard", c.shard)
+		c.log.Debug("ring connection closing: server stopping")
 	case errors.As(err, &pe):
 		s.stats.protocolErrors.Add(1)
-		c.log.Warn("ring protocol error, closing connection", "err", pe.err, "shard", c.shard)
+		c.log.Warn("ring protocol error, closing connection", "err", pe.err)
 		cancelConn()
 		code, msg := wireError(pe.err)
 		final = &outMsg{parts: []outPart{{b: appendResponse(nil, &response{Op: OpError, Corr: pe.corr, Code: code, Msg: msg})}}}
 	default:
 		// The peer went away (or the writer failed): nobody will read
 		// the answers to what is still in service.
-		c.log.Debug("ring connection closed", "err", err, "shard", c.shard)
+		c.log.Debug("ring connection closed", "err", err)
 		cancelConn()
 	}
 	_ = nc.SetWriteDeadline(time.Now().Add(cfg.drain))
@@ -354,6 +358,7 @@ func (c *serverConn) dispatch(req *request) error {
 		return &protoError{req.Corr, fmt.Errorf("%w: correlation id %d already in flight", ErrProtocol, req.Corr)}
 	}
 	c.handlers.Add(1)
+	c.srv.stats.inFlight.Add(1)
 	go c.handle(ctx, cancel, req)
 	return nil
 }
@@ -382,6 +387,7 @@ func (c *serverConn) handle(ctx context.Context, cancel context.CancelFunc, req 
 		c.mu.Unlock()
 		cancel()
 		<-c.sem
+		c.srv.stats.inFlight.Add(-1)
 		c.handlers.Done()
 	}()
 	c.out <- c.execute(ctx, req)
@@ -497,7 +503,7 @@ type outPart struct {
 // writeLoop owns the socket's write side. It batches frames that queue up
 // behind each other into one flush, and after a write error keeps draining
 // the queue so that handlers never block and fetch results are released.
-func (c *serverConn) writeLoop() {
+func (c *serverConn) writeLoop(log *slog.Logger) {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var failed error
 	for msg := range c.out {
@@ -507,7 +513,7 @@ func (c *serverConn) writeLoop() {
 				failed = bw.Flush()
 			}
 			if failed != nil {
-				c.log.Debug("ring write failed", "err", failed)
+				log.Debug("ring write failed", "err", failed)
 				_ = c.nc.Close() // wakes the read goroutine
 			}
 		}

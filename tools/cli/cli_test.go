@@ -62,7 +62,7 @@ type result struct {
 	stdout, stderr string
 }
 
-// runFails runs the binary to completion; it must not take long.
+// run runs the binary to completion; it must not take long.
 func run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

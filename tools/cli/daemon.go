@@ -128,6 +128,17 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	for _, name := range loaded.UnknownEnv {
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
+	// Deferred first, so it runs last: after the store and catalog closed.
+	running := false
+	defer func() {
+		if running {
+			if err != nil {
+				logger.Error("stopped", "err", err)
+			} else {
+				logger.Info("stopped")
+			}
+		}
+	}()
 
 	start := time.Now()
 	cat, err := catalog.Open(filepath.Join(cfg.DataDir, "catalog"), catalog.Options{Logger: logger})
@@ -182,6 +193,7 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
 	}
 	logger.Info("running", append(attrs, "parts", strings.Join(parts, ","))...)
+	running = true
 
 	var runErr error
 	select {
@@ -204,7 +216,6 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 			logger.Warn("ring server drain", "err", err)
 		}
 	}
-	logger.Info("stopped")
 	return runErr
 }
 

@@ -388,9 +388,23 @@ func testListOffsets(t *testing.T, b ring.Backend) {
 	check(ring.TimestampEarliest, 0, 0)
 	check(ring.TimestampLatest, 6, 0)
 	check(ring.TimestampMaxTimestamp, 5, 3001)
-	check(0, 0, 1000)
-	check(1500, 2, 2000)
-	check(2500, 4, 3000)
+	// By time: the first offset whose timestamp is at or after the target.
+	// The targets sit at batch boundaries and the returned timestamp is only
+	// bounded, because the store answers per batch (base offset, batch max
+	// timestamp) where Kafka answers per record.
+	for _, c := range []struct{ ts, off, lo, hi int64 }{
+		{0, 0, 1000, 1001},
+		{1500, 2, 2000, 2001},
+		{2500, 4, 3000, 3001},
+	} {
+		got, err := b.ListOffsets(ctx(t), "lo", 0, c.ts)
+		if err != nil {
+			t.Fatalf("ListOffsets(%d): %v", c.ts, err)
+		}
+		if got.Offset != c.off || got.Timestamp < c.lo || got.Timestamp > c.hi {
+			t.Fatalf("ListOffsets(%d) = %+v, want offset %d with a timestamp in [%d, %d]", c.ts, got, c.off, c.lo, c.hi)
+		}
+	}
 	check(9999, -1, -1) // no record that late: Kafka's "unknown offset"
 
 	_, err := b.ListOffsets(ctx(t), "lo", 0, -99)

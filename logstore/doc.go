@@ -1,0 +1,38 @@
+// Package logstore owns AeroStream's local log: partitions as sequences of
+// segment files holding Kafka RecordBatch v2 bytes exactly as on the wire,
+// their mmap'd sparse offset and time indexes, rolling, retention, paced
+// writeback, flush policies, crash recovery and the shards that own the
+// partitions.
+//
+// # Ownership
+//
+// A Store runs N shards. A partition belongs to shard ShardFor(topic,
+// partition, N), and only that shard's goroutine touches its state; every
+// public method is a request to that goroutine. The produce and fetch paths
+// therefore take no lock, and the append path allocates nothing per batch or
+// per record: offsets are assigned by patching the base offset in place
+// (outside the CRC), the write is one pwrite, and index entries are stores
+// into an mmap'd file. fsync runs on a per-shard flusher goroutine so that
+// appends continue while it runs and share the next sync (group commit).
+//
+// # Files
+//
+// <dir>/logs/<topic>-<partition>/<base offset, 20 digits>.{log,index,timeindex}.
+// The .index maps relative offset -> position (uint32, uint32) every
+// IndexIntervalBytes of log; the .timeindex maps max timestamp so far ->
+// relative offset (int64, uint32) at the same points.
+//
+// # Durability and recovery
+//
+// The catalog (package catalog) records every segment. Catalog records are
+// written before files are created and marked "deleting" before files are
+// removed, so Open can always reconcile the two after a crash: finishing
+// deletions, adopting unrecorded files, dropping records of vanished local
+// segments, truncating the torn tail of the last segment after validating
+// every batch's CRC32C, and rebuilding missing or corrupt indexes.
+//
+// # What it must not import
+//
+// No AeroStream package except catalog. The cold tier is reached only through
+// the ColdTier interface defined here; tools/ wires tierd into it.
+package logstore
