@@ -35,6 +35,14 @@ var (
 	// ErrInvalidRequest: a request argument is out of its domain (negative
 	// partition, empty topic, unknown flush policy...).
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrOutOfOrderSequence: an idempotent producer's batch does not follow
+	// the last sequence the partition holds for it (Kafka's
+	// OUT_OF_ORDER_SEQUENCE_NUMBER). A duplicate of one of the last five
+	// batches is not an error: it is acknowledged with its original offset.
+	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+	// ErrInvalidProducerEpoch: the batch's producer epoch is older than the
+	// partition has seen for that producer id (the producer was fenced).
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
 	// ErrClosed: the store is shutting down or closed.
 	ErrClosed = errors.New("store closed")
 )

@@ -29,10 +29,12 @@ type partition struct {
 
 	// Flush bookkeeping for interval/always.
 	dirty    bool // bytes written since the last sync was requested
-	syncing  bool // a sync for this partition is in flight
 	waitAcks []*request
 	remote   []catalog.Segment // cold-tier segment records below the local log
 	deleted  bool
+
+	// producers is the idempotent-producer state (producer.go).
+	producers map[int64]*producerState
 }
 
 func partitionDir(root, topic string, id int32) string {
@@ -105,6 +107,11 @@ func (p *partition) roll(s *shard, base int64) error {
 		if err := opts.Catalog.PutSegment(p.record(old, catalog.StateSealed)); err != nil {
 			return err
 		}
+	}
+	if err := p.writeProducerSnapshot(base); err != nil {
+		// Without the snapshot recovery rescans older segments; slower, not
+		// wrong, so the roll goes on.
+		opts.Logger.Warn("writing producer snapshot", "topic", p.topic, "partition", p.id, "err", err)
 	}
 	logPath, _, _ := segmentPaths(p.dir, base)
 	if err := opts.Catalog.PutSegment(catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: base,
@@ -227,6 +234,7 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 	// Everything recovered from disk is what survived, so it is the new
 	// durable state: the high watermark starts at the log end.
 	p.hw = p.leo()
+	p.rebuildProducers(opts)
 	return p, nil
 }
 
@@ -301,6 +309,9 @@ func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int
 		p.segs[0] = nil
 		p.segs = p.segs[1:]
 		removed++
+	}
+	if removed > 0 {
+		p.pruneSnapshots()
 	}
 	if removed > 0 && p.logStart < p.segs[0].base && len(p.remote) == 0 {
 		p.logStart = p.segs[0].base

@@ -427,6 +427,31 @@ func (s *shard) produce(r *request) {
 		seg = p.active()
 	}
 	next := seg.next
+	idem := BatchHeader{ProducerID: -1}
+	if h, _ := ParseBatchHeader(r.records); h.ProducerID >= 0 {
+		if int(h.Length) != len(r.records) {
+			r.finish(fmt.Errorf("%w: an idempotent produce must carry exactly one batch", ErrCorruptBatch))
+			return
+		}
+		dup, err := p.checkProducer(&h)
+		if err != nil {
+			r.finish(err)
+			return
+		}
+		if dup != nil {
+			// A retry of a batch already in the log: acknowledge it with
+			// its original offset and write nothing.
+			r.produced = ProduceResult{BaseOffset: dup.baseOffset, LogAppendTime: -1, LogStartOffset: p.logStart}
+			r.endOffset = dup.lastOffset + 1
+			if r.endOffset <= p.hw {
+				r.finish(nil)
+			} else {
+				p.waitAcks = append(p.waitAcks, r)
+			}
+			return
+		}
+		idem = h
+	}
 	r.produced.BaseOffset = next
 	for off := 0; off < len(r.records); {
 		b := r.records[off:]
@@ -442,6 +467,10 @@ func (s *shard) produce(r *request) {
 		seg.next = r.produced.BaseOffset
 		r.finish(err)
 		return
+	}
+	if idem.ProducerID >= 0 {
+		idem.BaseOffset = r.produced.BaseOffset
+		p.recordProducer(&idem)
 	}
 	seg.paceWriteback(s.opts.WritebackBytes)
 	r.produced.LogStartOffset = p.logStart

@@ -129,3 +129,13 @@ func Records(batch []byte) []Record {
 	}
 	return out
 }
+
+// WithProducer sets the producer id, epoch and base sequence of a batch
+// built by Batch and recomputes its CRC, making it an idempotent batch.
+func WithProducer(batch []byte, producerID int64, epoch int16, baseSequence int32) []byte {
+	binary.BigEndian.PutUint64(batch[43:], uint64(producerID))
+	binary.BigEndian.PutUint16(batch[51:], uint16(epoch))
+	binary.BigEndian.PutUint32(batch[53:], uint32(baseSequence))
+	binary.BigEndian.PutUint32(batch[17:], crc32.Checksum(batch[21:], castagnoli))
+	return batch
+}

@@ -144,13 +144,28 @@ func readFrame(r io.Reader, maxPayload int) (Opcode, []byte, error) {
 	if err != nil {
 		return op, nil, err
 	}
-	payload := make([]byte, n)
-	if k, err := io.ReadFull(r, payload); err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			// The peer hung up mid-frame: that frame was malformed.
-			return op, nil, fmt.Errorf("%w: frame truncated at %d of %d payload bytes", ErrProtocol, k, n)
+	// The buffer grows with the bytes that actually arrive, so a header
+	// that merely claims a large payload costs nothing.
+	payload := make([]byte, min(n, readStep))
+	got := 0
+	for {
+		k, err := io.ReadFull(r, payload[got:])
+		got += k
+		if err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				// The peer hung up mid-frame: that frame was malformed.
+				return op, nil, fmt.Errorf("%w: frame truncated at %d of %d payload bytes", ErrProtocol, got, n)
+			}
+			return op, nil, err
 		}
-		return op, nil, err
+		if got == n {
+			return op, payload, nil
+		}
+		grown := make([]byte, min(2*len(payload), n))
+		copy(grown, payload)
+		payload = grown
 	}
-	return op, payload, nil
 }
+
+// readStep is the first allocation for a frame's payload.
+const readStep = 1 << 20

@@ -1,0 +1,279 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Idempotent-producer state. Each partition remembers, per producer id, the
+// epoch and the last few batches (sequence range and offsets), as Kafka
+// does, so that a retried batch is acknowledged with its original offsets
+// and a gap in sequences is refused. The state belongs to the partition's
+// shard; it is snapshotted beside each new segment when the log rolls and
+// rebuilt on recovery from the newest snapshot plus the batches after it.
+
+// producerWindow is how many recent batches per producer are remembered;
+// Kafka's max.in.flight.requests.per.connection for idempotence is 5.
+const producerWindow = 5
+
+type seqEntry struct {
+	firstSeq, lastSeq int32
+	baseOffset        int64
+	lastOffset        int64
+}
+
+type producerState struct {
+	epoch  int16
+	n      int // valid entries in recent, oldest first
+	recent [producerWindow]seqEntry
+}
+
+func (st *producerState) last() *seqEntry {
+	if st.n == 0 {
+		return nil
+	}
+	return &st.recent[st.n-1]
+}
+
+func (st *producerState) add(e seqEntry) {
+	if st.n == producerWindow {
+		copy(st.recent[:], st.recent[1:])
+		st.n--
+	}
+	st.recent[st.n] = e
+	st.n++
+}
+
+func nextSeq(s int32) int32 {
+	if s == math.MaxInt32 {
+		return 0
+	}
+	return s + 1
+}
+
+// checkProducer decides what to do with an idempotent batch: append it
+// (dup == nil, err == nil), acknowledge it as a duplicate of an earlier
+// append (dup != nil) or refuse it.
+func (p *partition) checkProducer(h *BatchHeader) (dup *seqEntry, err error) {
+	st := p.producers[h.ProducerID]
+	if st == nil {
+		// Unknown producer: a new one starts at 0; a higher sequence means
+		// its state was lost to retention or DeleteRecords, which Kafka
+		// also accepts rather than failing a healthy producer.
+		return nil, nil
+	}
+	lastSeq := h.BaseSequence + h.LastOffsetDelta
+	switch {
+	case h.ProducerEpoch < st.epoch:
+		return nil, fmt.Errorf("%w: producer %d epoch %d, partition has %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, st.epoch)
+	case h.ProducerEpoch > st.epoch:
+		if h.BaseSequence != 0 {
+			return nil, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d", ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+		return nil, nil
+	}
+	for i := 0; i < st.n; i++ {
+		if e := &st.recent[i]; e.firstSeq == h.BaseSequence && e.lastSeq == lastSeq {
+			return e, nil
+		}
+	}
+	if last := st.last(); last != nil && h.BaseSequence != nextSeq(last.lastSeq) {
+		return nil, fmt.Errorf("%w: producer %d epoch %d sent sequence %d, expected %d", ErrOutOfOrderSequence,
+			h.ProducerID, h.ProducerEpoch, h.BaseSequence, nextSeq(last.lastSeq))
+	}
+	return nil, nil
+}
+
+// recordProducer notes an appended batch in the producer state.
+func (p *partition) recordProducer(h *BatchHeader) {
+	if h.ProducerID < 0 {
+		return
+	}
+	if p.producers == nil {
+		p.producers = map[int64]*producerState{}
+	}
+	st := p.producers[h.ProducerID]
+	if st == nil {
+		st = &producerState{epoch: h.ProducerEpoch}
+		p.producers[h.ProducerID] = st
+	}
+	if h.ProducerEpoch != st.epoch {
+		*st = producerState{epoch: h.ProducerEpoch}
+	}
+	st.add(seqEntry{firstSeq: h.BaseSequence, lastSeq: h.BaseSequence + h.LastOffsetDelta,
+		baseOffset: h.BaseOffset, lastOffset: h.LastOffset()})
+}
+
+func snapshotPath(dir string, base int64) string {
+	return filepath.Join(dir, segmentName(base)+".snapshot")
+}
+
+// encodeProducers serializes the state: version, count, then per producer
+// id, epoch, entry count and entries; a CRC32C trails the whole.
+func encodeProducers(m map[int64]*producerState) []byte {
+	ids := make([]int64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	b := []byte{1}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
+	for _, id := range ids {
+		st := m[id]
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		b = binary.BigEndian.AppendUint16(b, uint16(st.epoch))
+		b = append(b, byte(st.n))
+		for i := 0; i < st.n; i++ {
+			e := st.recent[i]
+			b = binary.BigEndian.AppendUint32(b, uint32(e.firstSeq))
+			b = binary.BigEndian.AppendUint32(b, uint32(e.lastSeq))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.baseOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.lastOffset))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+func decodeProducers(b []byte) (map[int64]*producerState, error) {
+	bad := func(why string) (map[int64]*producerState, error) {
+		return nil, fmt.Errorf("%w: producer snapshot: %s", ErrCorruptSegment, why)
+	}
+	if len(b) < 9 {
+		return bad("too short")
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if crc32.Checksum(body, crcTable) != sum {
+		return bad("checksum mismatch")
+	}
+	if body[0] != 1 {
+		return bad(fmt.Sprintf("version %d", body[0]))
+	}
+	count := binary.BigEndian.Uint32(body[1:])
+	body = body[5:]
+	m := make(map[int64]*producerState, min(int(count), 1<<16))
+	for i := uint32(0); i < count; i++ {
+		if len(body) < 11 {
+			return bad("truncated producer")
+		}
+		id := int64(binary.BigEndian.Uint64(body))
+		st := &producerState{epoch: int16(binary.BigEndian.Uint16(body[8:]))}
+		n := int(body[10])
+		body = body[11:]
+		if n > producerWindow || len(body) < n*24 {
+			return bad("bad entry count")
+		}
+		for j := 0; j < n; j++ {
+			st.add(seqEntry{firstSeq: int32(binary.BigEndian.Uint32(body)), lastSeq: int32(binary.BigEndian.Uint32(body[4:])),
+				baseOffset: int64(binary.BigEndian.Uint64(body[8:])), lastOffset: int64(binary.BigEndian.Uint64(body[16:]))})
+			body = body[24:]
+		}
+		m[id] = st
+	}
+	if len(body) != 0 {
+		return bad("trailing bytes")
+	}
+	return m, nil
+}
+
+// writeProducerSnapshot saves the state as of offset base (the start of a
+// new segment), atomically: temp file, fsync, rename.
+func (p *partition) writeProducerSnapshot(base int64) error {
+	if len(p.producers) == 0 {
+		return nil
+	}
+	path := snapshotPath(p.dir, base)
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(encodeProducers(p.producers)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// rebuildProducers restores producer state after recovery: the newest
+// readable snapshot at or below the active segment, then every batch after
+// it, read by header only.
+func (p *partition) rebuildProducers(opts *Options) {
+	entries, _ := os.ReadDir(p.dir)
+	var snaps []int64
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".snapshot") && len(name) == 29 {
+			var base int64
+			if _, err := fmt.Sscanf(name[:20], "%d", &base); err == nil {
+				snaps = append(snaps, base)
+			}
+		}
+	}
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i] > snaps[j] })
+	from := int64(-1)
+	for _, base := range snaps {
+		if base > p.leo() {
+			continue
+		}
+		b, err := os.ReadFile(snapshotPath(p.dir, base))
+		if err != nil {
+			continue
+		}
+		m, err := decodeProducers(b)
+		if err != nil {
+			opts.Logger.Warn("skipping unreadable producer snapshot", "topic", p.topic, "partition", p.id, "base", base, "err", err)
+			continue
+		}
+		p.producers, from = m, base
+		break
+	}
+	scratch := make([]byte, BatchHeaderSize)
+	for _, seg := range p.segs {
+		if seg.next <= from {
+			continue
+		}
+		for pos := int64(0); pos < seg.size; {
+			h, err := seg.readHeader(pos, scratch)
+			if err != nil {
+				break
+			}
+			if h.BaseOffset >= from {
+				p.recordProducer(&h)
+			}
+			pos += int64(h.Length)
+		}
+	}
+}
+
+// pruneSnapshots removes snapshot files of segments that no longer exist,
+// keeping those at or above the first local segment.
+func (p *partition) pruneSnapshots() {
+	if len(p.segs) == 0 {
+		return
+	}
+	first := p.segs[0].base
+	entries, _ := os.ReadDir(p.dir)
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".snapshot") || len(name) != 29 {
+			continue
+		}
+		var base int64
+		if _, err := fmt.Sscanf(name[:20], "%d", &base); err == nil && base < first {
+			_ = os.Remove(filepath.Join(p.dir, name))
+		}
+	}
+}
