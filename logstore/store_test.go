@@ -468,3 +468,58 @@ func TestDeletePartitionAndOrphans(t *testing.T) {
 		t.Fatal("orphan directory not removed")
 	}
 }
+
+// TestCatalogReconcile damages the agreement between catalog and files in
+// the ways a crash can, and checks that Open settles each one.
+func TestCatalogReconcile(t *testing.T) {
+	dir := t.TempDir()
+	ts := openTestStore(t, dir, nil)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "k", 0, PartitionConfig{SegmentBytes: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		produce(t, ts.Store, "k", 0, logtest.Filler(int64(i), 2, 300, byte(i)))
+	}
+	ts.Store.Close()
+	recs, err := ts.cat.Segments("k", 0)
+	if err != nil || len(recs) < 5 {
+		t.Fatalf("segments: %d %v", len(recs), err)
+	}
+	// 1: a deletion interrupted after the catalog said "deleting".
+	r0 := recs[0]
+	r0.State = catalog.StateDeleting
+	if err := ts.cat.PutSegment(r0); err != nil {
+		t.Fatal(err)
+	}
+	// 2: a file the catalog lost track of (crash before its record).
+	if err := ts.cat.DeleteSegment("k", 0, recs[2].BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	// 3: a record whose local file vanished and that has no cloud copy.
+	os.Remove(recs[1].LocalPath)
+	ts.cat.Close()
+
+	ts = openTestStore(t, dir, nil)
+	defer ts.close(t)
+	after, err := ts.cat.Segments("k", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after[0].BaseOffset != recs[2].BaseOffset {
+		t.Fatalf("first segment after reconcile is %d, want %d (adopted)", after[0].BaseOffset, recs[2].BaseOffset)
+	}
+	if _, err := os.Stat(r0.LocalPath); !os.IsNotExist(err) {
+		t.Fatal("interrupted deletion was not finished")
+	}
+	if len(after) != len(recs)-2 {
+		t.Fatalf("%d records after reconcile, want %d", len(after), len(recs)-2)
+	}
+	info, _ := ts.DescribePartition(ctx, "k", 0)
+	if info.LogStartOffset != recs[2].BaseOffset {
+		t.Fatalf("log start %d, want %d", info.LogStartOffset, recs[2].BaseOffset)
+	}
+	if got := readAll(t, ts.Store, "k", 0, info.LogStartOffset); len(got) == 0 {
+		t.Fatal("nothing readable")
+	}
+}

@@ -273,7 +273,9 @@ func (c *CountingReader) Read(p []byte) (int, error) {
 func (c *CountingReader) Checksum() string { return FormatCRC32C(c.Sum.Sum32()) }
 
 // ShortError is the error for a reader that delivered fewer bytes than the
-// declared size. It wraps io.ErrUnexpectedEOF.
+// declared size. It wraps io.ErrUnexpectedEOF and ErrInvalidArgument: the
+// caller's input was wrong (a staged file shrank), which a retry of the same
+// input cannot fix, so IsTransient is false for it.
 func ShortError(key string, got, want int64) error {
-	return fmt.Errorf("objstore: put %q: reader gave %d of %d bytes: %w", key, got, want, io.ErrUnexpectedEOF)
+	return fmt.Errorf("objstore: put %q: reader gave %d of %d bytes: %w (%w)", key, got, want, ErrInvalidArgument, io.ErrUnexpectedEOF)
 }
