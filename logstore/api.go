@@ -31,6 +31,12 @@ type PartitionConfig struct {
 	RetentionMs     time.Duration // retention.ms: delete sealed segments older than this; <0 = forever
 	RetentionBytes  int64         // retention.bytes: keep at most this much; <0 = unlimited
 	MaxMessageBytes int32         // max.message.bytes: largest batch accepted
+
+	// local.retention.bytes / local.retention.ms (KIP-405): how much of the
+	// log stays on local disk once segments are in the cold tier. -2 means
+	// "as retention.bytes / retention.ms", so nothing is evicted early.
+	LocalRetentionBytes int64
+	LocalRetentionMs    time.Duration
 }
 
 // ProduceRequest appends one or more whole RecordBatch v2 to a partition.
@@ -173,6 +179,19 @@ type PartitionInfo struct {
 	Size           int64 // bytes on local disk
 	Segments       int
 	Config         PartitionConfig
+}
+
+// Tier is the seam through which the tiering daemon (tierd) learns what to
+// upload and what to delete remotely. Both calls come from a shard goroutine
+// and must not block: the tier queues the work and reports back with
+// Store.SetRemote and Store.RemoteDeleted, so the shard stays the only
+// writer of its partitions' catalog records.
+type Tier interface {
+	// Sealed: seg is immutable and has no cloud copy yet; upload it.
+	Sealed(seg catalog.Segment)
+	// DeleteRemote: seg's objects must be deleted (retention or topic
+	// deletion); seg keeps its cloud pointer.
+	DeleteRemote(seg catalog.Segment)
 }
 
 // ColdTier is the seam through which a later tier (tierd + fetchcache) serves

@@ -43,7 +43,8 @@ type Options struct {
 	Defaults PartitionConfig // topic defaults for CreatePartition
 
 	Catalog *catalog.Catalog // required: the segment catalog
-	Cold    ColdTier         // optional cold tier; nil = local only
+	Cold    ColdTier         // optional cold tier reads; nil = local only
+	Tier    Tier             // optional tiering daemon; nil = nothing is uploaded
 	Logger  *slog.Logger
 }
 
@@ -54,6 +55,9 @@ var DefaultPartitionConfig = PartitionConfig{
 	RetentionMs:     7 * 24 * time.Hour,
 	RetentionBytes:  -1,
 	MaxMessageBytes: 1048588,
+
+	LocalRetentionBytes: -2,
+	LocalRetentionMs:    -2,
 }
 
 func (o *Options) setDefaults() error {
@@ -110,6 +114,12 @@ func (c PartitionConfig) withDefaults(d PartitionConfig) PartitionConfig {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.LocalRetentionBytes == 0 {
+		c.LocalRetentionBytes = d.LocalRetentionBytes
+	}
+	if c.LocalRetentionMs == 0 {
+		c.LocalRetentionMs = d.LocalRetentionMs
 	}
 	return c
 }

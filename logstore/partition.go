@@ -33,6 +33,10 @@ type partition struct {
 	remote   []catalog.Segment // cold-tier segment records below the local log
 	deleted  bool
 
+	// loadNotes are tier notifications found during recovery, sent once
+	// the partition is registered.
+	loadNotes []tierNote
+
 	// producers is the idempotent-producer state (producer.go).
 	producers map[int64]*producerState
 }
@@ -104,8 +108,17 @@ func (p *partition) roll(s *shard, base int64) error {
 		if err := old.seal(); err != nil {
 			return err
 		}
-		if err := opts.Catalog.PutSegment(p.record(old, catalog.StateSealed)); err != nil {
+		if old.cloud.SegmentID == "" {
+			// Fixed at seal and kept in the catalog, so an upload resumed
+			// after a crash reuses the same object name.
+			old.cloud.SegmentID = newSegmentID()
+		}
+		rec := p.record(old, sealedState(old))
+		if err := opts.Catalog.PutSegment(rec); err != nil {
 			return err
+		}
+		if opts.Tier != nil && rec.ObjectKey == "" {
+			opts.Tier.Sealed(rec)
 		}
 	}
 	if err := p.writeProducerSnapshot(base); err != nil {
@@ -127,8 +140,19 @@ func (p *partition) roll(s *shard, base int64) error {
 }
 
 func (p *partition) record(seg *segment, st catalog.State) catalog.Segment {
+	c := seg.cloud
 	return catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: seg.base, EndOffset: seg.next,
-		Bytes: seg.size, MinTimestamp: seg.minTs, MaxTimestamp: seg.maxTs, State: st, LocalPath: seg.logPath}
+		Bytes: seg.size, MinTimestamp: seg.minTs, MaxTimestamp: seg.maxTs, State: st, LocalPath: seg.logPath,
+		SegmentID: c.SegmentID, ObjectKey: c.ObjectKey, ObjectSize: c.ObjectSize, Checksum: c.Checksum,
+		ETag: c.ETag, Epoch: c.Epoch, UploadedAt: c.UploadedAt}
+}
+
+// sealedState is the catalog state of a sealed local segment.
+func sealedState(seg *segment) catalog.State {
+	if seg.cloud.ObjectKey != "" {
+		return catalog.StateLocalRemote
+	}
+	return catalog.StateSealed
 }
 
 // loadPartition recovers a partition from its directory and reconciles it
@@ -167,9 +191,22 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 		case r.State == catalog.StateDeleting:
 			removeSegmentFiles(p.dir, r.BaseOffset)
 			delete(onDisk, r.BaseOffset)
+			if r.ObjectKey != "" {
+				// The remote copy may still exist: the record stays until
+				// tierd reports the objects gone.
+				p.loadNotes = append(p.loadNotes, tierNote{rec: r, delete: true})
+				continue
+			}
 			if err := opts.Catalog.DeleteSegment(p.topic, p.id, r.BaseOffset); err != nil {
 				return nil, err
 			}
+		case r.State == catalog.StateRemote:
+			if onDisk[r.BaseOffset] {
+				// An eviction was interrupted after the catalog moved on.
+				removeSegmentFiles(p.dir, r.BaseOffset)
+				delete(onDisk, r.BaseOffset)
+			}
+			p.remote = append(p.remote, r)
 		case !onDisk[r.BaseOffset]:
 			if r.ObjectKey != "" {
 				r.State = catalog.StateRemote
@@ -208,15 +245,24 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 				"prev_end", p.segs[len(p.segs)-1].next, "base", seg.base)
 		}
 		p.segs = append(p.segs, seg)
-		st := catalog.StateSealed
-		if last {
-			st = catalog.StateActive
+		if known {
+			seg.cloud = r
 		}
-		if !known || r.State != st && (r.State == catalog.StateActive || r.State == catalog.StateSealed) {
+		st := catalog.StateActive
+		if !last {
+			st = sealedState(seg)
+			if seg.cloud.SegmentID == "" {
+				seg.cloud.SegmentID = newSegmentID()
+			}
+		}
+		if !known || r.State != st || r.EndOffset != seg.next || r.Bytes != seg.size {
 			if err := opts.Catalog.PutSegment(p.record(seg, st)); err != nil {
 				p.close()
 				return nil, err
 			}
+		}
+		if st == catalog.StateSealed {
+			p.loadNotes = append(p.loadNotes, tierNote{rec: p.record(seg, st)})
 		}
 	}
 	if len(p.segs) == 0 {
@@ -283,14 +329,14 @@ func (p *partition) segmentFor(offset int64) *segment {
 	return p.segs[i]
 }
 
-// deleteSegmentsBelow removes sealed segments that end at or before off,
-// and those the retention predicate selects, oldest first. The catalog
-// marks each as deleting before its files go, so a crash in between is
-// finished by load().
+// deleteOldest removes local sealed segments, oldest first, until keep
+// says stop. The catalog marks each as deleting before its files go, so a
+// crash in between is finished by load(). A segment with a cloud copy keeps
+// its record (still marked deleting) until tierd reports the objects gone.
 func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int64) bool) (int, error) {
 	removed := 0
-	total := p.size()
-	for len(p.segs) > 1 {
+	total := p.size() + p.remoteBytes()
+	for len(p.segs) > 1 && len(p.remote) == 0 {
 		seg := p.segs[0]
 		if keep(seg, total) {
 			break
@@ -302,7 +348,9 @@ func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int
 		if err := seg.remove(); err != nil {
 			s.opts.Logger.Warn("removing segment files", "segment", seg.logPath, "err", err)
 		}
-		if err := s.opts.Catalog.DeleteSegment(p.topic, p.id, seg.base); err != nil {
+		if rec.ObjectKey != "" {
+			s.deleteRemote(rec)
+		} else if err := s.opts.Catalog.DeleteSegment(p.topic, p.id, seg.base); err != nil {
 			return removed, err
 		}
 		total -= seg.size
@@ -313,37 +361,141 @@ func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int
 	if removed > 0 {
 		p.pruneSnapshots()
 	}
-	if removed > 0 && p.logStart < p.segs[0].base && len(p.remote) == 0 {
-		p.logStart = p.segs[0].base
-		if err := s.opts.Catalog.SetLogStart(p.topic, p.id, p.logStart); err != nil {
+	return removed, p.raiseLogStart(s)
+}
+
+// dropRemoteOldest deletes cold-tier segments, oldest first, while drop
+// says so: the record is marked deleting and tierd is asked to delete the
+// objects.
+func (p *partition) dropRemoteOldest(s *shard, drop func(r *catalog.Segment, remaining int64) bool) (int, error) {
+	removed := 0
+	total := p.size() + p.remoteBytes()
+	for len(p.remote) > 0 {
+		r := p.remote[0]
+		if !drop(&r, total) {
+			break
+		}
+		r.State = catalog.StateDeleting
+		if err := s.opts.Catalog.PutSegment(r); err != nil {
 			return removed, err
 		}
+		s.deleteRemote(r)
+		total -= r.Bytes
+		p.remote = p.remote[1:]
+		removed++
 	}
-	return removed, nil
+	return removed, p.raiseLogStart(s)
+}
+
+// raiseLogStart moves the log start offset up to the first offset still
+// held anywhere, and persists it.
+func (p *partition) raiseLogStart(s *shard) error {
+	if first := p.earliest(); p.logStart < first {
+		p.logStart = first
+		return s.opts.Catalog.SetLogStart(p.topic, p.id, p.logStart)
+	}
+	return nil
+}
+
+func (p *partition) remoteBytes() int64 {
+	var n int64
+	for i := range p.remote {
+		n += p.remote[i].Bytes
+	}
+	return n
+}
+
+// expired applies retention.ms / retention.bytes (or their local.*
+// counterparts) to a segment ending at next, with maxTs, given the bytes
+// held from it onwards (total).
+func expired(next, size, maxTs int64, created time.Time, total int64, logStart int64,
+	retBytes int64, retMs time.Duration, now time.Time) bool {
+	if next <= logStart {
+		return true
+	}
+	if retBytes >= 0 && total-size >= retBytes {
+		return true
+	}
+	if retMs >= 0 {
+		if maxTs < 0 {
+			maxTs = created.UnixMilli()
+		}
+		if now.UnixMilli()-maxTs > retMs.Milliseconds() {
+			return true
+		}
+	}
+	return false
 }
 
 // applyRetention enforces retention.ms, retention.bytes and the log start
-// offset on sealed segments. The active segment is never deleted.
+// offset, first on the cold tier (the oldest data), then on local sealed
+// segments; then evicts uploaded local segments past local.retention.*.
+// The active segment is never deleted.
 func (p *partition) applyRetention(s *shard, now time.Time) (int, error) {
 	cfg := p.cfg
-	return p.deleteOldest(s, func(seg *segment, total int64) bool {
-		if seg.next <= p.logStart {
-			return false
-		}
-		if cfg.RetentionBytes >= 0 && total-seg.size >= cfg.RetentionBytes {
-			return false
-		}
-		if cfg.RetentionMs >= 0 {
-			ts := seg.maxTs
-			if ts < 0 {
-				ts = seg.created.UnixMilli()
-			}
-			if now.UnixMilli()-ts > cfg.RetentionMs.Milliseconds() {
-				return false
-			}
-		}
-		return true
+	n, err := p.dropRemoteOldest(s, func(r *catalog.Segment, total int64) bool {
+		return expired(r.EndOffset, r.Bytes, r.MaxTimestamp, time.Unix(0, r.UploadedAt), total, p.logStart,
+			cfg.RetentionBytes, cfg.RetentionMs, now)
 	})
+	if err != nil {
+		return n, err
+	}
+	m, err := p.deleteOldest(s, func(seg *segment, total int64) bool {
+		return !expired(seg.next, seg.size, seg.maxTs, seg.created, total, p.logStart,
+			cfg.RetentionBytes, cfg.RetentionMs, now)
+	})
+	if err != nil {
+		return n + m, err
+	}
+	e, err := p.evict(s, now)
+	return n + m + e, err
+}
+
+// evict removes the local copy of uploaded sealed segments, oldest first,
+// while local.retention.bytes / local.retention.ms say the local log is too
+// big or too old. -2 means "as retention.*", which never evicts early.
+func (p *partition) evict(s *shard, now time.Time) (int, error) {
+	cfg := p.cfg
+	if cfg.LocalRetentionBytes == -2 && cfg.LocalRetentionMs == -2 {
+		return 0, nil
+	}
+	locBytes, locMs := cfg.LocalRetentionBytes, cfg.LocalRetentionMs
+	if locBytes == -2 {
+		locBytes = -1
+	}
+	if locMs == -2 {
+		locMs = -1
+	}
+	evicted := 0
+	local := p.size()
+	for len(p.segs) > 1 {
+		seg := p.segs[0]
+		if seg.cloud.ObjectKey == "" || !seg.sealed {
+			break // not uploaded yet: it must stay, and so must everything after it
+		}
+		if !expired(seg.next, seg.size, seg.maxTs, seg.created, local, -1, locBytes, locMs, now) {
+			break
+		}
+		rec := p.record(seg, catalog.StateRemote)
+		rec.LocalPath = ""
+		// The catalog moves first: a crash before the files go leaves a
+		// remote record with files on disk, which load() cleans up.
+		if err := s.opts.Catalog.PutSegment(rec); err != nil {
+			return evicted, err
+		}
+		if err := seg.remove(); err != nil {
+			s.opts.Logger.Warn("removing evicted segment files", "segment", seg.logPath, "err", err)
+		}
+		local -= seg.size
+		p.segs[0] = nil
+		p.segs = p.segs[1:]
+		p.remote = append(p.remote, rec)
+		evicted++
+	}
+	if evicted > 0 {
+		p.pruneSnapshots()
+	}
+	return evicted, nil
 }
 
 func (p *partition) close() {

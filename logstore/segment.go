@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aerostream/aerostream/catalog"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,6 +38,10 @@ type segment struct {
 	minTs, maxTs int64
 	maxTsOffset  int64
 	sinceIndex   int // log bytes since the last offset index entry
+
+	// cloud is the segment's cloud pointer (SegmentID, ObjectKey, ...) as
+	// recorded in the catalog; ObjectKey is empty until tierd uploads it.
+	cloud catalog.Segment
 
 	// Paced writeback state (see writeback.go).
 	wbPos      int64 // sync_file_range has been started up to here

@@ -370,6 +370,7 @@ func (s *shard) load(metas []catalog.Partition) error {
 			return err
 		}
 		s.parts[partKey{p.topic, p.id}] = p
+		s.sendLoadNotes(p)
 	}
 	return nil
 }
@@ -392,6 +393,17 @@ func (s *shard) deletePartition(r *request) error {
 	p, err := s.lookup(r.topic, r.partition)
 	if err != nil {
 		return err
+	}
+	// Remote copies go with the topic: tierd deletes the objects; their
+	// records vanish with the partition's below, so RemoteDeleted finds
+	// nothing left to do.
+	for _, seg := range p.segs {
+		if seg.cloud.ObjectKey != "" {
+			s.deleteRemote(p.record(seg, catalog.StateDeleting))
+		}
+	}
+	for _, r := range p.remote {
+		s.deleteRemote(r)
 	}
 	if err := s.opts.Catalog.DeletePartition(p.topic, p.id); err != nil {
 		return err
@@ -652,6 +664,9 @@ func (s *shard) deleteRecords(r *request) error {
 		if err := s.opts.Catalog.SetLogStart(p.topic, p.id, before); err != nil {
 			return err
 		}
+	}
+	if _, err := p.dropRemoteOldest(s, func(r *catalog.Segment, _ int64) bool { return r.EndOffset <= p.logStart }); err != nil {
+		return err
 	}
 	if _, err := p.deleteOldest(s, func(seg *segment, _ int64) bool { return seg.next > p.logStart }); err != nil {
 		return err

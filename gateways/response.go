@@ -1,0 +1,181 @@
+package gateways
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+)
+
+// Response is what a Session hands the write goroutine: a sequence of byte
+// parts and file ranges written back to back. File ranges go to the socket
+// with sendfile(2), so record bytes of a segment file never pass through
+// user space. The protocol's own framing (a size prefix) is part of the
+// first byte part; Len tells the protocol what size to write there.
+type Response struct {
+	parts      []part
+	size       int
+	releases   []func()
+	closeAfter bool
+}
+
+type part struct {
+	b   []byte
+	f   *os.File
+	pos int64
+	n   int
+}
+
+// NewResponse returns a Response holding b.
+func NewResponse(b []byte) *Response {
+	r := &Response{}
+	r.AddBytes(b)
+	return r
+}
+
+// AddBytes appends b. The Response keeps b until it is written.
+func (r *Response) AddBytes(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	r.parts = append(r.parts, part{b: b})
+	r.size += len(b)
+}
+
+// AddFile appends n bytes of f from pos. f must stay open until the
+// Response is released (see OnRelease).
+func (r *Response) AddFile(f *os.File, pos int64, n int) {
+	if n <= 0 {
+		return
+	}
+	r.parts = append(r.parts, part{f: f, pos: pos, n: n})
+	r.size += n
+}
+
+// Len is the number of bytes the Response writes.
+func (r *Response) Len() int { return r.size }
+
+// OnRelease registers fn to run once the Response has been written, or
+// dropped because the connection died.
+func (r *Response) OnRelease(fn func()) { r.releases = append(r.releases, fn) }
+
+// CloseAfter asks for the connection to be closed once this Response is
+// written (Kafka closes a connection after a failed acks=0 produce, the only
+// way to tell such a producer that something went wrong).
+func (r *Response) CloseAfter() { r.closeAfter = true }
+
+func (r *Response) release() {
+	for _, fn := range r.releases {
+		fn()
+	}
+	r.releases = nil
+}
+
+// connWriter is the write goroutine's state.
+type connWriter struct {
+	srv *Server
+	nc  net.Conn
+	log *slog.Logger
+	bw  *bufio.Writer
+}
+
+// loop writes responses in order until out is closed. After a write error it
+// closes the socket (which ends the read goroutine) and only releases what
+// is still queued.
+func (w *connWriter) loop(out <-chan *Response, cancel func()) {
+	w.bw = bufio.NewWriterSize(w.nc, 64<<10)
+	var failed error
+	for r := range out {
+		if failed == nil {
+			failed = w.write(r)
+			// Flush when nothing else is queued, so small responses
+			// to pipelined requests share a write.
+			if failed == nil && (len(out) == 0 || r.closeAfter) {
+				failed = w.bw.Flush()
+			}
+			if failed == nil && r.closeAfter {
+				failed = errCloseAfter
+			}
+			if failed != nil {
+				if !errors.Is(failed, errCloseAfter) && !quietClose(failed) {
+					w.log.Info("write failed, closing connection", "err", failed)
+				}
+				cancel()
+				_ = w.nc.Close()
+			}
+		}
+		r.release()
+	}
+}
+
+var errCloseAfter = errors.New("closed after response")
+
+func (w *connWriter) write(r *Response) error {
+	for _, p := range r.parts {
+		if p.f == nil {
+			if _, err := w.bw.Write(p.b); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.bw.Flush(); err != nil {
+			return err
+		}
+		sent, copied, err := sendRange(w.nc, p.f, p.pos, p.n)
+		w.srv.stats.sendfileBytes.Add(int64(sent))
+		w.srv.stats.copiedBytes.Add(int64(copied))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errNoSendfile: the connection or platform cannot sendfile; copy instead.
+var errNoSendfile = errors.New("sendfile not available")
+
+// sendRange writes n bytes of f from pos to nc, with sendfile(2) where it
+// can and through a pooled buffer for whatever sendfile did not send.
+func sendRange(nc net.Conn, f *os.File, pos int64, n int) (sent, copied int, err error) {
+	sent, err = sendfile(nc, f, pos, n)
+	if err == nil {
+		return sent, 0, nil
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return sent, 0, err
+	}
+	copied, err = copyRange(nc, f, pos+int64(sent), n-sent)
+	return sent, copied, err
+}
+
+var copyBufs = sync.Pool{New: func() any {
+	b := make([]byte, 256<<10)
+	return &b
+}}
+
+// copyRange is the fallback: ReadAt (which never moves the file's shared
+// position) into a pooled buffer, then write.
+func copyRange(w io.Writer, f *os.File, pos int64, n int) (int, error) {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	done := 0
+	for done < n {
+		k := min(len(buf), n-done)
+		r, err := f.ReadAt(buf[:k], pos+int64(done))
+		if r < k {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return done, err
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return done, err
+		}
+		done += k
+	}
+	return done, nil
+}

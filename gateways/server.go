@@ -1,0 +1,356 @@
+package gateways
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Protocol is a wire protocol served by a Server.
+type Protocol interface {
+	// NewSession is called once per accepted connection, on its read
+	// goroutine, before the first frame is read.
+	NewSession(c *Conn) Session
+}
+
+// Session is one connection's protocol state. ReadFrame and Handle are
+// called from the connection's read goroutine only, one at a time; Close is
+// called once, after the last of them has returned and the write goroutine
+// has written (or dropped) every response.
+type Session interface {
+	// ReadFrame reads one request frame of at most maxBytes bytes. An error
+	// ends the connection: one wrapping ErrFrameTooLarge or
+	// ErrMalformedFrame is logged as a protocol error, anything else (EOF,
+	// a reset) as the client going away.
+	ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error)
+	// Handle serves one frame and returns the response to write, or nil
+	// when the request gets none. ctx ends when the connection closes or
+	// the server drains. A non-nil error closes the connection once what is
+	// already queued (and resp, if not nil) is written.
+	Handle(ctx context.Context, frame []byte) (resp *Response, err error)
+	// Close releases the session's state.
+	Close()
+}
+
+// Principal is who a connection acts for.
+type Principal struct {
+	Mechanism string // how it was authenticated; "" for Anonymous
+	Name      string
+}
+
+// Anonymous is the principal of every connection until an authentication
+// exchange sets another.
+var Anonymous = Principal{Name: "ANONYMOUS"}
+
+// Conn is what a Session knows of its connection.
+type Conn struct {
+	ID     uint64
+	Remote net.Addr
+	Local  net.Addr
+	Log    *slog.Logger // carries the remote address and connection id
+
+	principal atomic.Pointer[Principal]
+}
+
+// Principal returns who the connection acts for.
+func (c *Conn) Principal() Principal {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return Anonymous
+}
+
+// SetPrincipal is the authentication hook: a protocol's authentication
+// exchange calls it once the client has proved who it is.
+func (c *Conn) SetPrincipal(p Principal) { c.principal.Store(&p) }
+
+// Server serves a Protocol on a listener. Set the exported fields before
+// Serve; zero values take the defaults.
+type Server struct {
+	// Name labels log lines ("kafka", "native").
+	Name     string
+	Protocol Protocol
+	Logger   *slog.Logger
+	// MaxFrameBytes bounds one request frame (Kafka's
+	// socket.request.max.bytes). Default 100 MiB.
+	MaxFrameBytes int
+	// MaxConns bounds the open connections; 0 means no bound.
+	MaxConns int
+	// IdleTimeout closes a connection that sends no request for this long
+	// (Kafka's connections.max.idle.ms). Default 10 minutes; negative
+	// disables it.
+	IdleTimeout time.Duration
+	// DrainTimeout bounds how long a closing connection may spend writing
+	// the responses it owes. Default 5s.
+	DrainTimeout time.Duration
+	// QueueDepth bounds the responses queued for one connection's writer;
+	// the reader waits while the queue is full. Default 32.
+	QueueDepth int
+
+	nextID atomic.Uint64
+	stats  struct {
+		conns, open, frames, protocolErrors, panics, sendfileBytes, copiedBytes atomic.Int64
+	}
+}
+
+// Stats counts what a Server has done.
+type Stats struct {
+	Connections    int64 // accepted
+	Open           int64 // open right now
+	Frames         int64 // request frames read
+	ProtocolErrors int64 // connections closed for a bad frame
+	Panics         int64 // connections closed because handling a frame panicked
+	SendfileBytes  int64 // file bytes written with sendfile(2)
+	CopiedBytes    int64 // file bytes written through a user-space buffer
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Connections:    s.stats.conns.Load(),
+		Open:           s.stats.open.Load(),
+		Frames:         s.stats.frames.Load(),
+		ProtocolErrors: s.stats.protocolErrors.Load(),
+		Panics:         s.stats.panics.Load(),
+		SendfileBytes:  s.stats.sendfileBytes.Load(),
+		CopiedBytes:    s.stats.copiedBytes.Load(),
+	}
+}
+
+// DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default.
+const DefaultMaxFrameBytes = 100 << 20
+
+type serverConfig struct {
+	maxFrame   int
+	idle       time.Duration
+	drain      time.Duration
+	queueDepth int
+	log        *slog.Logger
+}
+
+func (s *Server) config() serverConfig {
+	c := serverConfig{maxFrame: s.MaxFrameBytes, idle: s.IdleTimeout, drain: s.DrainTimeout, queueDepth: s.QueueDepth, log: s.Logger}
+	if c.maxFrame <= 0 {
+		c.maxFrame = DefaultMaxFrameBytes
+	}
+	if c.idle == 0 {
+		c.idle = 10 * time.Minute
+	}
+	if c.drain <= 0 {
+		c.drain = 5 * time.Second
+	}
+	if c.queueDepth <= 0 {
+		c.queueDepth = 32
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	name := s.Name
+	if name == "" {
+		name = "gateway"
+	}
+	c.log = c.log.With("gateway", name)
+	return c
+}
+
+// Serve accepts connections on ln until ctx ends, then closes ln, drains
+// every connection and returns once all are closed. It returns nil after
+// ctx ends, or the listener's error if accepting failed first.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.Protocol == nil {
+		return errors.New("gateways: Server.Protocol is nil")
+	}
+	cfg := s.config()
+	connCtx, stopConns := context.WithCancel(ctx)
+	defer stopConns()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stop()
+
+	cfg.log.Info("gateway serving", "addr", ln.Addr().String(), "max_frame_bytes", cfg.maxFrame)
+	var (
+		wg      sync.WaitGroup
+		err     error
+		backoff time.Duration
+	)
+	for {
+		nc, aerr := ln.Accept()
+		if aerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(aerr, net.ErrClosed) {
+				err = aerr
+				break
+			}
+			// Out of descriptors and the like: wait and retry rather
+			// than stop serving.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			cfg.log.Warn("accept failed", "err", aerr, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+				continue
+			case <-ctx.Done():
+			}
+			break
+		}
+		backoff = 0
+		s.stats.conns.Add(1)
+		if s.MaxConns > 0 && s.stats.open.Load() >= int64(s.MaxConns) {
+			cfg.log.Warn("closing new connection", "remote", nc.RemoteAddr().String(), "err", ErrTooManyConnections, "max_conns", s.MaxConns)
+			_ = nc.Close()
+			continue
+		}
+		s.stats.open.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer s.stats.open.Add(-1)
+			s.serveConn(connCtx, cfg, nc)
+		}()
+	}
+	stopConns()
+	_ = ln.Close()
+	wg.Wait()
+	cfg.log.Info("gateway stopped", "addr", ln.Addr().String())
+	return err
+}
+
+// serveConn runs one connection: this goroutine reads and handles, a
+// second one writes.
+func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Conn) {
+	id := s.nextID.Add(1)
+	c := &Conn{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()}
+	c.Log = cfg.log.With("remote", nc.RemoteAddr().String(), "conn", id)
+
+	// ctx ends on drain or when the connection dies, so that a handler
+	// parked in a long poll returns.
+	ctx, cancel := context.WithCancel(shutdown)
+	defer cancel()
+	stopDeadlines := context.AfterFunc(shutdown, func() {
+		_ = nc.SetReadDeadline(time.Now())
+		_ = nc.SetWriteDeadline(time.Now().Add(cfg.drain))
+	})
+	defer stopDeadlines()
+
+	out := make(chan *Response, cfg.queueDepth)
+	writerDone := make(chan struct{})
+	w := &connWriter{srv: s, nc: nc, log: c.Log}
+	go func() {
+		defer close(writerDone)
+		w.loop(out, cancel)
+	}()
+
+	sess, err := s.newSession(c)
+	if err == nil {
+		err = s.readLoop(ctx, cfg, nc, sess, out, writerDone)
+		defer sess.Close()
+	}
+	switch {
+	case shutdown.Err() != nil:
+		c.Log.Debug("connection closing: server draining")
+	case errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrMalformedFrame):
+		s.stats.protocolErrors.Add(1)
+		c.Log.Warn("protocol error, closing connection", "err", err)
+	case errors.Is(err, errPanic):
+		s.stats.panics.Add(1)
+		c.Log.Error("request handling panicked, closing connection", "err", err)
+	case errors.Is(err, errIdle):
+		c.Log.Debug("closing idle connection", "idle_timeout", cfg.idle)
+	case err != nil && !quietClose(err):
+		c.Log.Info("connection closed", "err", err)
+	default:
+		c.Log.Debug("connection closed")
+	}
+	// Stop reading; the writer delivers what is queued, bounded by the
+	// drain timeout even for a peer that stopped reading.
+	_ = nc.SetWriteDeadline(time.Now().Add(cfg.drain))
+	close(out)
+	<-writerDone
+	cancel()
+	_ = nc.Close()
+}
+
+var (
+	errPanic = errors.New("panic")
+	errIdle  = errors.New("idle timeout")
+)
+
+func (s *Server) newSession(c *Conn) (sess Session, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: new session: %v\n%s", errPanic, r, debug.Stack())
+		}
+	}()
+	return s.Protocol.NewSession(c), nil
+}
+
+func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
+	br := bufio.NewReaderSize(nc, 64<<10)
+	for {
+		if cfg.idle > 0 {
+			_ = nc.SetReadDeadline(time.Now().Add(cfg.idle))
+		}
+		frame, err := s.readFrame(sess, br, cfg.maxFrame)
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
+				return errIdle
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err() // draining: do not start new work
+		}
+		s.stats.frames.Add(1)
+		// While a request is in service the idle clock does not run: a
+		// long poll is not idleness.
+		_ = nc.SetReadDeadline(time.Time{})
+		resp, herr := s.handle(ctx, sess, frame)
+		if resp != nil {
+			select {
+			case out <- resp:
+			case <-writerDone:
+				resp.release()
+				return net.ErrClosed // the writer failed and closed the socket
+			}
+		}
+		if herr != nil {
+			return herr
+		}
+	}
+}
+
+func (s *Server) readFrame(sess Session, br *bufio.Reader, maxBytes int) (frame []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading a frame: %v\n%s", errPanic, r, debug.Stack())
+		}
+	}()
+	return sess.ReadFrame(br, maxBytes)
+}
+
+func (s *Server) handle(ctx context.Context, sess Session, frame []byte) (resp *Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = nil
+			err = fmt.Errorf("%w: handling a frame: %v\n%s", errPanic, r, debug.Stack())
+		}
+	}()
+	return sess.Handle(ctx, frame)
+}
+
+// quietClose reports errors that mean the peer went away, which is routine.
+func quietClose(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,249 @@
+package logstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// This file is the store's side of tiering. tierd does the I/O (upload,
+// delete, download); the shard that owns a partition stays the only writer
+// of its catalog records and files, so tierd reports back through these
+// methods instead of touching the catalog itself.
+
+// ErrUnknownSegment: a tier callback names a segment the partition does not
+// hold in the expected state.
+var ErrUnknownSegment = fmt.Errorf("%w: unknown segment", ErrInvalidRequest)
+
+// tierNote is a notification found during recovery: an upload to resume or
+// a remote deletion to finish.
+type tierNote struct {
+	rec    catalog.Segment
+	delete bool
+}
+
+func newSegmentID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *shard) deleteRemote(rec catalog.Segment) {
+	if s.opts.Tier != nil {
+		s.opts.Tier.DeleteRemote(rec)
+		return
+	}
+	s.opts.Logger.Warn("segment has a cloud copy but no tier is configured; its objects stay until `tier gc`",
+		"topic", rec.Topic, "partition", rec.Partition, "base", rec.BaseOffset, "object", rec.ObjectKey)
+}
+
+// sendLoadNotes replays what recovery found to the tier.
+func (s *shard) sendLoadNotes(p *partition) {
+	notes := p.loadNotes
+	p.loadNotes = nil
+	if s.opts.Tier == nil {
+		return
+	}
+	for _, n := range notes {
+		if n.delete {
+			s.opts.Tier.DeleteRemote(n.rec)
+		} else {
+			s.opts.Tier.Sealed(n.rec)
+		}
+	}
+}
+
+// onShard runs fn on the shard goroutine that owns the partition.
+func (s *Store) onShard(ctx context.Context, topic string, partition int32, fn func(sh *shard, p *partition) error) error {
+	if err := validName(topic, partition); err != nil {
+		return err
+	}
+	r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
+	var ferr error
+	r.hook = func(sh *shard) {
+		p, err := sh.lookup(topic, partition)
+		if err != nil {
+			ferr = err
+			return
+		}
+		ferr = fn(sh, p)
+	}
+	if err := s.call(ctx, s.shardFor(topic, partition), r); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// SetRemote records a completed, verified upload: rec carries the cloud
+// pointer (SegmentID, ObjectKey, ObjectSize, Checksum, ETag, UploadedAt) of
+// a sealed local segment, which becomes local+remote and may be evicted
+// under local.retention.*.
+func (s *Store) SetRemote(ctx context.Context, rec catalog.Segment) error {
+	return s.onShard(ctx, rec.Topic, rec.Partition, func(sh *shard, p *partition) error {
+		for _, seg := range p.segs {
+			if seg.base != rec.BaseOffset {
+				continue
+			}
+			if !seg.sealed || seg.next != rec.EndOffset || seg.size != rec.Bytes {
+				return fmt.Errorf("%w: %s/%d segment %d changed since it was sealed", ErrUnknownSegment, p.topic, p.id, seg.base)
+			}
+			if seg.cloud.SegmentID != "" && rec.SegmentID != seg.cloud.SegmentID {
+				return fmt.Errorf("%w: %s/%d segment %d has id %s, upload named %s", ErrUnknownSegment,
+					p.topic, p.id, seg.base, seg.cloud.SegmentID, rec.SegmentID)
+			}
+			seg.cloud.SegmentID, seg.cloud.ObjectKey, seg.cloud.ObjectSize = rec.SegmentID, rec.ObjectKey, rec.ObjectSize
+			seg.cloud.Checksum, seg.cloud.ETag, seg.cloud.Epoch, seg.cloud.UploadedAt = rec.Checksum, rec.ETag, rec.Epoch, rec.UploadedAt
+			return sh.opts.Catalog.PutSegment(p.record(seg, catalog.StateLocalRemote))
+		}
+		return fmt.Errorf("%w: %s/%d has no local segment at %d", ErrUnknownSegment, p.topic, p.id, rec.BaseOffset)
+	})
+}
+
+// RemoteDeleted drops the record of a segment whose objects tierd has
+// deleted. It is idempotent.
+func (s *Store) RemoteDeleted(ctx context.Context, topic string, id int32, base int64) error {
+	err := s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		rec, err := sh.opts.Catalog.GetSegment(topic, id, base)
+		if err != nil {
+			return nil // already gone
+		}
+		if rec.State != catalog.StateDeleting {
+			return fmt.Errorf("%w: %s/%d segment %d is %s, not deleting", ErrUnknownSegment, topic, id, base, rec.State)
+		}
+		return sh.opts.Catalog.DeleteSegment(topic, id, base)
+	})
+	if err != nil && isUnknownPartition(err) {
+		return nil // the id was deleted; so were its records
+	}
+	return err
+}
+
+func isUnknownPartition(err error) bool {
+	return errors.Is(err, ErrUnknownPartition)
+}
+
+// Segments returns the catalog records of a partition (local and remote),
+// read on its shard so they are consistent with the partition's state.
+func (s *Store) Segments(ctx context.Context, topic string, id int32) ([]catalog.Segment, error) {
+	var out []catalog.Segment
+	err := s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		var err error
+		out, err = sh.opts.Catalog.Segments(topic, id)
+		return err
+	})
+	return out, err
+}
+
+// RestorePartition creates a partition whose history lives only in the cold
+// tier (tier restore on an empty node): segs are its remote segment records,
+// ascending; the local log starts empty after the last of them.
+func (s *Store) RestorePartition(ctx context.Context, topic string, partition int32, cfg PartitionConfig, logStart int64, segs []catalog.Segment) error {
+	if err := validName(topic, partition); err != nil {
+		return err
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].BaseOffset < segs[j].BaseOffset })
+	r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
+	var ferr error
+	r.hook = func(sh *shard) {
+		if _, ok := sh.parts[partKey{topic, partition}]; ok {
+			ferr = fmt.Errorf("%w: %s/%d", ErrPartitionExists, topic, partition)
+			return
+		}
+		ferr = sh.restore(topic, partition, cfg, logStart, segs)
+	}
+	if err := s.call(ctx, s.shardFor(topic, partition), r); err != nil {
+		return err
+	}
+	return ferr
+}
+
+func (sh *shard) restore(topic string, partition int32, cfg PartitionConfig, logStart int64, segs []catalog.Segment) error {
+	c := sh.opts.Catalog
+	if err := c.PutPartition(catalog.Partition{Topic: topic, Partition: partition, Config: encodeConfig(cfg.withDefaults(sh.opts.Defaults)),
+		LogStartOffset: logStart}); err != nil {
+		return err
+	}
+	for _, r := range segs {
+		r.Topic, r.Partition, r.State, r.LocalPath = topic, partition, catalog.StateRemote, ""
+		if err := c.PutSegment(r); err != nil {
+			return err
+		}
+	}
+	meta, err := c.GetPartition(topic, partition)
+	if err != nil {
+		return err
+	}
+	p, err := loadPartition(sh, meta)
+	if err != nil {
+		return err
+	}
+	sh.parts[partKey{topic, partition}] = p
+	sh.sendLoadNotes(p)
+	return nil
+}
+
+// AdoptSegment brings a remote segment back to local disk (tier
+// rehydrate): logFile holds the segment's log bytes downloaded and verified
+// by the caller; it is moved into the partition directory, its indexes are
+// rebuilt, and the segment becomes local+remote. Local retention may evict
+// it again later.
+func (s *Store) AdoptSegment(ctx context.Context, topic string, id int32, base int64, logFile string) error {
+	return s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		i := -1
+		for j := range p.remote {
+			if p.remote[j].BaseOffset == base {
+				i = j
+			}
+		}
+		if i < 0 {
+			return fmt.Errorf("%w: %s/%d has no remote segment at %d", ErrUnknownSegment, topic, id, base)
+		}
+		if i != len(p.remote)-1 {
+			// Local segments must stay contiguous with the local log, so
+			// only the newest remote segment can come back; rehydrating a
+			// range means walking back from it.
+			return fmt.Errorf("%w: %s/%d segment %d is not adjacent to the local log (rehydrate newer segments first)",
+				ErrInvalidRequest, topic, id, base)
+		}
+		rec := p.remote[i]
+		logPath, _, _ := segmentPaths(p.dir, base)
+		if err := os.Rename(logFile, logPath); err != nil {
+			return err
+		}
+		seg, err := recoverSegment(p.dir, base, sh.opts, true, false)
+		if err != nil {
+			return err
+		}
+		if seg.next != rec.EndOffset || seg.size != rec.Bytes {
+			seg.remove()
+			return fmt.Errorf("%w: rehydrated %s/%d segment %d holds offsets to %d (%d bytes), catalog says %d (%d bytes)",
+				ErrCorruptSegment, topic, id, base, seg.next, seg.size, rec.EndOffset, rec.Bytes)
+		}
+		seg.cloud = rec
+		rec.State, rec.LocalPath = catalog.StateLocalRemote, logPath
+		if err := sh.opts.Catalog.PutSegment(rec); err != nil {
+			seg.remove()
+			return err
+		}
+		p.remote = p.remote[:i]
+		p.segs = append([]*segment{seg}, p.segs...)
+		return nil
+	})
+}
+
+// PartitionDir is where a partition's segment files live; tierd stages
+// sealed segments by hard-linking from here.
+func (s *Store) PartitionDir(topic string, partition int32) string {
+	return partitionDir(s.opts.Dir, topic, partition)
+}
+
+// StagingDir is the folder tierd hard-links segments into before upload,
+// on the same filesystem as the logs so links work.
+func (s *Store) StagingDir() string { return filepath.Join(s.opts.Dir, "staging") }
