@@ -55,6 +55,16 @@ func (r *Response) AddFile(f *os.File, pos int64, n int) {
 	r.size += n
 }
 
+// Append moves other's parts and release functions to the end of r; other
+// must not be used afterwards.
+func (r *Response) Append(other *Response) {
+	r.parts = append(r.parts, other.parts...)
+	r.size += other.size
+	r.releases = append(r.releases, other.releases...)
+	r.closeAfter = r.closeAfter || other.closeAfter
+	*other = Response{}
+}
+
 // Len is the number of bytes the Response writes.
 func (r *Response) Len() int { return r.size }
 

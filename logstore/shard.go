@@ -25,7 +25,7 @@ const (
 	reqList
 	reqDeleteRecords
 	reqLoad
-	reqTestHook // runs hook on the shard goroutine; tests only
+	reqTestHook // runs hook on the shard goroutine (admin operations and tests)
 )
 
 type partKey struct {

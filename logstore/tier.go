@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/aerostream/aerostream/catalog"
 )
@@ -247,3 +248,28 @@ func (s *Store) PartitionDir(topic string, partition int32) string {
 // StagingDir is the folder tierd hard-links segments into before upload,
 // on the same filesystem as the logs so links work.
 func (s *Store) StagingDir() string { return filepath.Join(s.opts.Dir, "staging") }
+
+// RollPartition seals the active segment now if it holds data, so that
+// `tier offload --now` can upload everything written so far.
+func (s *Store) RollPartition(ctx context.Context, topic string, id int32) error {
+	return s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		seg := p.active()
+		if seg.size == 0 {
+			return nil
+		}
+		return p.roll(sh, seg.next)
+	})
+}
+
+// RunRetention applies retention, local retention (eviction) and log start
+// now on every partition, instead of waiting for the next tick.
+func (s *Store) RunRetention(ctx context.Context) error {
+	for _, sh := range s.shards {
+		r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
+		r.hook = func(sh *shard) { sh.retention(time.Now()) }
+		if err := s.call(ctx, sh, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -381,4 +381,4 @@ func (w *faultWriter) Close() error {
 }
 
 func (w *faultWriter) Abort(ctx context.Context) error { return w.w.Abort(ctx) }
-func (w *faultWriter) Info() ObjectInfo                 { return w.w.Info() }
+func (w *faultWriter) Info() ObjectInfo                { return w.w.Info() }

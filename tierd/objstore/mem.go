@@ -71,10 +71,8 @@ func (b *memBucket) begin(ctx context.Context, op Op, key string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mem: %s %q: %w", op, key, err)
 	}
-	if key != "" {
-		if err := ValidateKey(key); err != nil {
-			return fmt.Errorf("mem: %s: %w", op, err)
-		}
+	if err := ValidateKey(key); err != nil {
+		return fmt.Errorf("mem: %s: %w", op, err)
 	}
 	return nil
 }

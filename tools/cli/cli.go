@@ -65,6 +65,7 @@ func NewRoot(env Env) *cobra.Command {
 		newDaemonCmd(env, serveCmd),
 		newDaemonCmd(env, storeCmd),
 		newVersionCmd(env),
+		newBenchCmd(env),
 	)
 	return root
 }

@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+)
+
+// MemberOptions configure RunMember.
+type MemberOptions struct {
+	// Registration says who the node is; KnownVersion is ignored.
+	Registration RegisterNodeRequest
+	// OnDelta is called, from RunMember's goroutine, after each change has
+	// been folded into the view (and once after registration). An error is
+	// logged, and OnDelta is called again after the next heartbeat even if
+	// nothing changed, so that it can retry.
+	OnDelta func(ctx context.Context, v *View, d Delta) error
+	Logger  *slog.Logger
+}
+
+// RunMember keeps a store or gateway a member of the cluster until ctx
+// ends: it registers, then heartbeats at the interval the controller asks
+// for, keeping a View current from the replies. When the controller has
+// forgotten the node (a leader that restored an older state), it registers
+// again. It returns ctx's error.
+func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := opts.Registration
+	log = log.With("component", "member", "node", reg.ID, "kind", reg.Kind)
+	var view View
+	interval := DefaultHeartbeatInterval
+	registered := false
+	retry := false
+	failures := 0
+	for {
+		var resp HeartbeatResponse
+		var err error
+		if !registered {
+			reg.KnownVersion = view.Version
+			resp, err = api.RegisterNode(ctx, reg)
+			if err == nil {
+				registered = true
+				log.Info("registered with the controller", "cluster_id", resp.Delta.ClusterID, "version", resp.Delta.Version)
+			}
+		} else {
+			resp, err = api.Heartbeat(ctx, HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version})
+			if errors.Is(err, ErrUnknownNode) {
+				log.Warn("the controller does not know this node; registering again")
+				registered = false
+				continue
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			// One line per failure streak, then one a minute.
+			if failures%30 == 0 {
+				log.Warn("controller unreachable", "err", err, "failures", failures+1)
+			}
+			failures++
+		} else {
+			if failures > 0 {
+				log.Info("controller reachable again", "after_failures", failures)
+			}
+			failures = 0
+			if resp.HeartbeatIntervalMs > 0 {
+				interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
+			}
+			changed := !resp.Delta.Empty() || resp.Delta.Version != view.Version
+			view.Apply(resp.Delta)
+			if opts.OnDelta != nil && (changed || retry) {
+				if err := opts.OnDelta(ctx, &view, resp.Delta); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					log.Warn("applying metadata changes", "err", err)
+					retry = true
+				} else {
+					retry = false
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// LocalPartition names a partition a store holds.
+type LocalPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// PartitionManager is the store as StoreAgent drives it. tools/ adapts
+// logstore to it; the controller never imports the store.
+type PartitionManager interface {
+	// CreatePartition creates an empty partition with the topic's configs
+	// (Kafka names; absent ones take the store's defaults). A partition that
+	// exists already is not an error.
+	CreatePartition(ctx context.Context, topic string, partition int32, cfg map[string]string) error
+	// DeletePartition deletes a partition and its data.
+	DeletePartition(ctx context.Context, topic string, partition int32) error
+	// ListPartitions lists the partitions the store holds.
+	ListPartitions(ctx context.Context) ([]LocalPartition, error)
+}
+
+// StoreAgent makes a store do what placement says: it creates the
+// partitions placed on it and deletes those of deleted topics. It does not
+// touch a local partition the controller has no record of (data written
+// before the store joined a controller, say), unless the controller
+// remembers deleting that topic.
+type StoreAgent struct {
+	api Members
+	pm  PartitionManager
+	reg RegisterNodeRequest
+	log *slog.Logger
+
+	// Owned by Run's goroutine.
+	known   map[string]TopicID // topics this agent has seen, by name
+	configs map[string]map[string]string
+}
+
+// NewStoreAgent returns an agent for the store described by reg (Kind
+// must be KindStore).
+func NewStoreAgent(api Members, pm PartitionManager, reg RegisterNodeRequest, log *slog.Logger) *StoreAgent {
+	if log == nil {
+		log = slog.Default()
+	}
+	reg.Kind = KindStore
+	return &StoreAgent{api: api, pm: pm, reg: reg, log: log.With("component", "store-agent", "node", reg.ID),
+		known: map[string]TopicID{}, configs: map[string]map[string]string{}}
+}
+
+// Run registers the store and follows placement until ctx ends.
+func (a *StoreAgent) Run(ctx context.Context) error {
+	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.reconcile, Logger: a.log})
+}
+
+// reconcile brings the store in line with the view.
+func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
+	local, err := a.pm.ListPartitions(ctx)
+	if err != nil {
+		return fmt.Errorf("list local partitions: %w", err)
+	}
+	have := map[string]map[int32]bool{}
+	for _, p := range local {
+		if have[p.Topic] == nil {
+			have[p.Topic] = map[int32]bool{}
+		}
+		have[p.Topic][p.Partition] = true
+	}
+	tombstoned := map[string]bool{}
+	for _, t := range d.DeletedTopics {
+		tombstoned[t.Name] = true
+	}
+	var errs []error
+	names := make([]string, 0, len(have))
+	for name := range have {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		cur, inView := v.Topics[name]
+		knownID, had := a.known[name]
+		var why string
+		switch {
+		case inView && had && cur.ID != knownID:
+			why = "topic was deleted and created again"
+		case !inView && (had || tombstoned[name]):
+			why = "topic was deleted"
+		default:
+			continue
+		}
+		for p := range have[name] {
+			if err := a.pm.DeletePartition(ctx, name, p); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s/%d: %w", name, p, err))
+				continue
+			}
+			delete(have[name], p)
+			a.log.Info("deleted partition", "topic", name, "partition", p, "reason", why)
+		}
+		if len(have[name]) == 0 {
+			delete(a.known, name)
+			delete(a.configs, name)
+		}
+	}
+	for name := range a.known {
+		if _, ok := v.Topics[name]; !ok && len(have[name]) == 0 {
+			delete(a.known, name)
+			delete(a.configs, name)
+		}
+	}
+
+	names = names[:0]
+	for name := range v.Topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t := v.Topics[name]
+		cfg := EffectiveTopicConfig(t.Configs, v.BrokerConfigs)
+		mine := false
+		for _, p := range t.Partitions {
+			if p.Leader != a.reg.ID {
+				continue
+			}
+			mine = true
+			if have[name][p.Partition] {
+				continue
+			}
+			if err := a.pm.CreatePartition(ctx, name, p.Partition, cfg); err != nil {
+				errs = append(errs, fmt.Errorf("create %s/%d: %w", name, p.Partition, err))
+				continue
+			}
+			a.log.Info("created partition", "topic", name, "partition", p.Partition, "leader_epoch", p.LeaderEpoch)
+		}
+		if !mine {
+			continue
+		}
+		if old, ok := a.configs[name]; ok && !mapsEqual(old, cfg) {
+			a.log.Info("topic configs changed; partitions created from now on use them, existing ones keep theirs (the store cannot alter a partition's configs yet)", "topic", name)
+		}
+		a.known[name] = t.ID
+		a.configs[name] = cfg
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,268 @@
+package controller
+
+import "context"
+
+// The client API. Every request and response below travels as JSON over
+// HTTP/1.1 on the controller's port (see doc.go for the paths); Client
+// speaks it, and *Controller implements the same methods in-process.
+
+// API is the controller's client API, implemented by *Controller (in
+// process, on the node itself) and by *Client (over the network, finding
+// the leader).
+type API interface {
+	CreateTopics(ctx context.Context, req CreateTopicsRequest) (CreateTopicsResponse, error)
+	DeleteTopics(ctx context.Context, req DeleteTopicsRequest) (TopicsResponse, error)
+	CreatePartitions(ctx context.Context, req CreatePartitionsRequest) (TopicsResponse, error)
+	AlterConfigs(ctx context.Context, req AlterConfigsRequest) (AlterConfigsResponse, error)
+	DescribeConfigs(ctx context.Context, req DescribeConfigsRequest) (DescribeConfigsResponse, error)
+	Metadata(ctx context.Context, req MetadataRequest) (MetadataResponse, error)
+	Members
+	ListNodes(ctx context.Context) (NodesResponse, error)
+	ClusterInfo(ctx context.Context) (ClusterInfo, error)
+	AddVoter(ctx context.Context, req AddVoterRequest) error
+	RemoveVoter(ctx context.Context, req RemoveVoterRequest) error
+}
+
+// Members is the part of the API a store or gateway needs to stay a
+// member: register once, then heartbeat.
+type Members interface {
+	RegisterNode(ctx context.Context, req RegisterNodeRequest) (HeartbeatResponse, error)
+	Heartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResponse, error)
+}
+
+// Error is an error as the client API carries it: Code is the wire name of
+// one of this package's sentinels (errors.Is works on it), Message the full
+// text.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the sentinel named by Code.
+func (e *Error) Unwrap() error { return sentinelFor(e.Code) }
+
+// toError converts err for the wire; nil stays nil. An *Error passes
+// through, so a forwarded error keeps its code.
+func toError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	return &Error{Code: wireCode(err), Message: err.Error()}
+}
+
+// asError returns e as an error, nil for a nil *Error (which would
+// otherwise be a non-nil interface).
+func asError(e *Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// NewTopic is one topic to create. Partitions and ReplicationFactor may be
+// -1 for the defaults (1 and 1).
+type NewTopic struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// CreateTopicsRequest creates topics. With ValidateOnly every check runs
+// and nothing is created.
+type CreateTopicsRequest struct {
+	Topics       []NewTopic `json:"topics"`
+	ValidateOnly bool       `json:"validate_only,omitempty"`
+}
+
+// CreateTopicsResponse has one result per requested topic, in order.
+type CreateTopicsResponse struct {
+	Topics []CreateTopicResult `json:"topics"`
+}
+
+// CreateTopicResult is the outcome for one topic.
+type CreateTopicResult struct {
+	Name              string          `json:"name"`
+	ID                TopicID         `json:"id,omitzero"`
+	Partitions        []PartitionInfo `json:"partitions,omitempty"`
+	ReplicationFactor int16           `json:"replication_factor,omitempty"`
+	Error             *Error          `json:"error,omitempty"`
+}
+
+// Err is the result's error as an error (nil on success).
+func (r CreateTopicResult) Err() error { return asError(r.Error) }
+
+// DeleteTopicsRequest deletes topics by name or id.
+type DeleteTopicsRequest struct {
+	Topics []TopicRef `json:"topics"`
+}
+
+// CreatePartitionsRequest grows topics to new partition counts.
+type CreatePartitionsRequest struct {
+	Topics       []PartitionCount `json:"topics"`
+	ValidateOnly bool             `json:"validate_only,omitempty"`
+}
+
+// TopicsResponse has one result per requested topic, in order.
+type TopicsResponse struct {
+	Topics []TopicResult `json:"topics"`
+}
+
+// TopicResult is the outcome for one topic.
+type TopicResult struct {
+	Name  string  `json:"name,omitempty"`
+	ID    TopicID `json:"id,omitzero"`
+	Error *Error  `json:"error,omitempty"`
+}
+
+// Err is the result's error as an error (nil on success).
+func (r TopicResult) Err() error { return asError(r.Error) }
+
+// AlterConfigsRequest changes the configs of topics or of the cluster
+// defaults; see AlterConfigsResource for replace versus incremental.
+type AlterConfigsRequest struct {
+	Resources    []AlterConfigsResource `json:"resources"`
+	ValidateOnly bool                   `json:"validate_only,omitempty"`
+}
+
+// AlterConfigsResponse has one result per resource, in order.
+type AlterConfigsResponse struct {
+	Resources []ResourceResult `json:"resources"`
+}
+
+// ResourceResult is the outcome for one resource.
+type ResourceResult struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Error *Error `json:"error,omitempty"`
+}
+
+// Err is the result's error as an error (nil on success).
+func (r ResourceResult) Err() error { return asError(r.Error) }
+
+// ConfigResource names a topic (Type "topic") or the cluster defaults
+// (Type "broker", Name "").
+type ConfigResource struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// DescribeConfigsRequest describes resources.
+type DescribeConfigsRequest struct {
+	Resources []ConfigResource `json:"resources"`
+}
+
+// DescribeConfigsResponse has one result per resource, in order.
+type DescribeConfigsResponse struct {
+	Resources []DescribedConfigs `json:"resources"`
+}
+
+// DescribedConfigs lists every config of a resource with its effective
+// value and source.
+type DescribedConfigs struct {
+	Type    string        `json:"type"`
+	Name    string        `json:"name"`
+	Configs []ConfigEntry `json:"configs,omitempty"`
+	Error   *Error        `json:"error,omitempty"`
+}
+
+// Err is the result's error as an error (nil on success).
+func (r DescribedConfigs) Err() error { return asError(r.Error) }
+
+// MetadataRequest asks for some topics, or all of them when Topics is
+// empty (DescribeTopics / ListTopics, and a gateway's Metadata).
+type MetadataRequest struct {
+	Topics []string `json:"topics,omitempty"`
+}
+
+// MetadataResponse is the cluster metadata a gateway answers Metadata with.
+type MetadataResponse struct {
+	ClusterID string `json:"cluster_id"`
+	// LeaderID is the controller leader (-1 if unknown).
+	LeaderID int32       `json:"leader_id"`
+	Version  uint64      `json:"version"`
+	Topics   []TopicInfo `json:"topics"`
+	// Missing lists requested names that are not topics.
+	Missing []string   `json:"missing,omitempty"`
+	Nodes   []NodeInfo `json:"nodes"`
+}
+
+// RegisterNodeRequest registers (or re-registers, after a restart) a store
+// or gateway. A store names its shard ring; a gateway has none.
+type RegisterNodeRequest struct {
+	ID        int32             `json:"id"`
+	Kind      string            `json:"kind"`
+	Addresses map[string]string `json:"addresses,omitempty"`
+	Shards    int32             `json:"shards,omitempty"`
+	RingAddr  string            `json:"ring_addr,omitempty"`
+	// KnownVersion is the metadata version the node already has (0: none);
+	// the reply carries what changed since.
+	KnownVersion uint64 `json:"known_version"`
+}
+
+// HeartbeatRequest keeps a registered node's session alive.
+type HeartbeatRequest struct {
+	ID           int32  `json:"id"`
+	KnownVersion uint64 `json:"known_version"`
+}
+
+// HeartbeatResponse carries the metadata changes since the node's known
+// version, and the timing the node should keep.
+type HeartbeatResponse struct {
+	Delta               Delta `json:"delta"`
+	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
+	SessionTimeoutMs    int64 `json:"session_timeout_ms"`
+}
+
+// NodesResponse lists registered nodes.
+type NodesResponse struct {
+	Nodes []NodeInfo `json:"nodes"`
+}
+
+// Voter is one member of the Raft configuration.
+type Voter struct {
+	ID      int32  `json:"id"`
+	Address string `json:"address"`
+	// Suffrage is Raft's: Voter, Nonvoter or Staging.
+	Suffrage string `json:"suffrage"`
+}
+
+// ClusterInfo describes the controller cluster as the answering node sees
+// it.
+type ClusterInfo struct {
+	ClusterID  string  `json:"cluster_id"`
+	NodeID     int32   `json:"node_id"` // the node that answered
+	State      string  `json:"state"`   // its Raft state: Leader, Follower, Candidate, Shutdown
+	LeaderID   int32   `json:"leader_id"`
+	LeaderAddr string  `json:"leader_addr"`
+	Voters     []Voter `json:"voters"`
+	// Version is the answering node's metadata version, and AppliedIndex
+	// its last applied Raft index: a follower that caught up has the
+	// leader's.
+	Version      uint64 `json:"version"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+// AddVoterRequest adds a controller to the Raft configuration.
+type AddVoterRequest struct {
+	ID      int32  `json:"id"`
+	Address string `json:"address"`
+}
+
+// RemoveVoterRequest removes a controller from the Raft configuration.
+type RemoveVoterRequest struct {
+	ID int32 `json:"id"`
+}
+
+// notLeaderBody is the body of a 421 answer: the error and where the
+// leader is.
+type notLeaderBody struct {
+	Error      *Error `json:"error"`
+	LeaderID   int32  `json:"leader_id"`
+	LeaderAddr string `json:"leader_addr"`
+}

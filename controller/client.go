@@ -1,0 +1,285 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ClientOptions configure a Client.
+type ClientOptions struct {
+	// Timeout bounds a whole call, retries included, when its ctx has no
+	// deadline; default 30s.
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Client speaks the client API to a controller cluster. It starts with the
+// first address, follows the leader each NOT_LEADER answer names, and moves
+// on to the next address when one does not answer, so it keeps working
+// through a leader change. It is safe for concurrent use.
+//
+// Retries: a call is retried when it certainly had no effect (the node was
+// not the leader, or the connection could not be made). A write whose
+// outcome is unknown (a timeout, a connection lost after sending) returns
+// an error wrapping ErrTimeout rather than risk applying it twice; reads
+// and heartbeats are retried on any failure.
+type Client struct {
+	addrs []string
+	hc    *http.Client
+	opts  ClientOptions
+
+	mu struct {
+		sync.Mutex
+		target string
+		next   int
+	}
+}
+
+var _ API = (*Client)(nil)
+
+// NewClient returns a client of the controllers at addrs (host:port).
+func NewClient(addrs []string, opts ClientOptions) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Client{
+		addrs: append([]string(nil), addrs...),
+		opts:  opts,
+		hc: &http.Client{Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     time.Minute,
+		}},
+	}
+	return c
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Target is the controller the client currently sends to.
+func (c *Client) Target() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.targetLocked()
+}
+
+func (c *Client) targetLocked() string {
+	if c.mu.target == "" && len(c.addrs) > 0 {
+		c.mu.target = c.addrs[c.mu.next%len(c.addrs)]
+		c.mu.next++
+	}
+	return c.mu.target
+}
+
+func (c *Client) setTarget(addr string) {
+	c.mu.Lock()
+	c.mu.target = addr
+	c.mu.Unlock()
+}
+
+// rotate moves off a target that did not answer, unless another call
+// already has.
+func (c *Client) rotate(from string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.target == from {
+		c.mu.target = ""
+	}
+}
+
+// kind of call, for the retry policy.
+const (
+	read  = false
+	write = true
+)
+
+func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp any) error {
+	if len(c.addrs) == 0 {
+		return fmt.Errorf("%w: no controller addresses", ErrInvalidRequest)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+		defer cancel()
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	backoff := 20 * time.Millisecond
+	var last error
+	for hops := 0; ; hops++ {
+		target := c.Target()
+		err := c.roundTrip(ctx, target, path, body, resp)
+		if err == nil {
+			return nil
+		}
+		last = err
+		var nl *NotLeaderError
+		var dialErr *net.OpError
+		retry := false
+		switch {
+		case errors.As(err, &nl):
+			retry = true
+			if nl.LeaderAddr != "" && nl.LeaderAddr != target && hops < 2*len(c.addrs)+2 {
+				c.setTarget(nl.LeaderAddr)
+				continue // straight to the named leader
+			}
+			c.rotate(target)
+		case errors.As(err, &dialErr) && dialErr.Op == "dial":
+			retry = true
+			c.rotate(target)
+		case errors.Is(err, errTransport):
+			c.rotate(target)
+			retry = !isWrite
+		case errors.Is(err, ErrClosed):
+			c.rotate(target)
+			retry = !isWrite
+		case errors.Is(err, ErrTimeout):
+			retry = !isWrite
+		}
+		if !retry {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: no controller answered in time (last: %v)", ErrTimeout, last)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// errTransport marks a failure after the request may have been sent.
+var errTransport = errors.New("controller connection failed")
+
+func (c *Client) roundTrip(ctx context.Context, target, path string, body []byte, resp any) error {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+path+"?leader=1", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hresp, err := c.hc.Do(hreq)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return op
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s: %v", ErrTimeout, target, ctx.Err())
+		}
+		return fmt.Errorf("%w: %s: %v", errTransport, target, err)
+	}
+	defer hresp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(hresp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("%w: %s: reading the answer: %v", errTransport, target, err)
+	}
+	if hresp.StatusCode == http.StatusOK {
+		if resp == nil {
+			return nil
+		}
+		if err := json.Unmarshal(data, resp); err != nil {
+			return fmt.Errorf("%w: %s: undecodable answer: %v", errTransport, target, err)
+		}
+		return nil
+	}
+	var eb notLeaderBody
+	if err := json.Unmarshal(data, &eb); err != nil || eb.Error == nil {
+		return fmt.Errorf("%w: %s answered HTTP %d: %s", errTransport, target, hresp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if eb.Error.Code == wireCode(ErrNotLeader) {
+		return &NotLeaderError{LeaderID: eb.LeaderID, LeaderAddr: eb.LeaderAddr}
+	}
+	return eb.Error
+}
+
+// CreateTopics creates topics.
+func (c *Client) CreateTopics(ctx context.Context, req CreateTopicsRequest) (resp CreateTopicsResponse, err error) {
+	return resp, c.call(ctx, pathCreateTopics, write, req, &resp)
+}
+
+// DeleteTopics deletes topics.
+func (c *Client) DeleteTopics(ctx context.Context, req DeleteTopicsRequest) (resp TopicsResponse, err error) {
+	return resp, c.call(ctx, pathDeleteTopics, write, req, &resp)
+}
+
+// CreatePartitions grows topics.
+func (c *Client) CreatePartitions(ctx context.Context, req CreatePartitionsRequest) (resp TopicsResponse, err error) {
+	return resp, c.call(ctx, pathCreatePartitions, write, req, &resp)
+}
+
+// AlterConfigs changes configs (replace or incremental per resource).
+func (c *Client) AlterConfigs(ctx context.Context, req AlterConfigsRequest) (resp AlterConfigsResponse, err error) {
+	return resp, c.call(ctx, pathAlterConfigs, write, req, &resp)
+}
+
+// IncrementalAlterConfigs applies ops to one resource (Kafka's
+// IncrementalAlterConfigs for a single resource).
+func (c *Client) IncrementalAlterConfigs(ctx context.Context, typ, name string, ops []ConfigOp, validateOnly bool) error {
+	resp, err := c.AlterConfigs(ctx, AlterConfigsRequest{
+		Resources:    []AlterConfigsResource{{Type: typ, Name: name, Incremental: true, Ops: ops}},
+		ValidateOnly: validateOnly,
+	})
+	if err != nil {
+		return err
+	}
+	return resp.Resources[0].Err()
+}
+
+// DescribeConfigs describes resources.
+func (c *Client) DescribeConfigs(ctx context.Context, req DescribeConfigsRequest) (resp DescribeConfigsResponse, err error) {
+	return resp, c.call(ctx, pathDescribeConfigs, read, req, &resp)
+}
+
+// Metadata describes topics and nodes.
+func (c *Client) Metadata(ctx context.Context, req MetadataRequest) (resp MetadataResponse, err error) {
+	return resp, c.call(ctx, pathMetadata, read, req, &resp)
+}
+
+// RegisterNode registers a store or gateway. Registering again is
+// harmless, so it is retried like a read.
+func (c *Client) RegisterNode(ctx context.Context, req RegisterNodeRequest) (resp HeartbeatResponse, err error) {
+	return resp, c.call(ctx, pathRegisterNode, read, req, &resp)
+}
+
+// Heartbeat renews a node's session.
+func (c *Client) Heartbeat(ctx context.Context, req HeartbeatRequest) (resp HeartbeatResponse, err error) {
+	return resp, c.call(ctx, pathHeartbeat, read, req, &resp)
+}
+
+// ListNodes lists registered nodes.
+func (c *Client) ListNodes(ctx context.Context) (resp NodesResponse, err error) {
+	return resp, c.call(ctx, pathNodes, read, struct{}{}, &resp)
+}
+
+// ClusterInfo describes the controller cluster as the current target (the
+// leader, once the client has found it) sees it.
+func (c *Client) ClusterInfo(ctx context.Context) (resp ClusterInfo, err error) {
+	return resp, c.call(ctx, pathCluster, read, struct{}{}, &resp)
+}
+
+// AddVoter adds a controller voter; adding one that is already a voter at
+// the same address is a no-op, so it is retried like a read.
+func (c *Client) AddVoter(ctx context.Context, req AddVoterRequest) error {
+	return c.call(ctx, pathAddVoter, read, req, nil)
+}
+
+// RemoveVoter removes a controller voter.
+func (c *Client) RemoveVoter(ctx context.Context, req RemoveVoterRequest) error {
+	return c.call(ctx, pathRemoveVoter, write, req, nil)
+}

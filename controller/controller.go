@@ -1,0 +1,481 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// Defaults for Options.
+const (
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultRaftTimeout       = time.Second
+)
+
+// Options configure a Controller.
+type Options struct {
+	// NodeID is this voter's id, unique in the controller cluster.
+	NodeID int32
+	// Dir holds the Raft state: the log and stable store (pebble, in
+	// Dir/log) and snapshots (Dir/snapshots).
+	Dir string
+	// Listener serves Raft and the client API (see transport.go). The
+	// caller binds it, so that a taken port fails before any state opens.
+	Listener net.Listener
+	// Advertise is the host:port other controllers and clients reach this
+	// one at; empty means the listener's address, with an unspecified host
+	// (":8001", "0.0.0.0:8001") replaced by the machine's hostname.
+	Advertise string
+	// Bootstrap forms a new single-voter cluster when Dir holds no Raft
+	// state; ignored when it does.
+	Bootstrap bool
+	// Join lists controllers of an existing cluster. When Dir holds no Raft
+	// state, the controller asks them (AddVoter) to add it, retrying until
+	// one of them, or the leader it names, accepts. Ignored when it does.
+	Join []string
+
+	SessionTimeout    time.Duration // a node without heartbeat for this long is down; default 10s
+	HeartbeatInterval time.Duration // what nodes are told to keep; default 2s
+	// RaftTimeout is Raft's heartbeat and election timeout (the leader
+	// lease is half); default 1s, which elects a new leader within about
+	// two to three seconds of losing one.
+	RaftTimeout time.Duration
+
+	// TopicDefaults are this node's static topic defaults (Kafka names), as
+	// DescribeConfigs reports them when neither the topic nor the dynamic
+	// cluster defaults set a config.
+	TopicDefaults map[string]string
+
+	Logger *slog.Logger
+
+	// Raft, when set, replaces the transport and stores built from Dir and
+	// Listener (tests: raft.NewInmemTransport and raft.NewInmemStore).
+	Raft *RaftDeps
+}
+
+// RaftDeps are the pieces of Raft a test injects.
+type RaftDeps struct {
+	Transport raft.Transport
+	Logs      raft.LogStore
+	Stable    raft.StableStore
+	Snapshots raft.SnapshotStore
+}
+
+// Controller is one controller voter: the FSM, Raft, the client API server
+// and, while leader, the session checker.
+type Controller struct {
+	opts  Options
+	log   *slog.Logger
+	fsm   *FSM
+	raft  *raft.Raft
+	store *catalog.RaftStore // nil with injected deps
+	mux   *mux
+	http  *http.Server
+	addr  string // advertised
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		lastSeen map[int32]time.Time // leader only
+	}
+}
+
+var _ API = (*Controller)(nil)
+
+// Open starts a controller voter. It returns once Raft runs; the cluster
+// may still be electing a leader.
+func Open(opts Options) (_ *Controller, err error) {
+	if opts.NodeID < 0 {
+		return nil, fmt.Errorf("%w: node id %d is negative", ErrInvalidRequest, opts.NodeID)
+	}
+	if opts.Bootstrap && len(opts.Join) > 0 {
+		return nil, fmt.Errorf("%w: bootstrap and join both set: a node either forms a new cluster or joins one", ErrInvalidRequest)
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.HeartbeatInterval <= 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if opts.RaftTimeout <= 0 {
+		opts.RaftTimeout = DefaultRaftTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if _, err := validateConfigs(opts.TopicDefaults, false); err != nil {
+		return nil, fmt.Errorf("topic defaults: %w", err)
+	}
+	log := opts.Logger.With("component", "controller")
+	c := &Controller{opts: opts, log: log, fsm: NewFSM(log)}
+	c.mu.lastSeen = map[int32]time.Time{}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			c.cancel()
+			if c.mux != nil {
+				c.mux.close()
+			}
+			if c.store != nil {
+				_ = c.store.Close()
+			}
+		}
+	}()
+
+	hlog := newHclog(opts.Logger)
+	deps := opts.Raft
+	if deps == nil {
+		if opts.Listener == nil {
+			return nil, fmt.Errorf("%w: no listener", ErrInvalidRequest)
+		}
+		c.addr, err = advertised(opts.Listener.Addr(), opts.Advertise)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("controller: %w", err)
+		}
+		c.store, err = catalog.OpenRaftStore(filepath.Join(opts.Dir, "log"), catalog.Options{Logger: opts.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("controller: open raft log: %w", err)
+		}
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(opts.Dir, 2, hlog)
+		if err != nil {
+			return nil, fmt.Errorf("controller: snapshot store: %w", err)
+		}
+		c.mux = newMux(opts.Listener, tcpAddr(c.addr), log)
+		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  streamLayer{c.mux.raft},
+			MaxPool: 3,
+			Timeout: 10 * time.Second,
+			Logger:  hlog,
+		})
+		deps = &RaftDeps{Transport: trans, Logs: c.store, Stable: c.store, Snapshots: snaps}
+	} else {
+		c.addr = string(deps.Transport.LocalAddr())
+	}
+
+	cfg := raft.DefaultConfig()
+	cfg.LocalID = serverID(opts.NodeID)
+	cfg.Logger = hlog
+	cfg.HeartbeatTimeout = opts.RaftTimeout
+	cfg.ElectionTimeout = opts.RaftTimeout
+	cfg.LeaderLeaseTimeout = opts.RaftTimeout / 2
+	// A removed voter stays up, answering reads and redirects, until its
+	// operator stops it.
+	cfg.ShutdownOnRemove = false
+
+	existing, err := raft.HasExistingState(deps.Logs, deps.Stable, deps.Snapshots)
+	if err != nil {
+		return nil, fmt.Errorf("controller: read raft state: %w", err)
+	}
+	if !existing && !opts.Bootstrap && len(opts.Join) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no controller state: set bootstrap to start a new cluster, or join to join an existing one", ErrInvalidRequest, opts.Dir)
+	}
+	if !existing && opts.Bootstrap {
+		err := raft.BootstrapCluster(cfg, deps.Logs, deps.Stable, deps.Snapshots, deps.Transport, raft.Configuration{
+			Servers: []raft.Server{{Suffrage: raft.Voter, ID: cfg.LocalID, Address: deps.Transport.LocalAddr()}},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("controller: bootstrap: %w", err)
+		}
+		log.Info("bootstrapped a new controller cluster", "node_id", opts.NodeID, "address", c.addr)
+	}
+	c.raft, err = raft.NewRaft(cfg, c.fsm, deps.Logs, deps.Stable, deps.Snapshots, deps.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("controller: start raft: %w", err)
+	}
+
+	if c.mux != nil {
+		c.http = &http.Server{
+			Handler:           c.handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slogStd(log),
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			if err := c.http.Serve(c.mux.api); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				log.Error("client API server stopped", "err", err)
+			}
+		}()
+	}
+	c.wg.Add(1)
+	go c.watchLeadership()
+	if !existing && len(opts.Join) > 0 {
+		c.wg.Add(1)
+		go c.join()
+	}
+	return c, nil
+}
+
+// Close stops the controller: the client API, the leader loops, Raft, and
+// the Raft store.
+func (c *Controller) Close() error {
+	c.cancel()
+	if c.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.http.Shutdown(ctx)
+		cancel()
+	}
+	err := c.raft.Shutdown().Error()
+	if c.mux != nil {
+		c.mux.close()
+	}
+	c.wg.Wait()
+	if c.store != nil {
+		if cerr := c.store.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Addr is the advertised address of this controller.
+func (c *Controller) Addr() string { return c.addr }
+
+// FSM gives read access to the local state.
+func (c *Controller) FSM() *FSM { return c.fsm }
+
+// IsLeader reports whether this controller is the Raft leader.
+func (c *Controller) IsLeader() bool { return c.raft.State() == raft.Leader }
+
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+func parseServerID(id raft.ServerID) int32 {
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return -1
+	}
+	return int32(n)
+}
+
+// advertised derives the address to advertise.
+func advertised(bound net.Addr, advertise string) (string, error) {
+	if advertise != "" {
+		if _, _, err := net.SplitHostPort(advertise); err != nil {
+			return "", fmt.Errorf("%w: advertise address %q: want host:port", ErrInvalidRequest, advertise)
+		}
+		return advertise, nil
+	}
+	host, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return "", err
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host, err = os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("controller: no advertise address and no hostname: %w", err)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// leader returns the current leader's id and address (-1, "" if unknown).
+func (c *Controller) leader() (int32, string) {
+	addr, id := c.raft.LeaderWithID()
+	if addr == "" {
+		return -1, ""
+	}
+	return parseServerID(id), string(addr)
+}
+
+func (c *Controller) notLeader() error {
+	id, addr := c.leader()
+	return &NotLeaderError{LeaderID: id, LeaderAddr: addr}
+}
+
+// proposeTimeout bounds one Raft write when ctx has no deadline.
+const proposeTimeout = 10 * time.Second
+
+// propose replicates and applies a command through Raft.
+func (c *Controller) propose(ctx context.Context, p any) (*applyResult, error) {
+	if c.raft.State() != raft.Leader {
+		return nil, c.notLeader()
+	}
+	b, err := encodeCommand(newCommand(p))
+	if err != nil {
+		return nil, err
+	}
+	timeout := proposeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	f := c.raft.Apply(b, timeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, c.notLeader()
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, ErrClosed
+		default: // ErrLeadershipLost, ErrEnqueueTimeout
+			return nil, fmt.Errorf("%w: %v", ErrTimeout, err)
+		}
+	}
+	r, ok := f.Response().(*applyResult)
+	if !ok {
+		return nil, fmt.Errorf("%w: no result from the state machine", ErrTimeout)
+	}
+	return r, r.err
+}
+
+// watchLeadership runs the leader's duties while this node leads.
+func (c *Controller) watchLeadership() {
+	defer c.wg.Done()
+	var duty *leaderDuty
+	defer func() { duty.end() }()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case leader := <-c.raft.LeaderCh():
+			duty.end()
+			duty = nil
+			if !leader {
+				c.log.Info("lost controller leadership", "node_id", c.opts.NodeID)
+				continue
+			}
+			c.log.Info("became controller leader", "node_id", c.opts.NodeID, "address", c.addr)
+			duty = c.startDuty()
+		}
+	}
+}
+
+// leaderDuty is one term's run of lead.
+type leaderDuty struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func (c *Controller) startDuty() *leaderDuty {
+	ctx, stop := context.WithCancel(c.ctx)
+	d := &leaderDuty{stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		c.lead(ctx)
+	}()
+	return d
+}
+
+func (d *leaderDuty) end() {
+	if d != nil {
+		d.stop()
+		<-d.done
+	}
+}
+
+// lead sets the cluster id if the cluster has none, then marks nodes down
+// when their session times out.
+func (c *Controller) lead(ctx context.Context) {
+	// Everything committed before this term is applied after the barrier,
+	// so the FSM is current.
+	if err := c.raft.Barrier(c.opts.RaftTimeout * 5).Error(); err != nil {
+		c.log.Warn("leader barrier", "err", err)
+	}
+	now := time.Now()
+	c.mu.Lock()
+	c.mu.lastSeen = map[int32]time.Time{}
+	for _, n := range c.fsm.Nodes() {
+		c.mu.lastSeen[n.ID] = now // a new leader gives every node a full session
+	}
+	c.mu.Unlock()
+	if c.fsm.ClusterID() == "" {
+		if _, err := c.propose(ctx, &cmdSetClusterID{ClusterID: newClusterID()}); err != nil && ctx.Err() == nil {
+			c.log.Warn("setting the cluster id", "err", err)
+		}
+	}
+	tick := time.NewTicker(max(c.opts.SessionTimeout/10, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if c.fsm.ClusterID() == "" {
+			_, _ = c.propose(ctx, &cmdSetClusterID{ClusterID: newClusterID()})
+		}
+		var down []int32
+		now := time.Now()
+		c.mu.Lock()
+		for _, n := range c.fsm.Nodes() {
+			seen, ok := c.mu.lastSeen[n.ID]
+			if !ok {
+				c.mu.lastSeen[n.ID], seen = now, now
+			}
+			if n.Live && now.Sub(seen) > c.opts.SessionTimeout {
+				down = append(down, n.ID)
+			}
+		}
+		c.mu.Unlock()
+		if len(down) > 0 {
+			c.log.Info("session timeout: marking nodes down", "nodes", down, "timeout", c.opts.SessionTimeout)
+			if _, err := c.propose(ctx, &cmdSetLiveness{Down: down, NowMs: now.UnixMilli()}); err != nil && ctx.Err() == nil {
+				c.log.Warn("marking nodes down", "err", err)
+			}
+		}
+	}
+}
+
+// newClusterID draws a Kafka-style cluster id (a base64 UUID).
+func newClusterID() string {
+	var id TopicID
+	_, _ = rand.Read(id[:])
+	return id.String()
+}
+
+// join asks the Join controllers to add this node as a voter, until one
+// accepts or the controller closes.
+func (c *Controller) join() {
+	defer c.wg.Done()
+	cl := NewClient(c.opts.Join, ClientOptions{Logger: c.opts.Logger})
+	defer cl.Close()
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		err := cl.AddVoter(ctx, AddVoterRequest{ID: c.opts.NodeID, Address: c.addr})
+		cancel()
+		if err == nil {
+			c.log.Info("joined the controller cluster", "node_id", c.opts.NodeID, "via", c.opts.Join)
+			return
+		}
+		if attempt%10 == 0 {
+			c.log.Warn("joining the controller cluster", "via", c.opts.Join, "err", err)
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Controller) touch(id int32) {
+	c.mu.Lock()
+	c.mu.lastSeen[id] = time.Now()
+	c.mu.Unlock()
+}
+
+func (c *Controller) lastSeen(id int32) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.lastSeen[id]
+	return t, ok
+}

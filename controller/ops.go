@@ -1,0 +1,354 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The client API on the node itself. Writes and heartbeats need the leader
+// and answer *NotLeaderError elsewhere; reads are served from the local
+// state, which on a follower may trail the leader by the commit pipeline
+// (Client sends everything to the leader, so its reads see its writes).
+
+// CreateTopics creates topics; see CreateTopicsRequest.
+func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) (CreateTopicsResponse, error) {
+	if !c.IsLeader() {
+		return CreateTopicsResponse{}, c.notLeader()
+	}
+	resp := CreateTopicsResponse{Topics: make([]CreateTopicResult, len(req.Topics))}
+	seen := map[string]int{}
+	for _, t := range req.Topics {
+		seen[t.Name]++
+	}
+	cmd := &cmdCreateTopics{}
+	var idx []int // request index of each proposed topic
+	c.fsm.read(func(st *state) {
+		for i, t := range req.Topics {
+			resp.Topics[i].Name = t.Name
+			if seen[t.Name] > 1 {
+				resp.Topics[i].Error = toError(fmt.Errorf("%w: topic %q appears more than once in the request", ErrInvalidRequest, t.Name))
+				continue
+			}
+			nt, err := checkNewTopic(st, cmdNewTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs})
+			if err != nil {
+				resp.Topics[i].Error = toError(err)
+				continue
+			}
+			if req.ValidateOnly {
+				resp.Topics[i].ReplicationFactor = nt.ReplicationFactor
+				resp.Topics[i].Partitions = make([]PartitionInfo, nt.Partitions)
+				for p := range resp.Topics[i].Partitions {
+					resp.Topics[i].Partitions[p] = PartitionInfo{Partition: int32(p), Leader: NoLeader, LeaderEpoch: -1}
+				}
+				continue
+			}
+			nt.ID = newTopicID()
+			cmd.Topics = append(cmd.Topics, nt)
+			idx = append(idx, i)
+		}
+	})
+	if len(cmd.Topics) == 0 {
+		return resp, nil
+	}
+	r, err := c.propose(ctx, cmd)
+	if err != nil {
+		return CreateTopicsResponse{}, err
+	}
+	for j, i := range idx {
+		if err := r.items[j]; err != nil {
+			resp.Topics[i].Error = toError(err)
+			continue
+		}
+		t := r.topics[j]
+		resp.Topics[i].ID = t.ID
+		resp.Topics[i].Partitions = t.Partitions
+		resp.Topics[i].ReplicationFactor = t.ReplicationFactor
+	}
+	return resp, nil
+}
+
+// DeleteTopics deletes topics by name or id.
+func (c *Controller) DeleteTopics(ctx context.Context, req DeleteTopicsRequest) (TopicsResponse, error) {
+	if !c.IsLeader() {
+		return TopicsResponse{}, c.notLeader()
+	}
+	resp := TopicsResponse{Topics: make([]TopicResult, len(req.Topics))}
+	cmd := &cmdDeleteTopics{}
+	var idx []int
+	c.fsm.read(func(st *state) {
+		for i, ref := range req.Topics {
+			resp.Topics[i] = TopicResult{Name: ref.Name, ID: ref.ID}
+			t, err := st.lookup(ref)
+			if err != nil {
+				resp.Topics[i].Error = toError(err)
+				continue
+			}
+			resp.Topics[i].Name, resp.Topics[i].ID = t.Name, t.ID
+			cmd.Topics = append(cmd.Topics, TopicRef{Name: t.Name, ID: t.ID})
+			idx = append(idx, i)
+		}
+	})
+	if len(cmd.Topics) == 0 {
+		return resp, nil
+	}
+	r, err := c.propose(ctx, cmd)
+	if err != nil {
+		return TopicsResponse{}, err
+	}
+	for j, i := range idx {
+		resp.Topics[i].Error = toError(r.items[j])
+	}
+	return resp, nil
+}
+
+// CreatePartitions grows topics.
+func (c *Controller) CreatePartitions(ctx context.Context, req CreatePartitionsRequest) (TopicsResponse, error) {
+	if !c.IsLeader() {
+		return TopicsResponse{}, c.notLeader()
+	}
+	resp := TopicsResponse{Topics: make([]TopicResult, len(req.Topics))}
+	cmd := &cmdCreatePartitions{}
+	var idx []int
+	c.fsm.read(func(st *state) {
+		for i, pc := range req.Topics {
+			resp.Topics[i].Name = pc.Name
+			t, err := checkPartitionCount(st, pc)
+			if err != nil {
+				resp.Topics[i].Error = toError(err)
+				continue
+			}
+			resp.Topics[i].ID = t.ID
+			if !req.ValidateOnly {
+				cmd.Topics = append(cmd.Topics, pc)
+				idx = append(idx, i)
+			}
+		}
+	})
+	if len(cmd.Topics) == 0 {
+		return resp, nil
+	}
+	r, err := c.propose(ctx, cmd)
+	if err != nil {
+		return TopicsResponse{}, err
+	}
+	for j, i := range idx {
+		resp.Topics[i].Error = toError(r.items[j])
+	}
+	return resp, nil
+}
+
+// AlterConfigs changes configs of topics or of the cluster defaults.
+func (c *Controller) AlterConfigs(ctx context.Context, req AlterConfigsRequest) (AlterConfigsResponse, error) {
+	if !c.IsLeader() {
+		return AlterConfigsResponse{}, c.notLeader()
+	}
+	resp := AlterConfigsResponse{Resources: make([]ResourceResult, len(req.Resources))}
+	cmd := &cmdAlterConfigs{}
+	var idx []int
+	c.fsm.read(func(st *state) {
+		for i, res := range req.Resources {
+			resp.Resources[i] = ResourceResult{Type: res.Type, Name: res.Name}
+			if _, err := newConfigs(st, res); err != nil {
+				resp.Resources[i].Error = toError(err)
+				continue
+			}
+			if !req.ValidateOnly {
+				cmd.Resources = append(cmd.Resources, res)
+				idx = append(idx, i)
+			}
+		}
+	})
+	if len(cmd.Resources) == 0 {
+		return resp, nil
+	}
+	r, err := c.propose(ctx, cmd)
+	if err != nil {
+		return AlterConfigsResponse{}, err
+	}
+	for j, i := range idx {
+		resp.Resources[i].Error = toError(r.items[j])
+	}
+	return resp, nil
+}
+
+// DescribeConfigs lists every config of each resource with its effective
+// value and source.
+func (c *Controller) DescribeConfigs(_ context.Context, req DescribeConfigsRequest) (DescribeConfigsResponse, error) {
+	resp := DescribeConfigsResponse{Resources: make([]DescribedConfigs, len(req.Resources))}
+	c.fsm.read(func(st *state) {
+		for i, r := range req.Resources {
+			out := &resp.Resources[i]
+			out.Type, out.Name = r.Type, r.Name
+			switch r.Type {
+			case ResourceTopic:
+				t, ok := st.topics[r.Name]
+				if !ok {
+					out.Error = toError(fmt.Errorf("%w: %q", ErrUnknownTopic, r.Name))
+					continue
+				}
+				out.Configs = describeTopicConfigs(t.Configs, st.broker, c.opts.TopicDefaults)
+			case ResourceBroker:
+				out.Configs = describeBrokerConfigs(st.broker, c.opts.TopicDefaults)
+			default:
+				out.Error = toError(fmt.Errorf("%w: resource type %q (want topic or broker)", ErrInvalidRequest, r.Type))
+			}
+		}
+	})
+	return resp, nil
+}
+
+// Metadata describes topics (all of them when none are named) and nodes.
+func (c *Controller) Metadata(_ context.Context, req MetadataRequest) (MetadataResponse, error) {
+	id, _ := c.leader()
+	resp := MetadataResponse{LeaderID: id}
+	c.fsm.read(func(st *state) {
+		resp.ClusterID, resp.Version = st.clusterID, st.version
+	})
+	resp.Topics, resp.Missing = c.fsm.Topics(req.Topics)
+	if resp.Topics == nil {
+		resp.Topics = []TopicInfo{}
+	}
+	resp.Nodes = c.nodes()
+	return resp, nil
+}
+
+// nodes lists the registered nodes; on the leader, with the heartbeat times
+// it has seen.
+func (c *Controller) nodes() []NodeInfo {
+	nodes := c.fsm.Nodes()
+	if c.IsLeader() {
+		for i := range nodes {
+			if t, ok := c.lastSeen(nodes[i].ID); ok && t.UnixMilli() > nodes[i].LastHeartbeatMs {
+				nodes[i].LastHeartbeatMs = t.UnixMilli()
+			}
+		}
+	}
+	return nodes
+}
+
+// ListNodes lists registered stores and gateways.
+func (c *Controller) ListNodes(context.Context) (NodesResponse, error) {
+	return NodesResponse{Nodes: c.nodes()}, nil
+}
+
+func (c *Controller) heartbeatResponse(known uint64) HeartbeatResponse {
+	return HeartbeatResponse{
+		Delta:               c.fsm.DeltaSince(known),
+		HeartbeatIntervalMs: c.opts.HeartbeatInterval.Milliseconds(),
+		SessionTimeoutMs:    c.opts.SessionTimeout.Milliseconds(),
+	}
+}
+
+// RegisterNode registers a store or gateway and starts its session.
+func (c *Controller) RegisterNode(ctx context.Context, req RegisterNodeRequest) (HeartbeatResponse, error) {
+	if !c.IsLeader() {
+		return HeartbeatResponse{}, c.notLeader()
+	}
+	cmd := &cmdRegisterNode{ID: req.ID, Kind: req.Kind, Addresses: req.Addresses, Shards: req.Shards, RingAddr: req.RingAddr, NowMs: time.Now().UnixMilli()}
+	if err := checkRegistration(cmd); err != nil {
+		return HeartbeatResponse{}, err
+	}
+	if _, err := c.propose(ctx, cmd); err != nil {
+		return HeartbeatResponse{}, err
+	}
+	c.touch(req.ID)
+	c.log.Info("node registered", "node", req.ID, "kind", req.Kind, "shards", req.Shards, "ring", req.RingAddr)
+	return c.heartbeatResponse(req.KnownVersion), nil
+}
+
+// Heartbeat renews a node's session and answers with the metadata changes
+// since its known version.
+func (c *Controller) Heartbeat(ctx context.Context, req HeartbeatRequest) (HeartbeatResponse, error) {
+	if !c.IsLeader() {
+		return HeartbeatResponse{}, c.notLeader()
+	}
+	n, ok := c.fsm.Node(req.ID)
+	if !ok {
+		return HeartbeatResponse{}, fmt.Errorf("%w: node %d", ErrUnknownNode, req.ID)
+	}
+	c.touch(req.ID)
+	if !n.Live {
+		c.log.Info("node is back", "node", req.ID)
+		if _, err := c.propose(ctx, &cmdSetLiveness{Up: []int32{req.ID}, NowMs: time.Now().UnixMilli()}); err != nil {
+			return HeartbeatResponse{}, err
+		}
+	}
+	return c.heartbeatResponse(req.KnownVersion), nil
+}
+
+// ClusterInfo describes the controller cluster from this node's view.
+func (c *Controller) ClusterInfo(context.Context) (ClusterInfo, error) {
+	id, addr := c.leader()
+	info := ClusterInfo{
+		ClusterID:    c.fsm.ClusterID(),
+		NodeID:       c.opts.NodeID,
+		State:        c.raft.State().String(),
+		LeaderID:     id,
+		LeaderAddr:   addr,
+		Version:      c.fsm.Version(),
+		AppliedIndex: c.raft.AppliedIndex(),
+	}
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return info, fmt.Errorf("%w: raft configuration: %v", ErrTimeout, err)
+	}
+	for _, s := range f.Configuration().Servers {
+		info.Voters = append(info.Voters, Voter{ID: parseServerID(s.ID), Address: string(s.Address), Suffrage: s.Suffrage.String()})
+	}
+	return info, nil
+}
+
+// AddVoter adds a controller to the Raft configuration. Adding a voter that
+// is already one at the same address is a no-op.
+func (c *Controller) AddVoter(ctx context.Context, req AddVoterRequest) error {
+	if !c.IsLeader() {
+		return c.notLeader()
+	}
+	if req.ID < 0 || req.Address == "" {
+		return fmt.Errorf("%w: a voter needs a non-negative id and an address", ErrInvalidRequest)
+	}
+	return c.configChange(ctx, "add voter", func(timeout time.Duration) raft.IndexFuture {
+		return c.raft.AddVoter(serverID(req.ID), raft.ServerAddress(req.Address), 0, timeout)
+	})
+}
+
+// RemoveVoter removes a controller from the Raft configuration.
+func (c *Controller) RemoveVoter(ctx context.Context, req RemoveVoterRequest) error {
+	if !c.IsLeader() {
+		return c.notLeader()
+	}
+	found := false
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err == nil {
+		for _, s := range f.Configuration().Servers {
+			found = found || s.ID == serverID(req.ID)
+		}
+	}
+	if !found {
+		return fmt.Errorf("%w: node %d is not a voter", ErrInvalidRequest, req.ID)
+	}
+	return c.configChange(ctx, "remove voter", func(timeout time.Duration) raft.IndexFuture {
+		return c.raft.RemoveServer(serverID(req.ID), 0, timeout)
+	})
+}
+
+func (c *Controller) configChange(ctx context.Context, what string, fn func(time.Duration) raft.IndexFuture) error {
+	timeout := proposeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if err := fn(timeout).Error(); err != nil {
+		switch err {
+		case raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress:
+			return c.notLeader()
+		case raft.ErrRaftShutdown:
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: %s: %v", ErrTimeout, what, err)
+	}
+	c.log.Info("raft configuration changed", "change", what)
+	return nil
+}

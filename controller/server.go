@@ -1,0 +1,213 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"strings"
+)
+
+// maxRequestBytes bounds a client API request body.
+const maxRequestBytes = 16 << 20
+
+// Client API paths. Every request and response body is one JSON object of
+// the types in api.go.
+const (
+	pathCreateTopics     = "/v1/topics/create"
+	pathDeleteTopics     = "/v1/topics/delete"
+	pathCreatePartitions = "/v1/topics/partitions"
+	pathAlterConfigs     = "/v1/configs/alter"
+	pathDescribeConfigs  = "/v1/configs/describe"
+	pathMetadata         = "/v1/metadata"
+	pathRegisterNode     = "/v1/nodes/register"
+	pathHeartbeat        = "/v1/nodes/heartbeat"
+	pathNodes            = "/v1/nodes"
+	pathCluster          = "/v1/cluster"
+	pathAddVoter         = "/v1/voters/add"
+	pathRemoveVoter      = "/v1/voters/remove"
+)
+
+// handler serves the client API over api.
+//
+// Reads (GET or POST) are answered from this node's state. A read with the
+// query parameter leader=1, which Client always sends, is answered only by
+// the leader, so that a client reads what it wrote; ClusterInfo is always
+// this node's own view.
+func (c *Controller) handler() http.Handler {
+	api, log := API(c), c.log
+	m := http.NewServeMux()
+	route := func(path string, read bool, fn func(ctx context.Context, body []byte) (any, error)) {
+		m.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost && !(read && r.Method == http.MethodGet) {
+				w.Header().Set("Allow", "POST")
+				writeError(w, fmt.Errorf("%w: %s %s: use POST", ErrInvalidRequest, r.Method, path))
+				return
+			}
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+			if err != nil {
+				writeError(w, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err))
+				return
+			}
+			if len(body) > maxRequestBytes {
+				writeError(w, fmt.Errorf("%w: body larger than %d bytes", ErrInvalidRequest, maxRequestBytes))
+				return
+			}
+			if read && path != pathCluster && r.URL.Query().Get("leader") == "1" && !c.IsLeader() {
+				writeError(w, c.notLeader())
+				return
+			}
+			out, err := fn(r.Context(), body)
+			if err != nil {
+				if !errors.Is(err, ErrNotLeader) {
+					log.Debug("client API request failed", "path", path, "err", err)
+				}
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, out)
+		})
+	}
+	// decode parses a request body; an empty body is the zero request.
+	decode := func(body []byte, v any) error {
+		if len(strings.TrimSpace(string(body))) == 0 {
+			return nil
+		}
+		if err := strictJSON(body, v); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		}
+		return nil
+	}
+	route(pathCreateTopics, false, func(ctx context.Context, b []byte) (any, error) {
+		var req CreateTopicsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.CreateTopics(ctx, req)
+	})
+	route(pathDeleteTopics, false, func(ctx context.Context, b []byte) (any, error) {
+		var req DeleteTopicsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.DeleteTopics(ctx, req)
+	})
+	route(pathCreatePartitions, false, func(ctx context.Context, b []byte) (any, error) {
+		var req CreatePartitionsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.CreatePartitions(ctx, req)
+	})
+	route(pathAlterConfigs, false, func(ctx context.Context, b []byte) (any, error) {
+		var req AlterConfigsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.AlterConfigs(ctx, req)
+	})
+	route(pathDescribeConfigs, true, func(ctx context.Context, b []byte) (any, error) {
+		var req DescribeConfigsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.DescribeConfigs(ctx, req)
+	})
+	route(pathMetadata, true, func(ctx context.Context, b []byte) (any, error) {
+		var req MetadataRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.Metadata(ctx, req)
+	})
+	route(pathRegisterNode, false, func(ctx context.Context, b []byte) (any, error) {
+		var req RegisterNodeRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.RegisterNode(ctx, req)
+	})
+	route(pathHeartbeat, false, func(ctx context.Context, b []byte) (any, error) {
+		var req HeartbeatRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.Heartbeat(ctx, req)
+	})
+	route(pathNodes, true, func(ctx context.Context, b []byte) (any, error) {
+		if err := decode(b, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return api.ListNodes(ctx)
+	})
+	route(pathCluster, true, func(ctx context.Context, b []byte) (any, error) {
+		if err := decode(b, &struct{}{}); err != nil {
+			return nil, err
+		}
+		return api.ClusterInfo(ctx)
+	})
+	route(pathAddVoter, false, func(ctx context.Context, b []byte) (any, error) {
+		var req AddVoterRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return struct{}{}, api.AddVoter(ctx, req)
+	})
+	route(pathRemoveVoter, false, func(ctx context.Context, b []byte) (any, error) {
+		var req RemoveVoterRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return struct{}{}, api.RemoveVoter(ctx, req)
+	})
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: no client API at %s", ErrInvalidRequest, r.URL.Path))
+	})
+	return m
+}
+
+// statusFor picks the HTTP status of an error answer. Clients go by the
+// body's code; the status is for people with curl.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return http.StatusMisdirectedRequest
+	case errors.Is(err, ErrTimeout), errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, ErrUnknownNode), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownTopicID):
+		return http.StatusNotFound
+	case errors.Is(err, ErrTopicExists):
+		return http.StatusConflict
+	case wireCode(err) != "UNKNOWN":
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	body := notLeaderBody{Error: toError(err), LeaderID: -1}
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		body.LeaderID, body.LeaderAddr = nl.LeaderID, nl.LeaderAddr
+	}
+	writeJSON(w, statusFor(err), body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// slogStd adapts slog for http.Server's ErrorLog (bad requests, TLS
+// probes): one debug line each.
+func slogStd(l *slog.Logger) *log.Logger {
+	return log.New(writerFunc(func(p []byte) (int, error) {
+		l.Debug("client API connection", "detail", strings.TrimSpace(string(p)))
+		return len(p), nil
+	}), "", 0)
+}

@@ -1,0 +1,181 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/aerostream/aerostream/logstore/ring"
+)
+
+// Produce: v3-v13.
+//
+// Each partition's records must be exactly one RecordBatch v2 (Kafka's rule
+// for v3+; INVALID_RECORD otherwise) no larger than the topic's
+// max.message.bytes (MESSAGE_TOO_LARGE). The batch goes to the store as it
+// came: compressed batches stay compressed, and the store patches only the
+// base offset in. Partitions of one request are appended concurrently;
+// requests on one connection are served one after the other, so a
+// producer's pipelined requests to a partition land in order. The store
+// checks idempotent producers' sequences: a duplicate of a recent batch is
+// acknowledged with its original offset, a gap gets
+// OUT_OF_ORDER_SEQUENCE_NUMBER and a fenced epoch INVALID_PRODUCER_EPOCH.
+//
+// acks: 0 sends no response (and, as Kafka does, closes the connection if
+// any partition failed, the only signal such a producer gets); 1 and -1
+// answer once the store acknowledges under its flush policy, -1 waiting for
+// durability where the policy distinguishes them. -1 is bounded by the
+// request's timeout (REQUEST_TIMED_OUT). Transactional produces are refused
+// (transactions are not served). The internal topic __consumer_offsets
+// cannot be produced to (INVALID_TOPIC_EXCEPTION).
+//
+// Version notes: v5 log start offset, v8 per-record errors and error
+// message, v9 flexible, v13 topics named by id.
+
+func init() { regKey(0, 3, 13, (*Gateway).handleProduce) }
+
+func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	var reqErr error
+	switch {
+	case req.TransactionID != nil:
+		reqErr = fmt.Errorf("%w: transactional id %q", errUnsupportedTxn, *req.TransactionID)
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		reqErr = kerr.InvalidRequiredAcks
+	}
+	if req.Acks == -1 && req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+
+	type job struct {
+		rp      *kmsg.ProduceResponseTopicPartition
+		topic   string
+		records []byte
+	}
+	var jobs []job
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		var (
+			t    Topic
+			terr = reqErr
+		)
+		if terr == nil {
+			if req.Version >= 13 {
+				t, terr = g.cluster.TopicByID(ctx, rt.TopicID)
+			} else {
+				t, terr = g.cluster.Topic(ctx, rt.Topic)
+			}
+			if terr == nil && t.Internal {
+				terr = fmt.Errorf("%w: %s is internal", kerr.InvalidTopicException, t.Name)
+			}
+		}
+		for _, p := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = p.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			err := terr
+			if err == nil {
+				err = g.checkBatch(&t, p.Partition, p.Records)
+			}
+			if err != nil {
+				sp.ErrorCode = errorCode(err)
+				if req.Version >= 8 {
+					sp.ErrorMessage = errorMessage(err)
+				}
+			} else {
+				jobs = append(jobs, job{topic: t.Name, records: p.Records})
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	// Point the jobs at their response slots now that the slices no
+	// longer grow.
+	j := 0
+	for ti := range resp.Topics {
+		for pi := range resp.Topics[ti].Partitions {
+			sp := &resp.Topics[ti].Partitions[pi]
+			if sp.ErrorCode == 0 {
+				jobs[j].rp = sp
+				j++
+			}
+		}
+	}
+
+	run := func(jb job) {
+		res, err := g.backend.Produce(ctx, &ring.ProduceRequest{
+			Topic: jb.topic, Partition: jb.rp.Partition, Acks: ring.Acks(req.Acks), Records: jb.records,
+		})
+		if err != nil {
+			jb.rp.ErrorCode = errorCode(err)
+			if req.Version >= 8 {
+				jb.rp.ErrorMessage = errorMessage(err)
+			}
+			if kafkaError(err) == kerr.UnknownServerError {
+				g.log.Warn("produce failed", "topic", jb.topic, "partition", jb.rp.Partition, "err", err)
+			}
+			return
+		}
+		jb.rp.BaseOffset, jb.rp.LogAppendTime, jb.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+	}
+	if len(jobs) == 1 {
+		run(jobs[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, jb := range jobs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run(jb)
+			}()
+		}
+		wg.Wait()
+	}
+
+	if req.Acks == 0 {
+		rc.noResponse = true
+		for _, st := range resp.Topics {
+			for _, sp := range st.Partitions {
+				if sp.ErrorCode != 0 {
+					rc.closeAfter = true
+				}
+			}
+		}
+	}
+	return resp, nil
+}
+
+// checkBatch applies the checks that need the topic: the partition exists,
+// one batch, within max.message.bytes, not transactional.
+func (g *Gateway) checkBatch(t *Topic, partition int32, records []byte) error {
+	if partition < 0 || partition >= t.Partitions {
+		return fmt.Errorf("%w: %s has %d partitions", kerr.UnknownTopicOrPartition, t.Name, t.Partitions)
+	}
+	if max := g.maxMessageBytes(t); len(records) > max {
+		return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ring.ErrMessageTooLarge, len(records), max)
+	}
+	if len(records) < 61 {
+		return fmt.Errorf("%w: %d bytes cannot hold a record batch", ring.ErrCorruptBatch, len(records))
+	}
+	if n := 12 + int64(int32(binary.BigEndian.Uint32(records[8:]))); n != int64(len(records)) {
+		if n < int64(len(records)) {
+			return errMultipleBatches
+		}
+		return fmt.Errorf("%w: batch length says %d bytes, request carries %d", ring.ErrCorruptBatch, n, len(records))
+	}
+	if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x10 != 0 {
+		return fmt.Errorf("%w: transactional batch", errUnsupportedTxn)
+	}
+	return nil
+}

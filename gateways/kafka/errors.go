@@ -1,0 +1,111 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/aerostream/aerostream/logstore/ring"
+)
+
+// errorTable is the one mapping from Go errors to Kafka error codes. An
+// error that is (or wraps) a *kerr.Error keeps that code; otherwise the
+// first entry whose sentinel the error wraps wins, so more specific entries
+// come first. Anything else is UNKNOWN_SERVER_ERROR, and logged.
+var errorTable = []struct {
+	err  error
+	code *kerr.Error
+}{
+	// Store sentinels, through the ring.
+	{ring.ErrCorruptBatch, kerr.CorruptMessage},
+	{ring.ErrBadCRC, kerr.CorruptMessage},
+	{ring.ErrBadMagic, kerr.UnsupportedForMessageFormat},
+	{ring.ErrInvalidProducer, kerr.InvalidRecord},
+	{ring.ErrMessageTooLarge, kerr.MessageTooLarge},
+	{ring.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{ring.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{ring.ErrPartitionExists, kerr.TopicAlreadyExists},
+	{ring.ErrCorruptSegment, kerr.KafkaStorageError},
+	{ring.ErrCorruptIndex, kerr.KafkaStorageError},
+	{ring.ErrNotLocal, kerr.KafkaStorageError},
+	{ring.ErrInvalidRequest, kerr.InvalidRequest},
+	// The store or the path to it is going away or being rebuilt: a
+	// retriable code that also makes the client refresh its metadata.
+	{ring.ErrWrongShard, kerr.NotLeaderForPartition},
+	{ring.ErrStaleRing, kerr.NotLeaderForPartition},
+	{ring.ErrConnClosed, kerr.NotLeaderForPartition},
+	{ring.ErrClosed, kerr.NotLeaderForPartition},
+	{ring.ErrProtocol, kerr.KafkaStorageError},
+	{ring.ErrFrameTooLarge, kerr.MessageTooLarge},
+	{ring.ErrUnsupported, kerr.KafkaStorageError},
+	{ring.ErrRemote, kerr.KafkaStorageError},
+
+	// Cluster (metadata) sentinels.
+	{ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{ErrUnknownTopicID, kerr.UnknownTopicID},
+	{ErrTopicExists, kerr.TopicAlreadyExists},
+	{ErrInvalidTopic, kerr.InvalidTopicException},
+	{ErrInvalidPartitions, kerr.InvalidPartitions},
+	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{ErrInvalidConfig, kerr.InvalidConfig},
+	{ErrUnknownResource, kerr.ResourceNotFound},
+	{ErrUnavailable, kerr.LeaderNotAvailable},
+
+	// The gateway's own.
+	{errUnsupportedTxn, kerr.InvalidTxnState},
+	{errMultipleBatches, kerr.InvalidRecord},
+	{errCoordinatorLoading, kerr.CoordinatorLoadInProgress},
+
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+	{context.Canceled, kerr.RequestTimedOut},
+}
+
+// Sentinels of the gateway itself.
+var (
+	// errUnsupportedTxn: a transactional produce or transactional id; this
+	// gateway serves no transactions (the keys are not advertised).
+	errUnsupportedTxn = errors.New("transactions are not supported")
+	// errMultipleBatches: a produce for one partition carried more than
+	// one record batch, which Kafka refuses for produce v3+.
+	errMultipleBatches = errors.New("produce requests v3+ must carry exactly one record batch per partition")
+	// errCoordinatorLoading: the group coordinator is still reading the
+	// committed offsets back from __consumer_offsets.
+	errCoordinatorLoading = errors.New("group coordinator is loading committed offsets")
+)
+
+// kafkaError returns the Kafka error for err, nil for nil.
+func kafkaError(err error) *kerr.Error {
+	if err == nil {
+		return nil
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return kerr.UnknownServerError
+}
+
+// errorCode is kafkaError's code, 0 for nil.
+func errorCode(err error) int16 {
+	if ke := kafkaError(err); ke != nil {
+		return ke.Code
+	}
+	return 0
+}
+
+// errorMessage is the message sent beside a code where the protocol has
+// room for one: the error's text, nil for no error.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}

@@ -1,0 +1,36 @@
+// Package tierd is the tiering daemon: it moves sealed segments from local
+// disk to object storage and back, and keeps the bucket's manifests.
+//
+// Pipeline, per sealed segment (DESIGN §3):
+//
+//  1. stage: hard-link the segment's files into the store's staging folder
+//     (no byte copy; the link keeps the bytes alive even if retention
+//     deletes the segment meanwhile);
+//  2. upload: PutIfAbsent, or a conditional multipart upload for large
+//     files, retried with exponential backoff and jitter;
+//  3. verify: the CRC32C of the bytes sent must match the CRC32C of the
+//     staged file, and Head must report the expected size;
+//  4. record: Store.SetRemote writes the cloud pointer into the catalog
+//     (through the partition's shard, the only writer of its records);
+//  5. manifest: <topic>/<partition>/manifest.json is rewritten from the
+//     catalog, so it is always enough to rebuild the catalog on an empty
+//     node (Restore).
+//
+// Eviction of local copies and remote retention are decided by the store
+// (logstore) under local.retention.* and retention.*; tierd performs the
+// remote deletions it is asked for and reports back with
+// Store.RemoteDeleted.
+//
+// Idempotence: a segment's object name includes the segment id fixed when it
+// was sealed, so a crash at any step resumes under the same name. A periodic
+// rescan of the catalog finds sealed segments without a cloud pointer (a
+// notification lost to a crash or to a full queue) and remote deletions that
+// never finished.
+//
+// Produce is never blocked: Sealed and DeleteRemote only enqueue; uploads run
+// on a bounded worker pool and the backlog is reported as a metric.
+//
+// tierd imports catalog and tierd/objstore, never logstore: the store side
+// is the small Store interface below, which tools/ satisfies with
+// *logstore.Store.
+package tierd

@@ -1,0 +1,15 @@
+package tierd
+
+import "errors"
+
+// Sentinel errors of the tiering daemon.
+var (
+	// ErrBadManifest: a manifest.json in the bucket does not parse or is
+	// inconsistent (order, overlap, keys of another partition).
+	ErrBadManifest = errors.New("bad manifest")
+	// ErrVerify: an uploaded or stored object does not match the catalog
+	// (size or CRC32C).
+	ErrVerify = errors.New("object verification failed")
+	// ErrClosed: the daemon has stopped.
+	ErrClosed = errors.New("tierd closed")
+)

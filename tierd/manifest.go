@@ -1,0 +1,98 @@
+package tierd
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/aerostream/aerostream/catalog"
+)
+
+// Manifest is a partition's manifest.json: every segment that has a cloud
+// copy, with what the catalog knows of it. It is written after every change
+// (upload, remote deletion) and is enough to rebuild the partition's catalog
+// on an empty node.
+type Manifest struct {
+	Version        int               `json:"version"`
+	Topic          string            `json:"topic"`
+	Partition      int32             `json:"partition"`
+	LogStartOffset int64             `json:"log_start_offset"`
+	Segments       []ManifestSegment `json:"segments"`
+}
+
+// ManifestSegment is one uploaded segment.
+type ManifestSegment struct {
+	BaseOffset   int64  `json:"base_offset"`
+	EndOffset    int64  `json:"end_offset"`
+	Bytes        int64  `json:"bytes"`
+	MinTimestamp int64  `json:"min_timestamp"`
+	MaxTimestamp int64  `json:"max_timestamp"`
+	SegmentID    string `json:"segment_id"`
+	ObjectKey    string `json:"object_key"`
+	ObjectSize   int64  `json:"object_size"`
+	Checksum     string `json:"checksum"`
+	ETag         string `json:"etag,omitempty"`
+	Epoch        int32  `json:"epoch"`
+	UploadedAt   int64  `json:"uploaded_at"`
+}
+
+const manifestVersion = 1
+
+// buildManifest makes the manifest of a partition from its catalog records:
+// those with a cloud pointer that are not being deleted.
+func buildManifest(topic string, partition int32, logStart int64, recs []catalog.Segment) Manifest {
+	m := Manifest{Version: manifestVersion, Topic: topic, Partition: partition, LogStartOffset: logStart,
+		Segments: []ManifestSegment{}}
+	for _, r := range recs {
+		if r.ObjectKey == "" || r.State == catalog.StateDeleting {
+			continue
+		}
+		m.Segments = append(m.Segments, ManifestSegment{BaseOffset: r.BaseOffset, EndOffset: r.EndOffset, Bytes: r.Bytes,
+			MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp, SegmentID: r.SegmentID, ObjectKey: r.ObjectKey,
+			ObjectSize: r.ObjectSize, Checksum: r.Checksum, ETag: r.ETag, Epoch: r.Epoch, UploadedAt: r.UploadedAt})
+	}
+	return m
+}
+
+// decodeManifest parses and checks a manifest: known version, segments
+// ascending and non-overlapping, keys that belong to the partition.
+func decodeManifest(b []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%w: %v", ErrBadManifest, err)
+	}
+	if m.Version != manifestVersion {
+		return m, fmt.Errorf("%w: version %d", ErrBadManifest, m.Version)
+	}
+	if m.Topic == "" || m.Partition < 0 {
+		return m, fmt.Errorf("%w: topic %q partition %d", ErrBadManifest, m.Topic, m.Partition)
+	}
+	if !sort.SliceIsSorted(m.Segments, func(i, j int) bool { return m.Segments[i].BaseOffset < m.Segments[j].BaseOffset }) {
+		return m, fmt.Errorf("%w: segments out of order", ErrBadManifest)
+	}
+	for i, s := range m.Segments {
+		if s.EndOffset < s.BaseOffset || s.Bytes < 0 || s.ObjectSize < 0 {
+			return m, fmt.Errorf("%w: segment %d has offsets %d..%d, %d bytes", ErrBadManifest, i, s.BaseOffset, s.EndOffset, s.Bytes)
+		}
+		if i > 0 && s.BaseOffset < m.Segments[i-1].EndOffset {
+			return m, fmt.Errorf("%w: segment at %d overlaps the previous one", ErrBadManifest, s.BaseOffset)
+		}
+		k, ok := parseKey(s.ObjectKey)
+		if !ok || k.topic != m.Topic || k.partition != m.Partition || k.base != s.BaseOffset || k.ext != ".log" {
+			return m, fmt.Errorf("%w: object key %q does not name segment %d of %s/%d", ErrBadManifest, s.ObjectKey, s.BaseOffset, m.Topic, m.Partition)
+		}
+	}
+	return m, nil
+}
+
+// records turns a manifest back into catalog records (state remote).
+func (m Manifest) records() []catalog.Segment {
+	out := make([]catalog.Segment, 0, len(m.Segments))
+	for _, s := range m.Segments {
+		out = append(out, catalog.Segment{Topic: m.Topic, Partition: m.Partition, BaseOffset: s.BaseOffset,
+			EndOffset: s.EndOffset, Bytes: s.Bytes, MinTimestamp: s.MinTimestamp, MaxTimestamp: s.MaxTimestamp,
+			State: catalog.StateRemote, SegmentID: s.SegmentID, ObjectKey: s.ObjectKey, ObjectSize: s.ObjectSize,
+			Checksum: s.Checksum, ETag: s.ETag, Epoch: s.Epoch, UploadedAt: s.UploadedAt})
+	}
+	return out
+}

@@ -1,0 +1,311 @@
+package tierd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/tierd/objstore"
+)
+
+// Store is what tierd needs from the local log. *logstore.Store satisfies
+// it; tools/ wires the two.
+type Store interface {
+	// SetRemote records a verified upload's cloud pointer.
+	SetRemote(ctx context.Context, rec catalog.Segment) error
+	// RemoteDeleted drops the record of a segment whose objects are gone.
+	RemoteDeleted(ctx context.Context, topic string, partition int32, base int64) error
+	// Segments lists a partition's catalog records, local and remote.
+	Segments(ctx context.Context, topic string, partition int32) ([]catalog.Segment, error)
+	// PartitionDir is where a partition's segment files live.
+	PartitionDir(topic string, partition int32) string
+	// StagingDir is a folder on the same filesystem as the logs.
+	StagingDir() string
+}
+
+// Options configure a Daemon.
+type Options struct {
+	Bucket  objstore.Bucket
+	Store   Store
+	Catalog *catalog.Catalog // read-only here: partitions and their log start
+	// Uploaders is the number of segments uploaded at once; default 2.
+	Uploaders int
+	// QueueSize bounds the queue of pending work; notifications beyond it
+	// are dropped and found again by the periodic rescan. Default 4096.
+	QueueSize int
+	// RescanInterval is how often the catalog is scanned for work a lost
+	// notification left behind; default 1 minute.
+	RescanInterval time.Duration
+	// MultipartThreshold: files at least this big go multipart; default
+	// 16 MiB.
+	MultipartThreshold int64
+	Retry              objstore.RetryPolicy
+	Metrics            *Metrics // optional
+	Logger             *slog.Logger
+}
+
+type jobKind uint8
+
+const (
+	jobUpload jobKind = iota
+	jobDelete
+)
+
+type job struct {
+	kind jobKind
+	rec  catalog.Segment
+}
+
+type jobKey struct {
+	topic     string
+	partition int32
+	base      int64
+	kind      jobKind
+}
+
+// Daemon runs the tiering pipeline. Sealed and DeleteRemote (the
+// logstore.Tier interface) only enqueue.
+type Daemon struct {
+	opts Options
+	log  *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		queue   []job
+		pending map[jobKey]bool
+		closed  bool
+	}
+	wake  chan struct{}
+	ready chan struct{} // closed once Run's first rescan has queued its work
+
+	manifestMu sync.Map // partition -> *sync.Mutex: one manifest writer per partition
+	wg         sync.WaitGroup
+}
+
+// New makes a daemon; Run starts it.
+func New(opts Options) (*Daemon, error) {
+	if opts.Bucket == nil || opts.Store == nil || opts.Catalog == nil {
+		return nil, errors.New("tierd: bucket, store and catalog are required")
+	}
+	if opts.Uploaders <= 0 {
+		opts.Uploaders = 2
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 4096
+	}
+	if opts.RescanInterval <= 0 {
+		opts.RescanInterval = time.Minute
+	}
+	if opts.MultipartThreshold <= 0 {
+		opts.MultipartThreshold = 16 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Retry.OnRetry == nil {
+		m := opts.Metrics
+		log := opts.Logger
+		opts.Retry.OnRetry = func(attempt int, err error, wait time.Duration) {
+			m.retry()
+			log.Warn("object store operation failed; retrying", "attempt", attempt, "wait", wait, "err", err)
+		}
+	}
+	d := &Daemon{opts: opts, log: opts.Logger.With("component", "tierd"), wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	d.mu.pending = map[jobKey]bool{}
+	return d, nil
+}
+
+// Sealed queues the upload of a sealed segment (logstore.Tier).
+func (d *Daemon) Sealed(seg catalog.Segment) { d.enqueue(job{kind: jobUpload, rec: seg}) }
+
+// DeleteRemote queues the deletion of a segment's objects (logstore.Tier).
+func (d *Daemon) DeleteRemote(seg catalog.Segment) { d.enqueue(job{kind: jobDelete, rec: seg}) }
+
+func (d *Daemon) enqueue(j job) {
+	k := jobKey{j.rec.Topic, j.rec.Partition, j.rec.BaseOffset, j.kind}
+	d.mu.Lock()
+	switch {
+	case d.mu.closed || d.mu.pending[k]:
+	case len(d.mu.queue) >= d.opts.QueueSize:
+		d.log.Warn("tier queue full; the rescan will pick this segment up", "topic", k.topic, "partition", k.partition, "base", k.base)
+	default:
+		d.mu.pending[k] = true
+		d.mu.queue = append(d.mu.queue, j)
+	}
+	n := len(d.mu.queue)
+	d.mu.Unlock()
+	d.opts.Metrics.backlog(n)
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Backlog is the number of queued jobs.
+func (d *Daemon) Backlog() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.mu.queue)
+}
+
+func (d *Daemon) next() (job, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.mu.queue) == 0 {
+		return job{}, false
+	}
+	j := d.mu.queue[0]
+	d.mu.queue[0] = job{}
+	d.mu.queue = d.mu.queue[1:]
+	return j, true
+}
+
+func (d *Daemon) done(j job) {
+	d.mu.Lock()
+	delete(d.mu.pending, jobKey{j.rec.Topic, j.rec.Partition, j.rec.BaseOffset, j.kind})
+	n := len(d.mu.queue)
+	d.mu.Unlock()
+	d.opts.Metrics.backlog(n)
+}
+
+// Run cleans the staging folder, rescans the catalog, and processes jobs
+// until ctx ends; it returns after the workers have stopped.
+func (d *Daemon) Run(ctx context.Context) error {
+	staging := d.opts.Store.StagingDir()
+	_ = os.RemoveAll(staging) // links from a previous run; the rescan redoes their work
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return fmt.Errorf("tierd staging dir: %w", err)
+	}
+	d.Rescan(ctx)
+	close(d.ready)
+	for i := 0; i < d.opts.Uploaders; i++ {
+		d.wg.Add(1)
+		go d.worker(ctx)
+	}
+	t := time.NewTicker(d.opts.RescanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			d.mu.Lock()
+			d.mu.closed = true
+			d.mu.Unlock()
+			d.wg.Wait()
+			return nil
+		case <-t.C:
+			d.Rescan(ctx)
+		}
+	}
+}
+
+func (d *Daemon) worker(ctx context.Context) {
+	defer d.wg.Done()
+	for {
+		j, ok := d.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
+				continue
+			}
+		}
+		// Let another idle worker see the rest of the queue.
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+		var err error
+		switch j.kind {
+		case jobUpload:
+			err = d.upload(ctx, j.rec)
+		case jobDelete:
+			err = d.deleteSegment(ctx, j.rec)
+		}
+		d.done(j)
+		if err != nil && ctx.Err() == nil {
+			d.log.Error("tier job failed; it will be retried by the rescan", "op", map[jobKind]string{jobUpload: "upload", jobDelete: "delete"}[j.kind],
+				"topic", j.rec.Topic, "partition", j.rec.Partition, "base", j.rec.BaseOffset, "err", err)
+		}
+	}
+}
+
+// Rescan queues the work the catalog implies: sealed segments without a
+// cloud copy, and remote deletions that never finished.
+func (d *Daemon) Rescan(ctx context.Context) {
+	parts, err := d.opts.Catalog.Partitions()
+	if err != nil {
+		d.log.Error("rescan: listing partitions", "err", err)
+		return
+	}
+	for _, p := range parts {
+		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
+		if err != nil {
+			d.log.Error("rescan: listing segments", "topic", p.Topic, "partition", p.Partition, "err", err)
+			continue
+		}
+		for _, r := range recs {
+			switch {
+			case r.State == catalog.StateSealed && r.ObjectKey == "":
+				d.Sealed(r)
+			case r.State == catalog.StateDeleting && r.ObjectKey != "":
+				d.DeleteRemote(r)
+			}
+		}
+	}
+}
+
+func (d *Daemon) partitionLock(topic string, partition int32) *sync.Mutex {
+	m, _ := d.manifestMu.LoadOrStore(fmt.Sprintf("%s/%d", topic, partition), &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
+// writeManifest rewrites a partition's manifest from the catalog. Writes
+// for one partition are serialized so an older view never lands last.
+func (d *Daemon) writeManifest(ctx context.Context, topic string, partition int32) error {
+	mu := d.partitionLock(topic, partition)
+	mu.Lock()
+	defer mu.Unlock()
+	recs, err := d.opts.Store.Segments(ctx, topic, partition)
+	if err != nil {
+		return err
+	}
+	var logStart int64
+	if meta, err := d.opts.Catalog.GetPartition(topic, partition); err == nil {
+		logStart = meta.LogStartOffset
+	}
+	body, err := jsonIndent(buildManifest(topic, partition, logStart, recs))
+	if err != nil {
+		return err
+	}
+	return objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
+		_, err := d.opts.Bucket.Put(ctx, manifestKey(topic, partition), bytesReader(body), int64(len(body)))
+		return err
+	})
+}
+
+// stage hard-links a segment's files into a fresh staging folder. A link
+// costs no copy, and keeps the bytes readable even if retention deletes
+// the segment while it uploads.
+func (d *Daemon) stage(rec catalog.Segment) (string, error) {
+	dir := filepath.Join(d.opts.Store.StagingDir(), fmt.Sprintf("%s-%d-%020d-%s", rec.Topic, rec.Partition, rec.BaseOffset, rec.SegmentID))
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	src := d.opts.Store.PartitionDir(rec.Topic, rec.Partition)
+	for _, ext := range segmentExts {
+		name := fmt.Sprintf("%020d%s", rec.BaseOffset, ext)
+		if err := os.Link(filepath.Join(src, name), filepath.Join(dir, name)); err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}

@@ -1,0 +1,332 @@
+package tierd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/logstore/logtest"
+	"github.com/aerostream/aerostream/tierd/objstore"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// bucketReader is a minimal cold reader for these tests (fetchcache is the
+// real one): it reads the whole remote log and cuts the range out.
+type bucketReader struct{ b objstore.Bucket }
+
+func (r bucketReader) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+	body, err := readAll(ctx, r.b, seg.ObjectKey)
+	if err != nil {
+		return nil, err
+	}
+	for pos := 0; pos < len(body); {
+		h, err := logstore.ParseBatchHeader(body[pos:])
+		if err != nil {
+			return nil, err
+		}
+		if h.LastOffset() >= offset {
+			end := min(len(body), max(pos+maxBytes, pos+int(h.Length)))
+			return body[pos:end], nil
+		}
+		pos += int(h.Length)
+	}
+	return nil, nil
+}
+
+type node struct {
+	store  *logstore.Store
+	cat    *catalog.Catalog
+	tier   *Daemon
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startNode(t *testing.T, dir string, b objstore.Bucket) *node {
+	t.Helper()
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{cat: cat, done: make(chan struct{})}
+	proxy := &tierProxy{}
+	n.store, err = logstore.Open(logstore.Options{Dir: dir, Catalog: cat, Shards: 2, Logger: quiet, Tier: proxy,
+		Cold: bucketReader{b}, RetentionCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.tier, err = New(Options{Bucket: b, Store: n.store, Catalog: cat, Logger: quiet, MultipartThreshold: 6 << 20,
+		Retry: objstore.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.d = n.tier
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { defer close(n.done); n.tier.Run(ctx) }()
+	return n
+}
+
+// tierProxy lets the store be opened before the daemon exists (recovery
+// notifications are queued by the daemon's Rescan anyway).
+type tierProxy struct{ d *Daemon }
+
+func (p *tierProxy) Sealed(seg catalog.Segment) {
+	if p.d != nil {
+		p.d.Sealed(seg)
+	}
+}
+
+func (p *tierProxy) DeleteRemote(seg catalog.Segment) {
+	if p.d != nil {
+		p.d.DeleteRemote(seg)
+	}
+}
+
+func (n *node) stop() {
+	n.cancel()
+	<-n.done
+	n.store.Close()
+	n.cat.Close()
+}
+
+func drain(t *testing.T, d *Daemon) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readAllBatches(t *testing.T, s *logstore.Store, topic string, p int32, from int64) [][]byte {
+	t.Helper()
+	var out [][]byte
+	off := from
+	for {
+		res, err := s.Fetch(context.Background(), &logstore.FetchRequest{Partitions: []logstore.FetchPartition{{Topic: topic, Partition: p, Offset: off, MaxBytes: 1 << 20}}})
+		if err != nil || res.Partitions[0].Err != nil {
+			t.Fatalf("fetch %d: %v %v", off, err, res.Partitions[0].Err)
+		}
+		b, _ := res.Partitions[0].Records.ReadAll(nil)
+		res.Release()
+		if len(b) == 0 {
+			return out
+		}
+		for len(b) >= logstore.BatchHeaderSize {
+			h, _ := logstore.ParseBatchHeader(b)
+			if int(h.Length) > len(b) {
+				break
+			}
+			if h.LastOffset() >= off {
+				out = append(out, append([]byte(nil), b[:h.Length]...))
+				off = h.NextOffset()
+			}
+			b = b[h.Length:]
+		}
+	}
+}
+
+func TestPipelineMemBucket(t *testing.T) {
+	b := objstore.NewMemBucket()
+	dir := t.TempDir()
+	n := startNode(t, dir, b)
+	ctx := context.Background()
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: 128 << 10, RetentionMs: -1, RetentionBytes: -1}
+	for p := int32(0); p < 2; p++ {
+		if err := n.store.CreatePartition(ctx, "tiered", p, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := map[int32][][]byte{}
+	for i := 0; i < 300; i++ {
+		p := int32(i % 2)
+		batch := logtest.Filler(int64(i), 4, 1000, byte(i))
+		sent[p] = append(sent[p], append([]byte(nil), batch...))
+		if _, err := n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "tiered", Partition: p, Records: batch}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, n.tier)
+	if err := n.store.RunRetention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		info, _ := n.store.DescribePartition(ctx, "tiered", p)
+		if info.Size > 192<<10 {
+			t.Fatalf("partition %d keeps %d bytes locally", p, info.Size)
+		}
+		recs, _ := n.store.Segments(ctx, "tiered", p)
+		remote := 0
+		for _, r := range recs {
+			if r.State == catalog.StateRemote {
+				remote++
+			}
+			if r.State == catalog.StateSealed {
+				t.Fatalf("segment %d sealed but not uploaded", r.BaseOffset)
+			}
+		}
+		if remote < 3 {
+			t.Fatalf("partition %d: %d remote segments", p, remote)
+		}
+		got := readAllBatches(t, n.store, "tiered", p, 0)
+		if len(got) != len(sent[p]) {
+			t.Fatalf("partition %d: read %d batches, sent %d", p, len(got), len(sent[p]))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i][12:], sent[p][i][12:]) {
+				t.Fatalf("partition %d batch %d differs", p, i)
+			}
+		}
+	}
+	res, err := n.tier.Verify(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if !r.OK {
+			t.Fatalf("verify: %+v", r)
+		}
+	}
+	orphans, err := n.tier.GC(ctx, true, 0)
+	if err != nil || len(orphans) != 0 {
+		t.Fatalf("gc found %v %v", orphans, err)
+	}
+	// An orphan (an upload whose record was lost) is found and removed.
+	orphanKey := segmentKey("tiered", 0, 999999, "deadbeef", ".log")
+	b.Put(ctx, orphanKey, bytes.NewReader([]byte("x")), 1)
+	orphans, _ = n.tier.GC(ctx, false, 0)
+	if len(orphans) != 1 || orphans[0].Key != orphanKey || !orphans[0].Deleted {
+		t.Fatalf("gc: %+v", orphans)
+	}
+	n.stop()
+
+	// Restore on an empty node from the manifests alone.
+	fresh := startNode(t, t.TempDir(), b)
+	defer fresh.stop()
+	ms, err := ReadManifests(ctx, b, "tiered")
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("manifests: %d %v", len(ms), err)
+	}
+	for _, m := range ms {
+		if err := fresh.store.RestorePartition(ctx, m.Topic, m.Partition, cfg, m.LogStartOffset, m.Records()); err != nil {
+			t.Fatal(err)
+		}
+		got := readAllBatches(t, fresh.store, m.Topic, m.Partition, 0)
+		last := m.Segments[len(m.Segments)-1].EndOffset
+		for i, g := range got {
+			h, _ := logstore.ParseBatchHeader(g)
+			if h.BaseOffset >= last {
+				break
+			}
+			if !bytes.Equal(g[12:], sent[m.Partition][i][12:]) {
+				t.Fatalf("restored partition %d batch %d differs", m.Partition, i)
+			}
+		}
+	}
+}
+
+// TestUploadResumesAfterCrash: objects uploaded before a crash, with no
+// record yet, are recognised by the conditional put (same name, same bytes)
+// and not uploaded under a second name.
+func TestUploadResumesAfterCrash(t *testing.T) {
+	b := objstore.NewMemBucket()
+	fb := objstore.NewFaultBucket(b, objstore.FaultConfig{})
+	dir := t.TempDir()
+	n := startNode(t, dir, fb)
+	ctx := context.Background()
+	if err := n.store.CreatePartition(ctx, "r", 0, logstore.PartitionConfig{SegmentBytes: 32 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "r", Partition: 0, Records: logtest.Filler(1, 2, 1000, byte(i))})
+	}
+	drain(t, n.tier)
+	n.stop()
+	// Simulate a crash after upload but before the record: clear the
+	// pointers in the catalog (offline), leaving the objects.
+	cat, _ := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet})
+	recs, _ := cat.Segments("r", 0)
+	cleared := 0
+	for _, r := range recs {
+		if r.ObjectKey != "" {
+			r.ObjectKey, r.State, r.Checksum, r.ObjectSize = "", catalog.StateSealed, "", 0
+			cat.PutSegment(r)
+			cleared++
+		}
+	}
+	cat.Close()
+	before := countObjects(t, b)
+	n = startNode(t, dir, b)
+	defer n.stop()
+	drain(t, n.tier)
+	if after := countObjects(t, b); after != before {
+		t.Fatalf("%d objects before resume, %d after: something was uploaded under a second name", before, after)
+	}
+	recs, _ = n.store.Segments(ctx, "r", 0)
+	uploaded := 0
+	for _, r := range recs {
+		if r.ObjectKey != "" {
+			uploaded++
+		}
+	}
+	if uploaded != cleared {
+		t.Fatalf("%d segments re-recorded, want %d", uploaded, cleared)
+	}
+}
+
+func countObjects(t *testing.T, b objstore.Bucket) int {
+	n := 0
+	for _, err := range b.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+func TestKeys(t *testing.T) {
+	k := segmentKey("my.topic-1", 7, 1234, "abcd", ".log")
+	p, ok := parseKey(k)
+	if !ok || p.topic != "my.topic-1" || p.partition != 7 || p.base != 1234 || p.id != "abcd" || p.ext != ".log" {
+		t.Fatalf("%s -> %+v %v", k, p, ok)
+	}
+	if siblingKey(k, ".index") != "my.topic-1/7/00000000000000001234-abcd.index" {
+		t.Fatal(siblingKey(k, ".index"))
+	}
+	for _, bad := range []string{"a/b/c", "a/1/123-x.log", "a/-1/00000000000000001234-abcd.log", "x", "a/1/00000000000000001234-.log"} {
+		if _, ok := parseKey(bad); ok {
+			t.Errorf("parseKey(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzDecodeManifest(f *testing.F) {
+	m := buildManifest("t", 0, 0, []catalog.Segment{{Topic: "t", BaseOffset: 0, EndOffset: 10, Bytes: 100,
+		ObjectKey: segmentKey("t", 0, 0, "ab", ".log"), SegmentID: "ab", State: catalog.StateRemote}})
+	b, _ := jsonIndent(m)
+	f.Add(b)
+	f.Add([]byte(`{"version":1,"topic":"t","partition":0,"segments":[{"base_offset":5,"end_offset":1}]}`))
+	f.Add([]byte(`not json`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeManifest(b)
+		if err != nil {
+			return
+		}
+		again, _ := jsonIndent(m)
+		if _, err := decodeManifest(again); err != nil {
+			t.Fatalf("re-encoded manifest rejected: %v", err)
+		}
+		_ = m.Records()
+	})
+}
+
+var _ = os.Remove

@@ -1,0 +1,248 @@
+package tierd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/tierd/objstore"
+)
+
+func jsonIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fileChecksum is the CRC32C of a local file, in objstore's format.
+func fileChecksum(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return objstore.FormatCRC32C(h.Sum32()), n, nil
+}
+
+// upload runs stage -> upload -> verify -> record -> manifest for one
+// sealed segment.
+func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
+	if rec.SegmentID == "" {
+		return fmt.Errorf("segment %s/%d@%d has no segment id", rec.Topic, rec.Partition, rec.BaseOffset)
+	}
+	if cur, err := d.opts.Catalog.GetSegment(rec.Topic, rec.Partition, rec.BaseOffset); err != nil ||
+		cur.ObjectKey != "" || cur.State != catalog.StateSealed {
+		return nil // gone, already uploaded, or no longer eligible
+	}
+	dir, err := d.stage(rec)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // deleted by retention before we got to it
+	}
+	if err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	start := time.Now()
+	var logInfo objstore.ObjectInfo
+	var total int64
+	for _, ext := range segmentExts {
+		path := filepath.Join(dir, fmt.Sprintf("%020d%s", rec.BaseOffset, ext))
+		key := segmentKey(rec.Topic, rec.Partition, rec.BaseOffset, rec.SegmentID, ext)
+		info, err := d.putFile(ctx, path, key)
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", key, err)
+		}
+		total += info.Size
+		if ext == ".log" {
+			logInfo = info
+		}
+	}
+	rec.ObjectKey, rec.ObjectSize, rec.Checksum, rec.ETag = logInfo.Key, logInfo.Size, logInfo.Checksum, logInfo.ETag
+	rec.UploadedAt = time.Now().UnixNano()
+	if err := d.opts.Store.SetRemote(ctx, rec); err != nil {
+		// If the segment is gone (retention, topic deletion) the objects
+		// just uploaded belong to nothing: remove them rather than leave
+		// orphans. Otherwise keep them: the rescan retries the record and
+		// the conditional put finds them already there.
+		if cur, gerr := d.opts.Catalog.GetSegment(rec.Topic, rec.Partition, rec.BaseOffset); errors.Is(gerr, catalog.ErrNotFound) ||
+			gerr == nil && (cur.State == catalog.StateDeleting || cur.SegmentID != rec.SegmentID) {
+			d.log.Info("segment vanished during upload; deleting its objects", "topic", rec.Topic, "partition", rec.Partition, "base", rec.BaseOffset)
+			return d.deleteObjects(ctx, rec.ObjectKey)
+		}
+		return fmt.Errorf("record cloud pointer: %w", err)
+	}
+	d.opts.Metrics.uploaded(rec.Topic, total, time.Since(start))
+	d.log.Debug("segment uploaded", "topic", rec.Topic, "partition", rec.Partition, "base", rec.BaseOffset,
+		"key", rec.ObjectKey, "bytes", total, "took", time.Since(start))
+	return d.writeManifest(ctx, rec.Topic, rec.Partition)
+}
+
+// putFile uploads one staged file under key unless an identical object is
+// already there, and verifies it: the CRC32C of the bytes sent must equal
+// the file's, and the stored size must match.
+func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.ObjectInfo, error) {
+	sum, size, err := fileChecksum(path)
+	if err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	var info objstore.ObjectInfo
+	conditional := true
+	err = objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		info, err = d.send(ctx, f, key, size, conditional)
+		if objstore.IsPreconditionFailed(err) {
+			// Uploaded by an earlier attempt whose answer was lost, or
+			// before a crash. Same name means same segment id, so it should
+			// be these bytes; check before trusting it.
+			same, cerr := d.sameObject(ctx, key, size, sum)
+			if cerr != nil {
+				return cerr
+			}
+			if same {
+				info = objstore.ObjectInfo{Key: key, Size: size, Checksum: sum}
+				return nil
+			}
+			d.log.Warn("object exists with other bytes (torn earlier upload?); replacing it", "key", key)
+			conditional = false
+			return fmt.Errorf("%w: replacing %s", objstore.ErrTransient, key)
+		}
+		return err
+	})
+	if err != nil {
+		return info, err
+	}
+	if info.Checksum != "" && info.Checksum != sum {
+		return info, fmt.Errorf("%w: %s sent with %s, file has %s", ErrVerify, key, info.Checksum, sum)
+	}
+	head, err := d.opts.Bucket.Head(ctx, key)
+	if err != nil {
+		return info, fmt.Errorf("verify %s: %w", key, err)
+	}
+	if head.Size != size {
+		return info, fmt.Errorf("%w: %s stored with %d bytes, file has %d", ErrVerify, key, head.Size, size)
+	}
+	info.Key, info.Size, info.Checksum = key, size, sum
+	if info.ETag == "" {
+		info.ETag = head.ETag
+	}
+	return info, nil
+}
+
+func (d *Daemon) send(ctx context.Context, r io.Reader, key string, size int64, conditional bool) (objstore.ObjectInfo, error) {
+	b := d.opts.Bucket
+	if size < d.opts.MultipartThreshold {
+		if conditional {
+			return b.PutIfAbsent(ctx, key, r, size)
+		}
+		return b.Put(ctx, key, r, size)
+	}
+	retry := d.opts.Retry
+	w, err := b.NewMultipartWriter(ctx, key, objstore.MultipartOptions{IfAbsent: conditional, Retry: &retry})
+	if err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	defer w.Abort(context.WithoutCancel(ctx))
+	if _, err := io.Copy(w, r); err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	if err := w.Close(); err != nil {
+		return objstore.ObjectInfo{}, err
+	}
+	return w.Info(), nil
+}
+
+// sameObject reads an existing object back and compares size and CRC32C.
+func (d *Daemon) sameObject(ctx context.Context, key string, size int64, sum string) (bool, error) {
+	head, err := d.opts.Bucket.Head(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if head.Size != size {
+		return false, nil
+	}
+	if head.Checksum != "" {
+		return head.Checksum == sum, nil
+	}
+	got, _, err := d.remoteChecksum(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	return got == sum, nil
+}
+
+// remoteChecksum streams an object and returns its CRC32C and size.
+func (d *Daemon) remoteChecksum(ctx context.Context, key string) (string, int64, error) {
+	rc, err := d.opts.Bucket.GetRange(ctx, key, 0, -1)
+	if err != nil {
+		return "", 0, err
+	}
+	defer rc.Close()
+	h := crc32.New(castagnoli)
+	n, err := io.Copy(h, rc)
+	if err != nil {
+		return "", n, err
+	}
+	return objstore.FormatCRC32C(h.Sum32()), n, nil
+}
+
+// deleteSegment removes a segment's objects and tells the store.
+func (d *Daemon) deleteSegment(ctx context.Context, rec catalog.Segment) error {
+	if err := d.deleteObjects(ctx, rec.ObjectKey); err != nil {
+		return err
+	}
+	if err := d.opts.Store.RemoteDeleted(ctx, rec.Topic, rec.Partition, rec.BaseOffset); err != nil {
+		return fmt.Errorf("record remote deletion: %w", err)
+	}
+	d.opts.Metrics.deleted(rec.Topic)
+	if err := d.writeManifest(ctx, rec.Topic, rec.Partition); err != nil {
+		// The partition itself may be gone (topic deletion): then the
+		// manifest goes too.
+		if _, gerr := d.opts.Catalog.GetPartition(rec.Topic, rec.Partition); errors.Is(gerr, catalog.ErrNotFound) {
+			return d.deleteManifestIfEmpty(ctx, rec.Topic, rec.Partition)
+		}
+		return err
+	}
+	return nil
+}
+
+func (d *Daemon) deleteObjects(ctx context.Context, logKey string) error {
+	keys := make([]string, 0, len(segmentExts))
+	for _, ext := range segmentExts {
+		keys = append(keys, siblingKey(logKey, ext))
+	}
+	return objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
+		return d.opts.Bucket.DeleteMany(ctx, keys)
+	})
+}
+
+// deleteManifestIfEmpty removes the manifest of a deleted partition once no
+// segment objects remain under it.
+func (d *Daemon) deleteManifestIfEmpty(ctx context.Context, topic string, partition int32) error {
+	prefix := fmt.Sprintf("%s/%d/", topic, partition)
+	for info, err := range d.opts.Bucket.List(ctx, prefix) {
+		if err != nil {
+			return err
+		}
+		if k, ok := parseKey(info.Key); ok && k.ext != "manifest.json" {
+			return nil
+		}
+	}
+	return d.opts.Bucket.Delete(ctx, manifestKey(topic, partition))
+}

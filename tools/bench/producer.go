@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// compressionCodec maps the --compression flag to kgo's codec.
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// producerOpts are the kgo options every producer client gets, the Kafka
+// producer configs of OMB's driver in kgo's terms.
+func producerOpts(cfg *Config) []kgo.Opt {
+	codec, _ := compressionCodec(cfg.Compression) // validated
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerBatchMaxBytes(int32(cfg.BatchBytes)),
+		kgo.ProducerBatchCompression(codec),
+	}
+	switch cfg.Acks {
+	case "0":
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	case "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if !cfg.Idempotent {
+		// kgo allows one request in flight per broker without idempotency
+		// unless told otherwise; the Java client allows 5.
+		opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(cfg.MaxInflight))
+	}
+	return opts
+}
+
+// producer is one kgo client publishing to one topic, driven by one
+// goroutine (run); kgo calls promise from its own goroutines.
+type producer struct {
+	cl      *kgo.Client
+	topic   string
+	size    int
+	filler  []byte // random payload bytes after the timestamp
+	pacer   *Pacer // nil: unlimited; set before run
+	pubLat  *Recorder
+	delay   *Recorder
+	promise func(*kgo.Record, error)
+	pool    sync.Pool // of *kgo.Record, recycled once acknowledged
+
+	acked, ackedBytes, errs atomic.Int64
+}
+
+func newProducer(cfg *Config, id int, topic string) (*producer, error) {
+	opts := append(producerOpts(cfg), kgo.ClientID(fmt.Sprintf("aerostream-bench-producer-%d", id)))
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &producer{
+		cl:     cl,
+		topic:  topic,
+		size:   cfg.MessageSize,
+		filler: make([]byte, cfg.MessageSize),
+		pubLat: NewRecorder(),
+		delay:  NewRecorder(),
+	}
+	// Random, so compression shows what it does to real payloads rather
+	// than to zeros.
+	_, _ = rand.Read(p.filler)
+	p.promise = p.acknowledged
+	return p, nil
+}
+
+func (p *producer) record() *kgo.Record {
+	r, _ := p.pool.Get().(*kgo.Record)
+	if r == nil {
+		v := make([]byte, p.size)
+		copy(v, p.filler)
+		return &kgo.Record{Topic: p.topic, Value: v}
+	}
+	*r = kgo.Record{Topic: p.topic, Value: r.Value}
+	return r
+}
+
+// run publishes until stop is closed. ctx bounds the produce calls
+// themselves (kgo blocks Produce while its buffer is full).
+func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
+	for {
+		var due time.Time
+		if p.pacer != nil {
+			var err error
+			if due, err = p.pacer.Wait(ctx, stop); err != nil {
+				return
+			}
+		} else {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		r := p.record()
+		now := time.Now()
+		binary.BigEndian.PutUint64(r.Value, uint64(now.UnixNano()))
+		if p.pacer != nil {
+			p.delay.Record(now.Sub(due))
+		}
+		p.cl.Produce(ctx, r, p.promise)
+	}
+}
+
+func (p *producer) acknowledged(r *kgo.Record, err error) {
+	if err != nil {
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
+			p.errs.Add(1)
+		}
+	} else {
+		sent := int64(binary.BigEndian.Uint64(r.Value))
+		p.pubLat.Record(time.Duration(time.Now().UnixNano() - sent))
+		p.acked.Add(1)
+		p.ackedBytes.Add(int64(len(r.Value)))
+	}
+	p.pool.Put(r)
+}

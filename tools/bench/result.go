@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+)
+
+// mib is OMB's "MB" in MB/s: 2^20 bytes of message payload.
+const mib = 1 << 20
+
+// Result is a run's outcome, as written to the JSON result file. Rates
+// cover the measured phase only; latencies cover the messages published in
+// it (including acknowledgements and deliveries that arrived while the
+// consumers drained after it).
+type Result struct {
+	Tool     string    `json:"tool"`
+	Driver   string    `json:"driver"`
+	Workload Workload  `json:"workload"`
+	Topics   []string  `json:"topics"`
+	Start    time.Time `json:"start"`
+	// MeasuredSeconds is the length of the measured phase.
+	MeasuredSeconds float64 `json:"measured_seconds"`
+	// Interrupted: the run was stopped before its duration was over.
+	Interrupted bool `json:"interrupted,omitempty"`
+
+	Publish Throughput `json:"publish"`
+	Consume Throughput `json:"consume"`
+	// Backlog is published-but-not-consumed messages (times subscriptions)
+	// at the end of the measured phase, and after draining.
+	Backlog         int64 `json:"backlog"`
+	BacklogAfterRun int64 `json:"backlog_after_drain"`
+
+	PublishLatency Latency `json:"publish_latency_ms"`
+	// PublishDelay is how late messages left against the rate schedule
+	// (0 when the rate is unlimited): large values mean the producers
+	// could not keep the target rate.
+	PublishDelay    Latency `json:"publish_delay_ms"`
+	EndToEndLatency Latency `json:"end_to_end_latency_ms"`
+
+	Broker *ProcStats `json:"broker,omitempty"`
+	Client *ProcStats `json:"client,omitempty"`
+
+	Intervals []Interval `json:"intervals"`
+}
+
+// Workload is the Config as recorded in a result, durations in
+// milliseconds.
+type Workload struct {
+	Config
+	DurationMs int64   `json:"duration_ms"`
+	WarmupMs   int64   `json:"warmup_ms"`
+	LingerMs   float64 `json:"linger_ms"`
+}
+
+func workloadOf(c Config) Workload {
+	return Workload{
+		Config:     c,
+		DurationMs: c.Duration.Milliseconds(),
+		WarmupMs:   c.Warmup.Milliseconds(),
+		LingerMs:   float64(c.Linger) / float64(time.Millisecond),
+	}
+}
+
+// Throughput counts messages in the measured phase.
+type Throughput struct {
+	Messages int64   `json:"messages"`
+	Bytes    int64   `json:"bytes"`
+	RateMsgs float64 `json:"rate_msg_s"`
+	RateMB   float64 `json:"rate_mb_s"` // MB = 2^20 bytes, as OMB reports
+	Errors   int64   `json:"errors"`
+}
+
+func throughput(msgs, bytes, errs int64, seconds float64) Throughput {
+	t := Throughput{Messages: msgs, Bytes: bytes, Errors: errs}
+	if seconds > 0 {
+		t.RateMsgs = float64(msgs) / seconds
+		t.RateMB = float64(bytes) / mib / seconds
+	}
+	return t
+}
+
+// Interval is one progress line's figures.
+type Interval struct {
+	T             float64 `json:"t"` // seconds since the producers started
+	Warmup        bool    `json:"warmup,omitempty"`
+	PublishRate   float64 `json:"publish_rate"`
+	PublishMB     float64 `json:"publish_mb_s"`
+	ConsumeRate   float64 `json:"consume_rate"`
+	ConsumeMB     float64 `json:"consume_mb_s"`
+	Backlog       int64   `json:"backlog"`
+	PublishP99Ms  float64 `json:"publish_p99_ms"`
+	EndToEndP99Ms float64 `json:"e2e_p99_ms"`
+	Errors        int64   `json:"errors,omitempty"`
+	BrokerCPU     float64 `json:"broker_cpu_percent,omitempty"`
+	BrokerRSS     int64   `json:"broker_rss_bytes,omitempty"`
+}
+
+// line is the progress line for an interval.
+func (iv Interval) line(showBroker bool) string {
+	phase := "     "
+	if iv.Warmup {
+		phase = "warm "
+	}
+	s := fmt.Sprintf("%6.0fs %s pub %8.0f msg/s %7.2f MB/s p99 %7.2f ms | cons %8.0f msg/s %7.2f MB/s e2e p99 %7.2f ms | backlog %7d",
+		iv.T, phase, iv.PublishRate, iv.PublishMB, iv.PublishP99Ms, iv.ConsumeRate, iv.ConsumeMB, iv.EndToEndP99Ms, iv.Backlog)
+	if iv.Errors > 0 {
+		s += fmt.Sprintf(" | errors %d", iv.Errors)
+	}
+	if showBroker {
+		s += fmt.Sprintf(" | broker cpu %5.1f%% rss %5.0f MiB", iv.BrokerCPU, float64(iv.BrokerRSS)/mib)
+	}
+	return s
+}
+
+// WriteJSON writes r to path (through a temporary file, so a reader never
+// sees half a result).
+func (r *Result) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".bench-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after the rename, a no-op
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ReadResult reads a result file.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// WriteSummary prints the closing table.
+func (r *Result) WriteSummary(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "measured\t%.1f s\t\n", r.MeasuredSeconds)
+	fmt.Fprintf(tw, "publish\t%.0f msg/s\t%.2f MB/s\t%d msgs\t%d errors\t\n",
+		r.Publish.RateMsgs, r.Publish.RateMB, r.Publish.Messages, r.Publish.Errors)
+	fmt.Fprintf(tw, "consume\t%.0f msg/s\t%.2f MB/s\t%d msgs\t%d errors\t\n",
+		r.Consume.RateMsgs, r.Consume.RateMB, r.Consume.Messages, r.Consume.Errors)
+	fmt.Fprintf(tw, "backlog\t%d at end\t%d after drain\t\n", r.Backlog, r.BacklogAfterRun)
+	fmt.Fprintln(tw, "latency (ms)\tp50\tp95\tp99\tp99.9\tmax\tmean\tcount\t")
+	for _, l := range []struct {
+		name string
+		l    Latency
+	}{{"publish", r.PublishLatency}, {"publish delay", r.PublishDelay}, {"end-to-end", r.EndToEndLatency}} {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n",
+			l.name, l.l.P50, l.l.P95, l.l.P99, l.l.P999, l.l.Max, l.l.Mean, l.l.Count)
+	}
+	for _, p := range []struct {
+		name string
+		s    *ProcStats
+	}{{"broker", r.Broker}, {"bench", r.Client}} {
+		if p.s != nil {
+			fmt.Fprintf(tw, "%s pid %d\tcpu avg %.1f%%\tmax %.1f%%\trss peak %.1f MiB\tavg %.1f MiB\t\n",
+				p.name, p.s.PID, p.s.CPUAvgPercent, p.s.CPUMaxPercent, float64(p.s.RSSPeakBytes)/mib, float64(p.s.RSSAvgBytes)/mib)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,390 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// How long setup may take before the run gives up with ErrNotReady.
+const (
+	topicReadyTimeout    = 30 * time.Second
+	consumerReadyTimeout = 60 * time.Second
+	adminTimeout         = 30 * time.Second
+)
+
+// Run runs the workload against the brokers and returns its result. The
+// progress lines, and any error lines, go to progress.
+//
+// Cancelling ctx during the measured phase ends it early: the result
+// covers what was measured and says Interrupted. Cancelling it before
+// returns ctx's error.
+func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "bench: %s\n", cfg.String())
+
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("aerostream-bench-admin"))
+	if err != nil {
+		return nil, err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	ts, err := ensureTopics(ctx, adm, &cfg, cfg.topicNames(), topicReadyTimeout)
+	if ts != nil && cfg.DeleteTopics {
+		// Deferred first, so it runs after every client is closed.
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
+			defer cancel()
+			if derr := deleteCreated(dctx, adm, ts); derr != nil {
+				fmt.Fprintf(progress, "bench: %v\n", derr)
+				if err == nil {
+					err = derr
+				}
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "bench: topics ready: %v (created %d)\n", ts.names, len(ts.created))
+
+	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress)}
+	defer r.close()
+	if err := r.startConsumers(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startProducers(); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// runner holds one run's clients. Its methods run on Run's goroutine; the
+// producers and consumers each have their own.
+type runner struct {
+	cfg      Config
+	ts       *topicSet
+	progress io.Writer
+	log      *logOnce
+
+	subs      []*subscription
+	consumers []*consumer
+	producers []*producer
+
+	consCancel context.CancelFunc
+	consWG     sync.WaitGroup
+	prodCancel context.CancelFunc
+	prodWG     sync.WaitGroup
+	stop       chan struct{}
+}
+
+func (r *runner) startConsumers(ctx context.Context) error {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.consCancel = cancel
+	id := 0
+	for _, t := range r.ts.names {
+		for s := 0; s < r.cfg.Subscriptions; s++ {
+			sub := &subscription{topic: t, group: fmt.Sprintf("%s-sub-%03d", t, s), partitions: r.ts.partitions[t]}
+			r.subs = append(r.subs, sub)
+			for c := 0; c < r.cfg.Consumers; c++ {
+				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log)
+				id++
+				if err != nil {
+					return err
+				}
+				if cons == nil {
+					continue
+				}
+				r.consumers = append(r.consumers, cons)
+				r.consWG.Add(1)
+				go func() {
+					defer r.consWG.Done()
+					cons.run(cctx)
+				}()
+			}
+		}
+	}
+	if r.cfg.ConsumeMode != ConsumeGroup || len(r.consumers) == 0 {
+		return nil
+	}
+	// Producing before every partition has an owner would time the
+	// rebalance, not the broker.
+	begin := time.Now()
+	deadline := begin.Add(consumerReadyTimeout)
+	for {
+		// Every partition owned, and every member owning one (where there
+		// are enough to go round): the first member to join holds them
+		// all until the others arrive, and a partition moved after
+		// producing starts is read twice.
+		ready := true
+		for _, s := range r.subs {
+			if s.assigned.Load() != int64(s.partitions) {
+				ready = false
+			}
+		}
+		for _, c := range r.consumers {
+			if r.cfg.Consumers <= int(c.sub.partitions) && c.assigned.Load() == 0 {
+				ready = false
+			}
+		}
+		if ready {
+			fmt.Fprintf(r.progress, "bench: %d consumer(s) in %d group(s) ready in %s\n",
+				len(r.consumers), len(r.subs), time.Since(begin).Round(time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: consumer groups not assigned every partition within %s", ErrNotReady, consumerReadyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *runner) startProducers() error {
+	id := 0
+	for _, t := range r.ts.names {
+		for i := 0; i < r.cfg.Producers; i++ {
+			p, err := newProducer(&r.cfg, id, t)
+			if err != nil {
+				return err
+			}
+			r.producers = append(r.producers, p)
+			id++
+		}
+	}
+	return nil
+}
+
+// counts is a snapshot of the run's counters, all since the start.
+type counts struct {
+	acked, ackedBytes, pubErrs int64
+	consumed, consBytes, cErrs int64
+	foreign                    int64
+}
+
+func (r *runner) counts() counts {
+	var c counts
+	for _, p := range r.producers {
+		c.acked += p.acked.Load()
+		c.ackedBytes += p.ackedBytes.Load()
+		c.pubErrs += p.errs.Load()
+	}
+	for _, k := range r.consumers {
+		c.consumed += k.msgs.Load()
+		c.consBytes += k.bytes.Load()
+		c.cErrs += k.errs.Load()
+		c.foreign += k.foreign.Load()
+	}
+	return c
+}
+
+// backlog is OMB's: messages published times subscriptions, less those
+// received.
+func (r *runner) backlog(c counts) int64 {
+	if len(r.consumers) == 0 {
+		return 0
+	}
+	return c.acked*int64(r.cfg.Subscriptions) - c.consumed
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	cfg := &r.cfg
+	var pubRecs, delayRecs, e2eRecs []*Recorder
+	for _, p := range r.producers {
+		pubRecs = append(pubRecs, p.pubLat)
+		delayRecs = append(delayRecs, p.delay)
+	}
+	for _, c := range r.consumers {
+		e2eRecs = append(e2eRecs, c.e2e)
+	}
+	pubC, delayC, e2eC := newCollector(pubRecs), newCollector(delayRecs), newCollector(e2eRecs)
+	self := newProcWatch(0)
+	var broker *procWatch
+	if cfg.BrokerPID != 0 {
+		broker = newProcWatch(cfg.BrokerPID)
+		if broker.failed != nil {
+			return nil, fmt.Errorf("broker pid %d: %w", cfg.BrokerPID, broker.failed)
+		}
+	}
+
+	start := time.Now()
+	res := &Result{Tool: "aerostream bench", Driver: "franz-go", Workload: workloadOf(*cfg), Topics: r.ts.names, Start: start}
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.prodCancel = pcancel
+	r.stop = make(chan struct{})
+	for i, p := range r.producers {
+		if cfg.Rate > 0 {
+			// One schedule shared out: producer i takes tokens i, i+n, …
+			p.pacer = NewPacer(NewSchedule(start, cfg.Rate, len(r.producers), i))
+		}
+		r.prodWG.Add(1)
+		go func() {
+			defer r.prodWG.Done()
+			p.run(pctx, r.stop)
+		}()
+	}
+
+	warmupEnd := start.Add(cfg.Warmup)
+	end := warmupEnd.Add(cfg.Duration)
+	timer := time.NewTimer(cfg.Progress)
+	defer timer.Stop()
+	var prev, measured counts
+	var measuredDur time.Duration
+	lastTick := start
+	for k := 1; ; k++ {
+		tick := start.Add(time.Duration(k) * cfg.Progress)
+		timer.Reset(time.Until(tick))
+		interrupted := false
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			interrupted = true
+		}
+		now := time.Now()
+		keep := !lastTick.Before(warmupEnd)
+		if interrupted && !keep {
+			r.stopProducers()
+			return nil, ctx.Err()
+		}
+		cur := r.counts()
+		dt := now.Sub(lastTick)
+		pubC.collect(keep)
+		delayC.collect(keep)
+		e2eC.collect(keep)
+		self.sample(keep)
+		iv := Interval{
+			T:             now.Sub(start).Seconds(),
+			Warmup:        !keep,
+			PublishRate:   float64(cur.acked-prev.acked) / dt.Seconds(),
+			PublishMB:     float64(cur.ackedBytes-prev.ackedBytes) / mib / dt.Seconds(),
+			ConsumeRate:   float64(cur.consumed-prev.consumed) / dt.Seconds(),
+			ConsumeMB:     float64(cur.consBytes-prev.consBytes) / mib / dt.Seconds(),
+			Backlog:       r.backlog(cur),
+			PublishP99Ms:  float64(pubC.interval.ValueAtQuantile(99)) / 1000,
+			EndToEndP99Ms: float64(e2eC.interval.ValueAtQuantile(99)) / 1000,
+			Errors:        cur.pubErrs - prev.pubErrs + cur.cErrs - prev.cErrs,
+		}
+		if broker != nil {
+			broker.sample(keep)
+			iv.BrokerCPU = broker.lastCPUPct
+			iv.BrokerRSS = broker.last.rssBytes
+		}
+		if keep {
+			measuredDur += dt
+			measured.acked += cur.acked - prev.acked
+			measured.ackedBytes += cur.ackedBytes - prev.ackedBytes
+			measured.pubErrs += cur.pubErrs - prev.pubErrs
+			measured.consumed += cur.consumed - prev.consumed
+			measured.consBytes += cur.consBytes - prev.consBytes
+			measured.cErrs += cur.cErrs - prev.cErrs
+		}
+		res.Intervals = append(res.Intervals, iv)
+		fmt.Fprintln(r.progress, iv.line(broker != nil))
+		prev, lastTick = cur, now
+		if interrupted {
+			res.Interrupted = true
+			fmt.Fprintln(r.progress, "bench: interrupted; reporting what was measured")
+			break
+		}
+		if !tick.Before(end) {
+			break
+		}
+	}
+	res.Backlog = r.backlog(prev)
+
+	// Stop publishing, let what was sent be acknowledged and consumed, and
+	// count the latencies of those late arrivals: they are of messages
+	// published in the measured phase.
+	r.stopProducers()
+	if len(r.consumers) > 0 && len(r.producers) > 0 {
+		deadline := time.Now().Add(cfg.Drain)
+		for r.backlog(r.counts()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	pubC.collect(true)
+	delayC.collect(true)
+	e2eC.collect(true)
+	last := r.counts()
+	res.BacklogAfterRun = r.backlog(last)
+	if last.foreign > 0 {
+		fmt.Fprintf(r.progress, "bench: %d consumed record(s) carried no send timestamp of this run; no latency recorded for them\n", last.foreign)
+	}
+
+	secs := measuredDur.Seconds()
+	res.MeasuredSeconds = secs
+	res.Publish = throughput(measured.acked, measured.ackedBytes, measured.pubErrs, secs)
+	res.Consume = throughput(measured.consumed, measured.consBytes, measured.cErrs, secs)
+	res.PublishLatency = Summarize(pubC.total)
+	res.PublishDelay = Summarize(delayC.total)
+	res.EndToEndLatency = Summarize(e2eC.total)
+	if self.failed == nil && self.stats.Samples > 0 {
+		s := self.stats
+		res.Client = &s
+	}
+	if broker != nil {
+		if broker.failed != nil {
+			fmt.Fprintf(r.progress, "bench: sampling broker pid %d: %v\n", cfg.BrokerPID, broker.failed)
+		}
+		if broker.stats.Samples > 0 {
+			s := broker.stats
+			res.Broker = &s
+		}
+	}
+	if measured.acked == 0 && len(r.producers) > 0 {
+		return res, errors.New("no message was acknowledged in the measured phase")
+	}
+	return res, nil
+}
+
+// stopProducers stops the publishing loops and waits for what they sent,
+// for at most the drain time.
+func (r *runner) stopProducers() {
+	if r.stop == nil {
+		return
+	}
+	select {
+	case <-r.stop:
+		return // already stopped
+	default:
+	}
+	close(r.stop)
+	fctx, cancel := context.WithTimeout(context.Background(), r.cfg.Drain)
+	defer cancel()
+	for _, p := range r.producers {
+		if err := p.cl.Flush(fctx); err != nil {
+			fmt.Fprintf(r.progress, "bench: flushing producers: %v\n", err)
+			break
+		}
+	}
+	// Unblock a Produce stuck on a full buffer of a broker that went away.
+	r.prodCancel()
+	r.prodWG.Wait()
+}
+
+// close releases every client; safe after a partial start.
+func (r *runner) close() {
+	r.stopProducers()
+	for _, p := range r.producers {
+		p.cl.Close()
+	}
+	if r.consCancel != nil {
+		r.consCancel()
+	}
+	r.consWG.Wait()
+	for _, c := range r.consumers {
+		c.cl.Close()
+	}
+}

@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerostream/aerostream/tools/bench"
+)
+
+func newBenchCmd(env Env) *cobra.Command {
+	cfg := bench.DefaultConfig()
+	var (
+		jsonPath string
+		mode     string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load-test a Kafka-compatible broker (OpenMessaging Benchmark workload model)",
+		Long: `Run an OpenMessaging Benchmark style workload against any Kafka-compatible
+broker (AeroStream, Apache Kafka, Redpanda, ...) through franz-go.
+
+Each of --topics topics has --partitions partitions, --producers producers
+and --subscriptions subscriptions of --consumers consumers. A subscription
+is a consumer group (--consume-mode group, as OMB's Kafka driver does), or
+with --consume-mode assign its consumers split the partitions by direct
+assignment (partition p to consumer p mod --consumers; no group, no commits).
+
+Producers share --rate messages per second over a token schedule (0 = as
+fast as the broker acknowledges). After --warmup, whose figures are
+discarded, the run measures for --duration, then waits up to --drain for
+the consumers to catch up.
+
+Each message carries its send time, so consumers measure end-to-end
+latency. A progress line goes to stderr every second; the summary goes to
+stdout and, with --json, the full result (rates, p50/p95/p99/p99.9/max
+latencies, per-second series) to a file. With --broker-pid the run also
+reports that local process's CPU and RSS over the measured phase.
+
+Topics that do not exist are created (replication factor
+--replication-factor) and, unless --delete-topics=false, deleted at the
+end; topics that existed are never deleted. Without --topic-names the
+topics get fresh names each run.
+
+SIGINT or SIGTERM ends the measured phase early and reports it; a second
+signal exits at once.`,
+		Example: `  aerostream bench --brokers 127.0.0.1:9092 --partitions 32 --producers 4 \
+      --consumers 4 --message-size 1024 --acks 1 --rate 50000 \
+      --warmup 10s --duration 30s --json result.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.ConsumeMode = bench.ConsumeMode(mode)
+			if cmd.Flags().Changed("topic-names") && !cmd.Flags().Changed("topics") {
+				cfg.Topics = 0 // taken from the names
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go func() {
+				// After the first signal, the default action again: a
+				// second one ends the process.
+				<-ctx.Done()
+				stop()
+			}()
+			res, err := bench.Run(ctx, cfg, env.Stderr)
+			if res != nil {
+				if jsonPath != "" {
+					if werr := res.WriteJSON(jsonPath); werr != nil {
+						return fmt.Errorf("writing result: %w", werr)
+					}
+				}
+				if werr := res.WriteSummary(env.Stdout); werr != nil {
+					return werr
+				}
+			}
+			if err == nil && res != nil && res.Interrupted {
+				return fmt.Errorf("interrupted: %.1f s measured of %s", res.MeasuredSeconds, cfg.Duration)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringSliceVarP(&cfg.Brokers, "brokers", "b", cfg.Brokers, "bootstrap servers, host:port, comma separated")
+	f.IntVar(&cfg.Topics, "topics", cfg.Topics, "number of topics")
+	f.StringSliceVar(&cfg.TopicNames, "topic-names", nil, "use these topics (comma separated) instead of fresh ones")
+	f.StringVar(&cfg.TopicPrefix, "topic-prefix", cfg.TopicPrefix, "prefix of generated topic names")
+	f.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions per topic, for topics the run creates")
+	f.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replication factor of topics the run creates")
+	f.BoolVar(&cfg.CreateTopics, "create-topics", cfg.CreateTopics, "create topics that do not exist")
+	f.BoolVar(&cfg.DeleteTopics, "delete-topics", cfg.DeleteTopics, "delete the topics the run created when it ends")
+	f.IntVar(&cfg.Producers, "producers", cfg.Producers, "producers per topic (one client each)")
+	f.IntVar(&cfg.Subscriptions, "subscriptions", cfg.Subscriptions, "subscriptions per topic")
+	f.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "consumers per subscription (one client each)")
+	f.StringVar(&mode, "consume-mode", string(cfg.ConsumeMode), "group (a consumer group per subscription) or assign (direct partition assignment)")
+	f.IntVar(&cfg.MessageSize, "message-size", cfg.MessageSize, "message payload bytes (at least 8: the send timestamp)")
+	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target publish rate in msg/s over all producers; 0 = max")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured phase")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before measuring; its figures are discarded")
+	f.DurationVar(&cfg.Drain, "drain", cfg.Drain, "how long consumers may catch up after the producers stop")
+	f.StringVar(&cfg.Acks, "acks", cfg.Acks, "producer acks: 0, 1 or all")
+	f.BoolVar(&cfg.Idempotent, "idempotent", cfg.Idempotent, "idempotent producer (only with --acks all)")
+	f.DurationVar(&cfg.Linger, "linger", cfg.Linger, "producer linger (linger.ms)")
+	f.IntVar(&cfg.BatchBytes, "batch-size", cfg.BatchBytes, "largest record batch in bytes (batch.size)")
+	f.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "produce requests in flight per broker, non-idempotent producers")
+	f.StringVar(&cfg.Compression, "compression", cfg.Compression, "none, gzip, snappy, lz4 or zstd")
+	f.IntVar(&cfg.BrokerPID, "broker-pid", 0, "local broker process to sample CPU and RSS of (/proc)")
+	f.StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	f.DurationVar(&cfg.Progress, "progress-interval", cfg.Progress, "interval of the progress line")
+	return cmd
+}
