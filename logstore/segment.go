@@ -169,9 +169,11 @@ func (s *segment) findPosition(offset, limit int64, scratch []byte) (int64, erro
 	return limit, nil
 }
 
-// findTimestamp returns the first offset whose batch max timestamp is at or
-// after ts, with that timestamp, or ok=false when none in this segment.
-// Granularity is the batch: a batch's records are not decompressed.
+// findTimestamp returns the first offset whose timestamp is at or after
+// ts, with that timestamp, or ok=false when none in this segment. Inside an
+// uncompressed batch the records are walked to find the exact record, as
+// Kafka does; a compressed batch is answered with its base offset and max
+// timestamp, since the store never decompresses.
 func (s *segment) findTimestamp(ts, limit int64, scratch []byte) (off, foundTs int64, ok bool, err error) {
 	pos := int64(0)
 	if rel, ok := s.tidx.lookupTime(ts); ok {
@@ -184,6 +186,14 @@ func (s *segment) findTimestamp(ts, limit int64, scratch []byte) (off, foundTs i
 			return 0, 0, false, err
 		}
 		if h.MaxTimestamp >= ts {
+			if h.Compression() == 0 {
+				body := make([]byte, h.Length)
+				if _, err := s.log.f.ReadAt(body, pos); err == nil {
+					if o, t, found := recordAtTime(body, &h, ts); found {
+						return o, t, true, nil
+					}
+				}
+			}
 			return h.BaseOffset, h.MaxTimestamp, true, nil
 		}
 		pos += int64(h.Length)
@@ -431,4 +441,34 @@ func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, a
 		return s.seal()
 	}
 	return nil
+}
+
+// recordAtTime walks the records of an uncompressed batch and returns the
+// offset and timestamp of the first one at or after ts. It reads only the
+// varints it needs and gives up (found=false) on anything malformed.
+func recordAtTime(batch []byte, h *BatchHeader, ts int64) (off, recTs int64, found bool) {
+	b := batch[BatchHeaderSize:]
+	for i := int32(0); i < h.RecordCount; i++ {
+		l, n := binary.Varint(b)
+		if n <= 0 || l < 0 || int64(len(b)-n) < l {
+			return 0, 0, false
+		}
+		rec := b[n : n+int(l)]
+		b = b[n+int(l):]
+		if len(rec) < 1 {
+			return 0, 0, false
+		}
+		tsDelta, n1 := binary.Varint(rec[1:])
+		if n1 <= 0 {
+			return 0, 0, false
+		}
+		offDelta, n2 := binary.Varint(rec[1+n1:])
+		if n2 <= 0 {
+			return 0, 0, false
+		}
+		if t := h.BaseTimestamp + tsDelta; t >= ts {
+			return h.BaseOffset + offDelta, t, true
+		}
+	}
+	return 0, 0, false
 }

@@ -119,6 +119,11 @@ func (s *Store) shardFor(topic string, partition int32) *shard {
 // call sends r to sh and waits. When ctx ends first the request is
 // abandoned to the shard (it will still complete) and not reused.
 func (s *Store) call(ctx context.Context, sh *shard, r *request) error {
+	// Checked first because select picks at random among ready cases: a
+	// call made with a finished ctx must not run.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case sh.reqs <- r:
 	case <-s.closed:
@@ -201,6 +206,9 @@ func (s *Store) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, erro
 		}
 		res.Release()
 		if !waitAny(ctx, waits, time.Until(deadline), s.closed) {
+			if err := ctx.Err(); err != nil {
+				return FetchResult{}, err
+			}
 			// Deadline (or shutdown): one last read returns what there is.
 			res, _, err := s.fetchOnce(ctx, req, false)
 			trimToMaxBytes(&res, int(req.MaxBytes))

@@ -523,3 +523,25 @@ func TestCatalogReconcile(t *testing.T) {
 		t.Fatal("nothing readable")
 	}
 }
+
+// TestListOffsetsPerRecord: inside an uncompressed batch the exact record
+// is found, with its own timestamp, as Kafka answers.
+func TestListOffsetsPerRecord(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), nil)
+	defer ts.close(t)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "pr", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ts.Store, "pr", 0, logtest.Batch(1000,
+		logtest.Record{Value: []byte("a")}, logtest.Record{Value: []byte("b"), TimestampDelta: 1}, logtest.Record{Value: []byte("c"), TimestampDelta: 5}))
+	for _, c := range []struct{ ts, off, at int64 }{{0, 0, 1000}, {1000, 0, 1000}, {1001, 1, 1001}, {1002, 2, 1005}, {1005, 2, 1005}} {
+		r, err := ts.ListOffsets(ctx, "pr", 0, c.ts)
+		if err != nil || r.Offset != c.off || r.Timestamp != c.at {
+			t.Errorf("ListOffsets(%d) = %+v %v, want offset %d timestamp %d", c.ts, r, err, c.off, c.at)
+		}
+	}
+	if r, _ := ts.ListOffsets(ctx, "pr", 0, 1006); r.Offset != -1 {
+		t.Errorf("ListOffsets after the last record = %+v", r)
+	}
+}

@@ -77,7 +77,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 				t, terr = g.cluster.Topic(ctx, rt.Topic)
 			}
 			if terr == nil && t.Internal {
-				terr = fmt.Errorf("%w: %s is internal", kerr.InvalidTopicException, t.Name)
+				terr = errInternalTopic(t.Name)
 			}
 		}
 		for _, p := range rt.Partitions {

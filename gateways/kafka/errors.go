@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -108,4 +109,9 @@ func errorMessage(err error) *string {
 	}
 	s := err.Error()
 	return &s
+}
+
+// errInternalTopic refuses a client write to an internal topic.
+func errInternalTopic(name string) error {
+	return fmt.Errorf("%w: %s is an internal topic", kerr.InvalidTopicException, name)
 }

@@ -6,6 +6,9 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // offsetsTopic is the internal topic the group coordinator writes committed
@@ -71,4 +74,73 @@ func (g *Gateway) maxMessageBytes(t *Topic) int {
 		}
 	}
 	return int(g.opts.DefaultMaxMessageBytes)
+}
+
+// topicLookup caches the topics one request names, so a request with many
+// partitions of a topic asks the Cluster once.
+type topicLookup struct {
+	g      *Gateway
+	ctx    context.Context
+	byName map[string]topicOrErr
+}
+
+type topicOrErr struct {
+	t   *Topic
+	err error
+}
+
+func (g *Gateway) lookup(ctx context.Context) *topicLookup {
+	return &topicLookup{g: g, ctx: ctx, byName: map[string]topicOrErr{}}
+}
+
+func (l *topicLookup) topic(name string) (*Topic, error) {
+	if e, ok := l.byName[name]; ok {
+		return e.t, e.err
+	}
+	t, err := l.g.cluster.Topic(l.ctx, name)
+	e := topicOrErr{err: err}
+	if err == nil {
+		e.t = &t
+	}
+	l.byName[name] = e
+	return e.t, e.err
+}
+
+// partition resolves a topic's partition and checks the client's current
+// leader epoch (-1: no check).
+func (l *topicLookup) partition(name string, partition, currentEpoch int32) (*Topic, error) {
+	t, err := l.topic(name)
+	if err != nil {
+		return nil, err
+	}
+	return t, checkPartition(t, partition, currentEpoch)
+}
+
+func checkPartition(t *Topic, partition, currentEpoch int32) error {
+	switch {
+	case partition < 0 || partition >= t.Partitions:
+		return fmt.Errorf("%w: %s has %d partitions", kerr.UnknownTopicOrPartition, t.Name, t.Partitions)
+	case currentEpoch >= 0 && currentEpoch > t.LeaderEpoch(partition):
+		return kerr.UnknownLeaderEpoch
+	case currentEpoch >= 0 && currentEpoch < t.LeaderEpoch(partition):
+		return kerr.FencedLeaderEpoch
+	}
+	return nil
+}
+
+// parallel runs fn(0..n-1) concurrently and waits; one call runs inline.
+func parallel(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }

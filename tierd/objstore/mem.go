@@ -294,8 +294,12 @@ func (u *memUploader) Abort(context.Context) error {
 	return nil
 }
 
-// ctxReader fails reads once ctx is done, as a network body does when its
-// request's context is cancelled.
+// ContextReader returns r failing its reads once ctx is done, as a network
+// body does when its request's context is cancelled. Providers whose reads
+// never touch the network (memory, filesystem) use it so a cancelled reader
+// behaves the same everywhere.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
+
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

@@ -1,0 +1,70 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// InitProducerID: v0-v5.
+//
+// Serves idempotent producers: every call gets a fresh producer id with
+// epoch 0, as Kafka does for a request without a transactional id (also
+// when a v3+ producer names its old id and epoch to recover from an error:
+// a new id starts its sequences from 0, which is what the producer wants).
+// Ids come from the Cluster in blocks (AllocateProducerIDs), so an id is
+// never handed out twice, across gateways and restarts; the sequence checks
+// live in the store, with each partition. A transactional id is refused
+// (transactions are not served): INVALID_TXN_STATE.
+//
+// Version notes: v1 throttle, v2 flexible, v3 producer id and epoch, v4 and
+// v5 only widen the errors a transactional producer may see.
+
+func init() { regKey(22, 0, 5, (*Gateway).handleInitProducerID) }
+
+func (g *Gateway) handleInitProducerID(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = errorCode(fmt.Errorf("%w: transactional id %q", errUnsupportedTxn, *req.TransactionalID))
+		return resp, nil
+	}
+	id, err := g.pids.next(ctx)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		g.log.Warn("allocating a producer id", "err", err)
+		return resp, nil
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	return resp, nil
+}
+
+// producerIDBlock is how many ids the gateway reserves at once.
+const producerIDBlock = 1000
+
+// producerIDs hands out ids from blocks reserved from the Cluster.
+type producerIDs struct {
+	cluster Cluster
+	mu      struct {
+		sync.Mutex
+		next, end int64
+	}
+}
+
+func (p *producerIDs) next(ctx context.Context) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.next >= p.mu.end {
+		first, err := p.cluster.AllocateProducerIDs(ctx, producerIDBlock)
+		if err != nil {
+			return 0, err
+		}
+		p.mu.next, p.mu.end = first, first+producerIDBlock
+	}
+	id := p.mu.next
+	p.mu.next++
+	return id, nil
+}
