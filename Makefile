@@ -17,7 +17,7 @@ STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
 # Time per fuzz target for `make fuzz` (and so `make test`).
 FUZZTIME ?= 15s
 
-.PHONY: help build run test test-unit test-crash fuzz bench lint tools clean
+.PHONY: help build run test test-unit test-crash test-objstore fuzz bench lint tools clean test-controller measure-controller
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -28,13 +28,31 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-crash fuzz ## everything CI runs: lint, unit, crash and a bounded fuzz run
+test: lint test-unit test-crash test-objstore fuzz test-controller ## everything CI runs: lint, unit, crash, object stores and a bounded fuzz run, controller failover
 
 test-unit: ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
 
 test-crash: ## crash tests: kill a real aerostream process, check what survives
 	$(GO) test -tags crash -timeout 15m -run Crash -count=1 -v ./tools/...
+
+test-controller: ## controller failover: three `aerostream controller` processes on loopback, kill -9 the leader
+	$(GO) test -tags controllerproc -timeout 10m -run ControllerProcess -count=1 -v ./tools/cli/
+
+measure-controller: ## controller figures: topic-create latency, election after kill -9, snapshot/restore of 10k topics
+	$(GO) test -tags measure -timeout 30m -run Measure -count=1 -v ./tools/cli/
+	$(GO) test -run='^$$' -bench=10kTopics -benchtime=5x ./controller/
+
+# The object store providers' acceptance suites against real servers (MinIO,
+# fake-gcs-server, Azurite), which the script installs into bin/ on first use
+# and starts on loopback; without the env file those tests skip. All of
+# ./tierd/objstore/... runs, so the server-gated credential, missing-bucket
+# and wrong-key tests run beside the acceptance suites.
+OBJSTORE_SERVERS := tierd/objstore/testservers.sh
+test-objstore: ## object storage acceptance against MinIO, fake-gcs-server and Azurite
+	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
+	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \
+	$(GO) test -count=1 -timeout 10m ./tierd/objstore/...
 
 # Every `func FuzzXxx(` in a _test.go file is a target; new ones join on
 # their own. go test -fuzz takes one package and one target at a time.

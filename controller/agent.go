@@ -59,14 +59,19 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		wait := interval
 		if err != nil {
-			// One line per failure streak, then one a minute.
-			if failures%30 == 0 {
-				log.Warn("controller unreachable", "err", err, "failures", failures+1)
-			}
+			// Quiet through a start-up election; then one line, and one
+			// more every 30 failures.
 			failures++
+			if failures == 5 || failures%30 == 0 {
+				log.Warn("controller unreachable", "err", err, "failures", failures)
+			}
+			if !registered {
+				wait = min(interval, 50*time.Millisecond<<min(failures, 6))
+			}
 		} else {
-			if failures > 0 {
+			if failures >= 5 {
 				log.Info("controller reachable again", "after_failures", failures)
 			}
 			failures = 0
@@ -90,7 +95,7 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(interval):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -120,10 +125,11 @@ type PartitionManager interface {
 // before the store joined a controller, say), unless the controller
 // remembers deleting that topic.
 type StoreAgent struct {
-	api Members
-	pm  PartitionManager
-	reg RegisterNodeRequest
-	log *slog.Logger
+	api  Members
+	pm   PartitionManager
+	reg  RegisterNodeRequest
+	base *slog.Logger // for RunMember, which adds its own attributes
+	log  *slog.Logger
 
 	// Owned by Run's goroutine.
 	known   map[string]TopicID // topics this agent has seen, by name
@@ -137,13 +143,13 @@ func NewStoreAgent(api Members, pm PartitionManager, reg RegisterNodeRequest, lo
 		log = slog.Default()
 	}
 	reg.Kind = KindStore
-	return &StoreAgent{api: api, pm: pm, reg: reg, log: log.With("component", "store-agent", "node", reg.ID),
+	return &StoreAgent{api: api, pm: pm, reg: reg, base: log, log: log.With("component", "store-agent", "node", reg.ID),
 		known: map[string]TopicID{}, configs: map[string]map[string]string{}}
 }
 
 // Run registers the store and follows placement until ctx ends.
 func (a *StoreAgent) Run(ctx context.Context) error {
-	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.reconcile, Logger: a.log})
+	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.reconcile, Logger: a.base})
 }
 
 // reconcile brings the store in line with the view.

@@ -73,6 +73,11 @@ type RaftDeps struct {
 	Logs      raft.LogStore
 	Stable    raft.StableStore
 	Snapshots raft.SnapshotStore
+	// Voters, with Options.Bootstrap, is the initial configuration instead
+	// of this node alone.
+	Voters []raft.Server
+	// Tune adjusts the Raft configuration (snapshot thresholds, say).
+	Tune func(*raft.Config)
 }
 
 // Controller is one controller voter: the FSM, Raft, the client API server
@@ -141,6 +146,7 @@ func Open(opts Options) (_ *Controller, err error) {
 
 	hlog := newHclog(opts.Logger)
 	deps := opts.Raft
+	var snaps raft.SnapshotStore
 	if deps == nil {
 		if opts.Listener == nil {
 			return nil, fmt.Errorf("%w: no listener", ErrInvalidRequest)
@@ -156,10 +162,28 @@ func Open(opts Options) (_ *Controller, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller: open raft log: %w", err)
 		}
-		snaps, err := raft.NewFileSnapshotStoreWithLogger(opts.Dir, 2, hlog)
+		snaps, err = raft.NewFileSnapshotStoreWithLogger(opts.Dir, 2, hlog)
 		if err != nil {
 			return nil, fmt.Errorf("controller: snapshot store: %w", err)
 		}
+	} else {
+		c.addr = string(deps.Transport.LocalAddr())
+	}
+	var existing bool
+	if deps == nil {
+		existing, err = raft.HasExistingState(c.store, c.store, snaps)
+	} else {
+		existing, err = raft.HasExistingState(deps.Logs, deps.Stable, deps.Snapshots)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("controller: read raft state: %w", err)
+	}
+	if !existing && !opts.Bootstrap && len(opts.Join) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no controller state: set bootstrap to start a new cluster, or join to join an existing one", ErrInvalidRequest, opts.Dir)
+	}
+	if deps == nil {
+		// From here on a failed start must also stop the transport's
+		// goroutines: Raft is not there yet to do it.
 		c.mux = newMux(opts.Listener, tcpAddr(c.addr), log)
 		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  streamLayer{c.mux.raft},
@@ -167,9 +191,12 @@ func Open(opts Options) (_ *Controller, err error) {
 			Timeout: 10 * time.Second,
 			Logger:  hlog,
 		})
+		defer func() {
+			if err != nil {
+				_ = trans.Close()
+			}
+		}()
 		deps = &RaftDeps{Transport: trans, Logs: c.store, Stable: c.store, Snapshots: snaps}
-	} else {
-		c.addr = string(deps.Transport.LocalAddr())
 	}
 
 	cfg := raft.DefaultConfig()
@@ -181,18 +208,16 @@ func Open(opts Options) (_ *Controller, err error) {
 	// A removed voter stays up, answering reads and redirects, until its
 	// operator stops it.
 	cfg.ShutdownOnRemove = false
+	if opts.Raft != nil && opts.Raft.Tune != nil {
+		opts.Raft.Tune(cfg)
+	}
 
-	existing, err := raft.HasExistingState(deps.Logs, deps.Stable, deps.Snapshots)
-	if err != nil {
-		return nil, fmt.Errorf("controller: read raft state: %w", err)
-	}
-	if !existing && !opts.Bootstrap && len(opts.Join) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no controller state: set bootstrap to start a new cluster, or join to join an existing one", ErrInvalidRequest, opts.Dir)
-	}
 	if !existing && opts.Bootstrap {
-		err := raft.BootstrapCluster(cfg, deps.Logs, deps.Stable, deps.Snapshots, deps.Transport, raft.Configuration{
-			Servers: []raft.Server{{Suffrage: raft.Voter, ID: cfg.LocalID, Address: deps.Transport.LocalAddr()}},
-		})
+		voters := deps.Voters
+		if len(voters) == 0 {
+			voters = []raft.Server{{Suffrage: raft.Voter, ID: cfg.LocalID, Address: deps.Transport.LocalAddr()}}
+		}
+		err := raft.BootstrapCluster(cfg, deps.Logs, deps.Stable, deps.Snapshots, deps.Transport, raft.Configuration{Servers: voters})
 		if err != nil {
 			return nil, fmt.Errorf("controller: bootstrap: %w", err)
 		}

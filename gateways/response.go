@@ -68,6 +68,29 @@ func (r *Response) Append(other *Response) {
 // Len is the number of bytes the Response writes.
 func (r *Response) Len() int { return r.size }
 
+// WriteTo writes the Response to w, copying file parts through a buffer
+// (the connection writer uses sendfile instead). It does not release the
+// Response.
+func (r *Response) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, p := range r.parts {
+		if p.f == nil {
+			k, err := w.Write(p.b)
+			n += int64(k)
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
+		k, err := copyRange(w, p.f, p.pos, p.n)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // OnRelease registers fn to run once the Response has been written, or
 // dropped because the connection died.
 func (r *Response) OnRelease(fn func()) { r.releases = append(r.releases, fn) }

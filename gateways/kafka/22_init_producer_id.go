@@ -14,10 +14,11 @@ import (
 // epoch 0, as Kafka does for a request without a transactional id (also
 // when a v3+ producer names its old id and epoch to recover from an error:
 // a new id starts its sequences from 0, which is what the producer wants).
-// Ids come from the Cluster in blocks (AllocateProducerIDs), so an id is
-// never handed out twice, across gateways and restarts; the sequence checks
-// live in the store, with each partition. A transactional id is refused
-// (transactions are not served): INVALID_TXN_STATE.
+// Ids are reserved in blocks (Options.ProducerIDs, by default a counter kept
+// in __producer_ids, see producer_ids.go), so an id is never handed out
+// twice, across gateways and restarts. The sequence checks live in the
+// store, with each partition. A transactional id is refused (transactions
+// are not served): INVALID_TXN_STATE.
 //
 // Version notes: v1 throttle, v2 flexible, v3 producer id and epoch, v4 and
 // v5 only widen the errors a transactional producer may see.
@@ -45,26 +46,26 @@ func (g *Gateway) handleInitProducerID(ctx context.Context, rc *reqCtx) (kmsg.Re
 // producerIDBlock is how many ids the gateway reserves at once.
 const producerIDBlock = 1000
 
-// producerIDs hands out ids from blocks reserved from the Cluster.
+// producerIDs hands out ids from blocks reserved from the allocator.
 type producerIDs struct {
-	cluster Cluster
-	mu      struct {
+	alloc ProducerIDAllocator
+	mu    struct {
 		sync.Mutex
-		next, end int64
+		free []int64
 	}
 }
 
 func (p *producerIDs) next(ctx context.Context) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.next >= p.mu.end {
-		first, err := p.cluster.AllocateProducerIDs(ctx, producerIDBlock)
+	if len(p.mu.free) == 0 {
+		ids, err := p.alloc.AllocateProducerIDs(ctx, producerIDBlock)
 		if err != nil {
 			return 0, err
 		}
-		p.mu.next, p.mu.end = first, first+producerIDBlock
+		p.mu.free = ids
 	}
-	id := p.mu.next
-	p.mu.next++
+	id := p.mu.free[0]
+	p.mu.free = p.mu.free[1:]
 	return id, nil
 }

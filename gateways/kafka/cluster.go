@@ -47,10 +47,15 @@ type Cluster interface {
 	AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string, validateOnly bool) error
 	// IncrementalAlterConfigs applies ops in order.
 	IncrementalAlterConfigs(ctx context.Context, res ConfigResource, ops []ConfigOp, validateOnly bool) error
+}
 
-	// AllocateProducerIDs reserves n producer ids and returns the first.
-	// Ids are never handed out twice, across restarts too.
-	AllocateProducerIDs(ctx context.Context, n int) (first int64, err error)
+// ProducerIDAllocator reserves producer ids for InitProducerID. Ids must
+// never be handed out twice, across gateways and restarts. The default
+// (Options.ProducerIDs nil) keeps its counter in the internal topic
+// __producer_ids; see producer_ids.go.
+type ProducerIDAllocator interface {
+	// AllocateProducerIDs reserves n ids and returns them.
+	AllocateProducerIDs(ctx context.Context, n int) ([]int64, error)
 }
 
 // Broker is a Kafka gateway as Metadata shows it.
@@ -92,6 +97,10 @@ type CreateTopic struct {
 	ReplicationFactor int16
 	Configs           map[string]*string
 	ValidateOnly      bool
+	// Internal marks a topic the gateway itself owns
+	// (__consumer_offsets): clients may read it but not write or delete
+	// it.
+	Internal bool
 }
 
 // ConfigResourceType is Kafka's resource type for configs.

@@ -26,6 +26,9 @@ type Options struct {
 	Backend ring.Backend
 	Cluster Cluster
 	Logger  *slog.Logger
+	// ProducerIDs allocates idempotent producer ids; nil keeps a counter
+	// in the internal topic __producer_ids (producer_ids.go).
+	ProducerIDs ProducerIDAllocator
 
 	// NodeID is this gateway's broker id in Metadata. Default 0.
 	NodeID int32
@@ -142,7 +145,10 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.sessions = newFetchSessions(opts.FetchSessionCacheSlots)
 	g.groups = newCoordinator(g)
-	g.pids = &producerIDs{cluster: opts.Cluster}
+	g.pids = &producerIDs{alloc: opts.ProducerIDs}
+	if g.pids.alloc == nil {
+		g.pids.alloc = &logProducerIDs{g: g}
+	}
 	g.srv = &gateways.Server{
 		Name:          "kafka",
 		Protocol:      g,
@@ -283,7 +289,7 @@ func parseRequest(frame []byte) (header, kmsg.Request, error) {
 	}
 	req := kmsg.RequestForKey(h.key)
 	if h.version < ak.min || h.version > ak.max {
-		return h, req, fmt.Errorf("%w: %s v%d (served: v%d-v%d)", errUnsupportedVersion, kmsg.NameForKey(h.key), h.version, ak.min, ak.max)
+		return h, req, fmt.Errorf("%w: %w: %s v%d (served: v%d-v%d)", gateways.ErrMalformedFrame, errUnsupportedVersion, kmsg.NameForKey(h.key), h.version, ak.min, ak.max)
 	}
 	body, err := decodeBody(req, h.version, r.Src)
 	if err != nil {

@@ -60,9 +60,9 @@ type FaultConfig struct {
 	ChopReads bool
 }
 
-// injectedTransient is the default injected error: what S3 answers when
+// errInjectedTransient is the default injected error: what S3 answers when
 // throttling, so retry paths see the error they will see in production.
-var injectedTransient = fmt.Errorf("503 SlowDown: %w", ErrTransient)
+var errInjectedTransient = fmt.Errorf("503 SlowDown: %w", ErrTransient)
 
 // FaultBucket wraps a Bucket and injects the faults of its FaultConfig. The
 // config can be changed while the bucket is in use, so a test can make the
@@ -136,7 +136,7 @@ func (f *FaultBucket) injectErr(cfg *FaultConfig, op Op, key string, base error)
 		base = cfg.Err
 	}
 	if base == nil {
-		base = injectedTransient
+		base = errInjectedTransient
 	}
 	return fmt.Errorf("fault: %s %q: %w: %w", op, key, ErrInjected, base)
 }

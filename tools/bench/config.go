@@ -208,10 +208,6 @@ func runID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// totalProducers and totalConsumers are the client counts over all topics.
-func (c *Config) totalProducers() int { return c.Topics * c.Producers }
-func (c *Config) totalConsumers() int { return c.Topics * c.Subscriptions * c.Consumers }
-
 // String is the one-line workload summary printed at the start.
 func (c *Config) String() string {
 	rate := "max"

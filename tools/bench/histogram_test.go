@@ -33,9 +33,9 @@ func TestRecorderSummary(t *testing.T) {
 
 func TestRecorderClamps(t *testing.T) {
 	r := NewRecorder()
-	r.Record(-time.Second)      // clock step: counted as the smallest value
-	r.Record(0)                 // below 1 µs
-	r.Record(10 * time.Minute)  // beyond 60 s: counted as 60 s
+	r.Record(-time.Second)     // clock step: counted as the smallest value
+	r.Record(0)                // below 1 µs
+	r.Record(10 * time.Minute) // beyond 60 s: counted as 60 s
 	h := r.Swap(newHistogram())
 	if h.TotalCount() != 3 {
 		t.Fatalf("count %d, want 3 (nothing dropped)", h.TotalCount())

@@ -131,3 +131,86 @@ func (w *procWatch) sample(keep bool) {
 	}
 	w.last = s
 }
+
+// machineSample is one reading of the whole machine's CPU time
+// (/proc/stat, in clock ticks) and CPU pressure (/proc/pressure/cpu, the
+// "some" total in microseconds; -1 where the kernel has no PSI).
+type machineSample struct {
+	at         time.Time
+	busy, all  uint64
+	pressureUs int64
+}
+
+func readMachine() (machineSample, error) {
+	m := machineSample{at: time.Now(), pressureUs: -1}
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return m, err
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return m, fmt.Errorf("/proc/stat: first line %q", line)
+	}
+	for i, s := range f[1:] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("/proc/stat: %q", line)
+		}
+		// guest and guest_nice (9, 10) are already inside user and nice.
+		if i >= 8 {
+			break
+		}
+		m.all += v
+		if i != 3 && i != 4 { // idle, iowait
+			m.busy += v
+		}
+	}
+	if psi, err := os.ReadFile("/proc/pressure/cpu"); err == nil {
+		for line := range strings.SplitSeq(string(psi), "\n") {
+			if rest, ok := strings.CutPrefix(line, "some "); ok {
+				if i := strings.Index(rest, "total="); i >= 0 {
+					if v, err := strconv.ParseInt(strings.TrimSpace(rest[i+len("total="):]), 10, 64); err == nil {
+						m.pressureUs = v
+					}
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// MachineStats is the whole machine over a run's measured phase: how busy
+// its CPUs were, and how much of the time some task waited for a CPU. On a
+// shared machine these say how far other work disturbed the figures.
+type MachineStats struct {
+	Cores int `json:"cores"`
+	// CPUBusyPercent is in percent of one core, summed over all of them
+	// (200 = two cores busy), as ProcStats are.
+	CPUBusyPercent float64 `json:"cpu_busy_percent"`
+	// OtherCPUPercent is what neither the broker nor the bench used.
+	OtherCPUPercent float64 `json:"other_cpu_percent"`
+	// CPUPressurePercent is PSI's "some": the share of time at least one
+	// runnable task waited for a CPU; -1 without PSI.
+	CPUPressurePercent float64 `json:"cpu_pressure_percent"`
+}
+
+func machineStats(a, b machineSample, cores int, procs ...*ProcStats) *MachineStats {
+	dt := b.at.Sub(a.at).Seconds()
+	if a.all == 0 || dt <= 0 || b.all <= a.all {
+		return nil
+	}
+	ms := &MachineStats{Cores: cores, CPUPressurePercent: -1}
+	ms.CPUBusyPercent = float64(b.busy-a.busy) / float64(b.all-a.all) * float64(cores) * 100
+	ms.OtherCPUPercent = ms.CPUBusyPercent
+	for _, p := range procs {
+		if p != nil {
+			ms.OtherCPUPercent -= p.CPUAvgPercent
+		}
+	}
+	ms.OtherCPUPercent = max(ms.OtherCPUPercent, 0)
+	if a.pressureUs >= 0 && b.pressureUs >= a.pressureUs {
+		ms.CPUPressurePercent = float64(b.pressureUs-a.pressureUs) / 1e6 / dt * 100
+	}
+	return ms
+}

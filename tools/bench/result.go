@@ -42,8 +42,9 @@ type Result struct {
 	PublishDelay    Latency `json:"publish_delay_ms"`
 	EndToEndLatency Latency `json:"end_to_end_latency_ms"`
 
-	Broker *ProcStats `json:"broker,omitempty"`
-	Client *ProcStats `json:"client,omitempty"`
+	Broker  *ProcStats    `json:"broker,omitempty"`
+	Client  *ProcStats    `json:"client,omitempty"`
+	Machine *MachineStats `json:"machine,omitempty"`
 
 	Intervals []Interval `json:"intervals"`
 }
@@ -106,7 +107,7 @@ func (iv Interval) line(showBroker bool) string {
 	if iv.Warmup {
 		phase = "warm "
 	}
-	s := fmt.Sprintf("%6.0fs %s pub %8.0f msg/s %7.2f MB/s p99 %7.2f ms | cons %8.0f msg/s %7.2f MB/s e2e p99 %7.2f ms | backlog %7d",
+	s := fmt.Sprintf("%7.1fs %s pub %8.0f msg/s %7.2f MB/s p99 %7.2f ms | cons %8.0f msg/s %7.2f MB/s e2e p99 %7.2f ms | backlog %7d",
 		iv.T, phase, iv.PublishRate, iv.PublishMB, iv.PublishP99Ms, iv.ConsumeRate, iv.ConsumeMB, iv.EndToEndP99Ms, iv.Backlog)
 	if iv.Errors > 0 {
 		s += fmt.Sprintf(" | errors %d", iv.Errors)
@@ -177,6 +178,14 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			fmt.Fprintf(tw, "%s pid %d\tcpu avg %.1f%%\tmax %.1f%%\trss peak %.1f MiB\tavg %.1f MiB\t\n",
 				p.name, p.s.PID, p.s.CPUAvgPercent, p.s.CPUMaxPercent, float64(p.s.RSSPeakBytes)/mib, float64(p.s.RSSAvgBytes)/mib)
 		}
+	}
+	if m := r.Machine; m != nil {
+		pressure := "n/a"
+		if m.CPUPressurePercent >= 0 {
+			pressure = fmt.Sprintf("%.1f%%", m.CPUPressurePercent)
+		}
+		fmt.Fprintf(tw, "machine %d cores\tcpu busy %.1f%%\tothers %.1f%%\tcpu pressure %s\t\n",
+			m.Cores, m.CPUBusyPercent, m.OtherCPUPercent, pressure)
 	}
 	return tw.Flush()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -31,7 +32,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err 
 	}
 	fmt.Fprintf(progress, "bench: %s\n", cfg.String())
 
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("aerostream-bench-admin"))
+	admCl, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("aerostream-bench-admin"),
+		// kadm answers ListTopics from kgo's metadata cache, 5 s by
+		// default: polling for new topics' leaders needs fresher data.
+		kgo.MetadataMinAge(100*time.Millisecond),
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -219,6 +226,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 
+	// The machine's CPU over the measured phase, from the tick that
+	// starts it to the tick that ends it.
+	var machineFirst, machineLast, machineEnd machineSample
+	var machineMeasuring bool
+	machineLast, _ = readMachine()
+
 	start := time.Now()
 	res := &Result{Tool: "aerostream bench", Driver: "franz-go", Workload: workloadOf(*cfg), Topics: r.ts.names, Start: start}
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -259,6 +272,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, ctx.Err()
 		}
 		cur := r.counts()
+		machineNow, _ := readMachine() // zero on error: no machine stats
 		dt := now.Sub(lastTick)
 		pubC.collect(keep)
 		delayC.collect(keep)
@@ -282,6 +296,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			iv.BrokerRSS = broker.last.rssBytes
 		}
 		if keep {
+			if !machineMeasuring {
+				machineMeasuring = true
+				machineFirst = machineLast
+			}
+			machineEnd = machineNow
 			measuredDur += dt
 			measured.acked += cur.acked - prev.acked
 			measured.ackedBytes += cur.ackedBytes - prev.ackedBytes
@@ -292,7 +311,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 		res.Intervals = append(res.Intervals, iv)
 		fmt.Fprintln(r.progress, iv.line(broker != nil))
-		prev, lastTick = cur, now
+		prev, lastTick, machineLast = cur, now, machineNow
 		if interrupted {
 			res.Interrupted = true
 			fmt.Fprintln(r.progress, "bench: interrupted; reporting what was measured")
@@ -342,6 +361,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			s := broker.stats
 			res.Broker = &s
 		}
+	}
+	if machineMeasuring {
+		res.Machine = machineStats(machineFirst, machineEnd, runtime.NumCPU(), res.Broker, res.Client)
 	}
 	if measured.acked == 0 && len(r.producers) > 0 {
 		return res, errors.New("no message was acknowledged in the measured phase")

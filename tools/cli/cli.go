@@ -64,6 +64,8 @@ func NewRoot(env Env) *cobra.Command {
 	root.AddCommand(
 		newDaemonCmd(env, serveCmd),
 		newDaemonCmd(env, storeCmd),
+		newControllerCmd(env),
+		newTopicCmd(env),
 		newVersionCmd(env),
 		newBenchCmd(env),
 	)

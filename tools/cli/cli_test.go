@@ -324,6 +324,13 @@ func TestServeOpensOnlyWhatExists(t *testing.T) {
 	} else {
 		c.Close()
 	}
+	// The controller is built: serve holds its address and answers there.
+	if c, err := net.Dial("tcp", free["controller"]); err != nil {
+		t.Errorf("controller listener %s: %v", free["controller"], err)
+	} else {
+		c.Close()
+	}
+	delete(free, "controller")
 	for name, addr := range free {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -333,7 +340,7 @@ func TestServeOpensOnlyWhatExists(t *testing.T) {
 		ln.Close()
 	}
 	log := p.logText()
-	for _, part := range []string{"kafka gateway", "native gateway", "controller", "http admin"} {
+	for _, part := range []string{"kafka gateway", "native gateway", "http admin"} {
 		if !strings.Contains(log, `"part":"`+part+`"`) {
 			t.Errorf("log does not say %s is absent:\n%s", part, log)
 		}
@@ -402,7 +409,7 @@ func TestInProcessStopLeaksNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {
-		code <- cli.Main(ctx, []string{"serve", "--data-dir", filepath.Join(t.TempDir(), "data"), "--ring-listen", "127.0.0.1:0"},
+		code <- cli.Main(ctx, []string{"serve", "--data-dir", filepath.Join(t.TempDir(), "data"), "--ring-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0"},
 			cli.Env{Stdout: &bytes.Buffer{}, Stderr: &stderr, Environ: cleanEnv()})
 	}()
 	deadline := time.Now().Add(time.Minute)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
 	"github.com/aerostream/aerostream/tools/config"
@@ -32,6 +33,11 @@ type daemonKind struct {
 	// needRing: a store with no ring listener serves nothing, so it is an
 	// error; serve may run without one.
 	needRing bool
+	// controller: run a single-voter controller in-process on
+	// listeners.controller, bootstrapped on the first start, and register
+	// the store with it. Without it, a store registers with the
+	// controllers of controller.join, if any.
+	controller bool
 	// absent lists the parts DESIGN §1 puts in this command that are not
 	// built yet, with the key of the listener they will take. They are
 	// logged as absent, and their ports are left closed.
@@ -46,18 +52,20 @@ var serveCmd = daemonKind{
 	long: `Run everything in one process on the embedded defaults (data in ./data).
 
 Today that is the storage engine (logstore + catalog) with the in-process
-shard-ring backend, and the ring's network listener (listeners.ring) so that
-other processes can reach the shards. The Kafka and native gateways, the
-controller and the HTTP admin API are not built yet: serve does not open
-their ports.
+shard-ring backend, the ring's network listener (listeners.ring) so that
+other processes can reach the shards, and a single-voter Raft controller on
+listeners.controller (bootstrapped on the first start, state in
+<data_dir>/raft) with which the store registers, so that
+"aerostream topic" creates partitions in it. The Kafka and native gateways
+and the HTTP admin API are not built yet: serve does not open their ports.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
-	inProcess: true,
+	inProcess:  true,
+	controller: true,
 	absent: []absentPart{
 		{"kafka gateway", "listeners.kafka"},
 		{"native gateway", "listeners.native"},
-		{"controller", "listeners.controller"},
 		{"http admin", "listeners.http"},
 	},
 }
@@ -67,6 +75,9 @@ var storeCmd = daemonKind{
 	short: "Run a storage node: logstore + catalog serving the shard ring",
 	long: `Run a storage node: the storage engine (logstore + catalog), serving
 its shards on the ring listener (listeners.ring, host:port or unix:/path).
+With controller.join set, it registers with those controllers under
+controller.node_id, heartbeats, and creates and deletes the partitions
+their placement gives it.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
@@ -113,6 +124,19 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		defer ringLn.Close() // Serve closes it too; this covers failed starts
 	} else if kind.needRing {
 		return errors.New("listeners.ring is empty: a store serves its shards only there")
+	}
+	var ctlLn net.Listener
+	if kind.controller {
+		if cfg.Controller.Join != "" {
+			return errors.New("controller.join is set, but serve runs its own single-voter controller; join is for aerostream controller and store")
+		}
+		if cfg.Listeners.Controller != "" {
+			ctlLn, err = listen(cfg.Listeners.Controller)
+			if err != nil {
+				return fmt.Errorf("listeners.controller: %w", err)
+			}
+			defer ctlLn.Close()
+		}
 	}
 
 	unlock, err := lockDataDir(cfg.DataDir)
@@ -171,6 +195,27 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		}()
 	}
 
+	// The store's controller: serve's own voter, or the controllers of
+	// controller.join.
+	var members controller.Members
+	var ctl *controller.Controller
+	if ctlLn != nil {
+		ctl, err = openController(cfg, ctlLn, logger, true, nil)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := ctl.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("close controller: %w", cerr)
+			}
+		}()
+		members = ctl
+	} else if addrs := splitAddrs(cfg.Controller.Join); len(addrs) > 0 && !kind.controller {
+		cl := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+		defer cl.Close()
+		members = cl
+	}
+
 	// The parts stop when runDaemon says so, after it has logged why, not
 	// on the signal itself.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -188,6 +233,22 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		attrs = append(attrs, "ring_addr", listenerAddr(ringLn))
 	} else {
 		serveErr = nil // nothing to wait for
+	}
+	var agentDone chan struct{}
+	if members != nil {
+		agent := storeAgent(members, st, cfg.Controller.NodeID, advertisedRing(ringLn), logger)
+		agentDone = make(chan struct{})
+		go func() {
+			defer close(agentDone)
+			_ = agent.Run(runCtx)
+		}()
+		if ctl != nil {
+			parts = append(parts, "controller")
+			attrs = append(attrs, "controller_addr", ctl.Addr())
+		} else {
+			parts = append(parts, "controller-member")
+			attrs = append(attrs, "controllers", cfg.Controller.Join)
+		}
 	}
 	for _, a := range kind.absent {
 		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
@@ -211,6 +272,9 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	// process, for when draining hangs.
 	stop()
 	cancel()
+	if agentDone != nil {
+		<-agentDone
+	}
 	if serveErr != nil {
 		if err := <-serveErr; err != nil && !errors.Is(err, context.Canceled) {
 			logger.Warn("ring server drain", "err", err)

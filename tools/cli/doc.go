@@ -1,5 +1,6 @@
 // Package cli holds the aerostream command tree: the daemon subcommands
-// (serve, store) and version. It is where packages are wired together: it
+// (serve, store), version, and bench (the load generator, whose engine is
+// tools/bench). It is where packages are wired together: it
 // opens the catalog, hands it to logstore, puts the shard ring in front of
 // the store and runs listeners, in the order that lets a bad start fail fast
 // (config, then listeners, then the data directory, then heavy state).

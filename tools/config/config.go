@@ -23,6 +23,7 @@ type Config struct {
 	Listeners     Listeners     `toml:"listeners"`
 	Logstore      Logstore      `toml:"logstore"`
 	TopicDefaults TopicDefaults `toml:"topic_defaults"`
+	Controller    Controller    `toml:"controller"`
 }
 
 // Listeners are host:port addresses. An empty address leaves that listener
@@ -57,6 +58,18 @@ type TopicDefaults struct {
 	MaxMessageBytes int32 `toml:"max_message_bytes" help:"largest record batch accepted"`
 }
 
+// Controller configures the Raft controller: `aerostream controller`, the
+// single voter inside `serve`, and how a store reaches the controllers.
+type Controller struct {
+	NodeID              int32  `toml:"node_id" help:"this node's id: its controller voter id, and the id a store registers under"`
+	Bootstrap           bool   `toml:"bootstrap" help:"aerostream controller: form a new cluster on first start (serve always does)"`
+	Join                string `toml:"join" help:"comma-separated controller addresses: a new controller asks them to add it as a voter; a store registers with them"`
+	Advertise           string `toml:"advertise" help:"host:port other nodes reach this controller at; empty = listeners.controller, an unspecified host replaced by the hostname"`
+	SessionTimeoutMs    int64  `toml:"session_timeout_ms" help:"a store or gateway silent this long is marked down"`
+	HeartbeatIntervalMs int64  `toml:"heartbeat_interval_ms" help:"how often stores and gateways heartbeat"`
+	RaftTimeoutMs       int64  `toml:"raft_timeout_ms" help:"Raft heartbeat and election timeout: a lost leader is replaced within about 2 to 3 times this"`
+}
+
 // Default returns the configuration used when nothing overrides it. The
 // shipped aerostream.toml repeats these values, and a test keeps the two
 // equal.
@@ -88,6 +101,12 @@ func Default() Config {
 			RetentionMs:     7 * 24 * 3600 * 1000,
 			RetentionBytes:  -1,
 			MaxMessageBytes: 1048588,
+		},
+		Controller: Controller{
+			NodeID:              1,
+			SessionTimeoutMs:    10000,
+			HeartbeatIntervalMs: 2000,
+			RaftTimeoutMs:       1000,
 		},
 	}
 }

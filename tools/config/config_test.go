@@ -63,6 +63,13 @@ func TestKeyNames(t *testing.T) {
 		"topic_defaults.retention_ms":          "AEROSTREAM_TOPIC_DEFAULTS_RETENTION_MS",
 		"topic_defaults.retention_bytes":       "AEROSTREAM_TOPIC_DEFAULTS_RETENTION_BYTES",
 		"topic_defaults.max_message_bytes":     "AEROSTREAM_TOPIC_DEFAULTS_MAX_MESSAGE_BYTES",
+		"controller.node_id":                   "AEROSTREAM_CONTROLLER_NODE_ID",
+		"controller.bootstrap":                 "AEROSTREAM_CONTROLLER_BOOTSTRAP",
+		"controller.join":                      "AEROSTREAM_CONTROLLER_JOIN",
+		"controller.advertise":                 "AEROSTREAM_CONTROLLER_ADVERTISE",
+		"controller.session_timeout_ms":        "AEROSTREAM_CONTROLLER_SESSION_TIMEOUT_MS",
+		"controller.heartbeat_interval_ms":     "AEROSTREAM_CONTROLLER_HEARTBEAT_INTERVAL_MS",
+		"controller.raft_timeout_ms":           "AEROSTREAM_CONTROLLER_RAFT_TIMEOUT_MS",
 	}
 	got := map[string]string{}
 	for _, k := range Keys() {
@@ -74,7 +81,7 @@ func TestKeyNames(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
-	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "logstore", "topic_defaults"}) {
+	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "logstore", "topic_defaults", "controller"}) {
 		t.Errorf("sections = %v", s)
 	}
 }
@@ -310,6 +317,13 @@ func TestBadValues(t *testing.T) {
 		{"unix not for kafka", "[listeners]\nkafka = \"unix:/tmp/k.sock\"\n", nil, "unix sockets are not supported"},
 		{"unix empty", "[listeners]\nring = \"unix:\"\n", nil, "unix socket path is empty"},
 		{"syntax", "[logstore\n", nil, "toml: line 2"},
+		{"node id", "[controller]\nnode_id = -1\n", nil, "controller.node_id = -1"},
+		{"bootstrap and join", "[controller]\nbootstrap = true\njoin = \"h:1\"\n", nil, "bootstrap and join are exclusive"},
+		{"join address", "", []string{"AEROSTREAM_CONTROLLER_JOIN=h:1,nope"}, `"nope" is not a host:port address`},
+		{"join empty entry", "[controller]\njoin = \"h:1,\"\n", nil, `"" is not a host:port address`},
+		{"advertise", "[controller]\nadvertise = \":8001\"\n", nil, "controller.advertise"},
+		{"heartbeat over session", "[controller]\nheartbeat_interval_ms = 10000\n", nil, "must be below controller.session_timeout_ms"},
+		{"raft timeout", "[controller]\nraft_timeout_ms = 5\n", nil, "controller.raft_timeout_ms = 5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Env: tc.env}

@@ -94,12 +94,44 @@ func (c *Config) validate() []fieldError {
 	positiveOrForever("topic_defaults.retention_ms", c.TopicDefaults.RetentionMs)
 	positiveOrForever("topic_defaults.retention_bytes", c.TopicDefaults.RetentionBytes)
 	positive("topic_defaults.max_message_bytes", int64(c.TopicDefaults.MaxMessageBytes))
+	ctl := c.Controller
+	if ctl.NodeID < 0 {
+		bad("controller.node_id", "must not be negative")
+	}
+	if ctl.Bootstrap && ctl.Join != "" {
+		bad("controller.bootstrap", "bootstrap and join are exclusive: a controller either forms a new cluster or joins one")
+	}
+	for _, a := range strings.Split(ctl.Join, ",") {
+		if a = strings.TrimSpace(a); a == "" && ctl.Join == "" {
+			break
+		}
+		if err := checkAddr(a, false); err != nil || a == "" {
+			bad("controller.join", fmt.Sprintf("%q is not a host:port address", a))
+			break
+		}
+	}
+	if ctl.Advertise != "" {
+		if host, _, err := net.SplitHostPort(ctl.Advertise); err != nil || host == "" || checkAddr(ctl.Advertise, false) != nil {
+			bad("controller.advertise", "want host:port with a host")
+		}
+	}
+	positive("controller.session_timeout_ms", ctl.SessionTimeoutMs)
+	positive("controller.heartbeat_interval_ms", ctl.HeartbeatIntervalMs)
+	if ctl.HeartbeatIntervalMs >= ctl.SessionTimeoutMs && ctl.SessionTimeoutMs > 0 {
+		bad("controller.heartbeat_interval_ms", "must be below controller.session_timeout_ms")
+	}
+	if ctl.RaftTimeoutMs < 10 {
+		bad("controller.raft_timeout_ms", "must be at least 10")
+	}
 	// Milliseconds become a time.Duration (nanoseconds) downstream.
 	for key, ms := range map[string]int64{
 		"logstore.flush_interval_ms":           c.Logstore.FlushIntervalMs,
 		"logstore.retention_check_interval_ms": c.Logstore.RetentionCheckIntervalMs,
 		"topic_defaults.segment_ms":            c.TopicDefaults.SegmentMs,
 		"topic_defaults.retention_ms":          c.TopicDefaults.RetentionMs,
+		"controller.session_timeout_ms":        ctl.SessionTimeoutMs,
+		"controller.heartbeat_interval_ms":     ctl.HeartbeatIntervalMs,
+		"controller.raft_timeout_ms":           ctl.RaftTimeoutMs,
 	} {
 		if ms > math.MaxInt64/int64(1e6) {
 			bad(key, "is too large (more than 292 years)")

@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// fakeStore is a PartitionManager in memory.
+type fakeStore struct {
+	mu    sync.Mutex
+	parts map[LocalPartition]map[string]string
+	fail  bool
+}
+
+var _ PartitionManager = (*fakeStore)(nil)
+
+func newFakeStore() *fakeStore { return &fakeStore{parts: map[LocalPartition]map[string]string{}} }
+
+func (s *fakeStore) CreatePartition(_ context.Context, topic string, p int32, cfg map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail {
+		return fmt.Errorf("disk full")
+	}
+	s.parts[LocalPartition{topic, p}] = cfg
+	return nil
+}
+
+func (s *fakeStore) DeletePartition(_ context.Context, topic string, p int32) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.parts, LocalPartition{topic, p})
+	return nil
+}
+
+func (s *fakeStore) ListPartitions(context.Context) ([]LocalPartition, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []LocalPartition
+	for p := range s.parts {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (s *fakeStore) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for p := range s.parts {
+		out = append(out, fmt.Sprintf("%s/%d", p.Topic, p.Partition))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *fakeStore) config(topic string, p int32) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parts[LocalPartition{topic, p}]
+}
+
+func runAgent(t *testing.T, api Members, pm PartitionManager, id int32) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := NewStoreAgent(api, pm, RegisterNodeRequest{ID: id, Shards: 2, RingAddr: fmt.Sprintf("127.0.0.1:%d", 7100+id)}, testLogger(t))
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func wantParts(t *testing.T, s *fakeStore, want ...string) {
+	t.Helper()
+	sort.Strings(want)
+	waitFor(t, 10*time.Second, fmt.Sprintf("store holds %v", want), func() bool {
+		got := s.list()
+		return reflect.DeepEqual(got, want) || len(got) == 0 && len(want) == 0
+	})
+}
+
+func TestStoreAgent(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	mc := newMemCluster(t, 1, nil, nil)
+	c := mc.leader().c
+	ctx := context.Background()
+
+	// Created before any store: placed on the first to register.
+	mustCreate(t, c, "early")
+	s1 := newFakeStore()
+	// A partition from before the controller: left alone.
+	s1.parts[LocalPartition{"legacy", 0}] = nil
+	stop1 := runAgent(t, c, s1, 1)
+	wantParts(t, s1, "early/0", "early/1", "legacy/0")
+
+	// Spread over two stores; configs travel with the create, cluster
+	// defaults included.
+	s2 := newFakeStore()
+	stop2 := runAgent(t, c, s2, 2)
+	waitFor(t, 10*time.Second, "store 2 registered", func() bool { n, ok := c.fsm.Node(2); return ok && n.Live })
+	if _, err := c.AlterConfigs(ctx, AlterConfigsRequest{Resources: []AlterConfigsResource{{Type: ResourceBroker, Configs: map[string]string{"log.segment.bytes": "1048576"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.CreateTopics(ctx, CreateTopicsRequest{Topics: []NewTopic{{Name: "spread", Partitions: 4, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "60000"}}}})
+	if err != nil || resp.Topics[0].Err() != nil {
+		t.Fatal(err, resp)
+	}
+	// Least-loaded: store 2 starts empty, store 1 holds two partitions.
+	wantParts(t, s1, "early/0", "early/1", "legacy/0", "spread/2")
+	wantParts(t, s2, "spread/0", "spread/1", "spread/3")
+	if cfg := s2.config("spread", 0); cfg["retention.ms"] != "60000" || cfg["segment.bytes"] != "1048576" {
+		t.Errorf("partition config %v", cfg)
+	}
+
+	// Deleted, and created again under the same name: the old partitions go,
+	// new ones come.
+	if _, err := c.DeleteTopics(ctx, DeleteTopicsRequest{Topics: []TopicRef{{Name: "early"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantParts(t, s1, "legacy/0", "spread/2")
+	if _, err := c.CreatePartitions(ctx, CreatePartitionsRequest{Topics: []PartitionCount{{"spread", 6}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantParts(t, s2, "spread/0", "spread/1", "spread/3")
+	wantParts(t, s1, "legacy/0", "spread/2", "spread/4", "spread/5")
+
+	// Store 1 goes away; its topic is deleted meanwhile; it comes back and
+	// deletes what it holds of it (the full state's tombstones say so).
+	stop1()
+	if _, err := c.DeleteTopics(ctx, DeleteTopicsRequest{Topics: []TopicRef{{Name: "spread"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantParts(t, s2)
+	s1.fail = true // creates fail and are retried at the next heartbeat
+	mustCreate(t, c, "retry")
+	stop1 = runAgent(t, c, s1, 1)
+	wantParts(t, s1, "legacy/0")
+	s1.mu.Lock()
+	s1.fail = false
+	s1.mu.Unlock()
+	md, _ := c.Metadata(ctx, MetadataRequest{Topics: []string{"retry"}})
+	var want []string
+	for _, p := range md.Topics[0].Partitions {
+		if p.Leader == 1 {
+			want = append(want, fmt.Sprintf("retry/%d", p.Partition))
+		}
+	}
+	wantParts(t, s1, append(want, "legacy/0")...)
+	stop1()
+	stop2()
+	mc.stop(mc.nodes[0])
+}

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Measures AeroStream and Apache Kafka in one run with `aerostream bench`,
+# on the workload of the Kafka-gateway issue: 1 KiB messages, one topic of
+# 32 partitions, 4 producers, 4 consumers (one consumer group), acks=1.
+#
+# For each broker, one at a time (this machine has 2 cores; the other
+# broker is stopped meanwhile), on a fresh data directory:
+#   (b) publish and end-to-end latency at a fixed 50,000 msg/s;
+#   (a) maximum throughput (rate unlimited);
+#   (c) broker CPU (average, % of one core) and peak RSS, sampled from
+#       /proc/<pid>/stat and /proc/<pid>/status by the bench during each
+#       measured phase.
+# Then it prints AeroStream/Kafka ratios and writes them to compare.json.
+#
+#   deploy/bench/compare.sh                       # both brokers
+#   deploy/bench/compare.sh --only kafka          # one of them
+#   deploy/bench/compare.sh --duration 60s --warmup 15s --out /tmp/cmp
+#
+# Kafka comes from deploy/kafka-peer (Maven Central jars; set up on first
+# use). AeroStream is bin/aerostream serve, built here, with only its Kafka
+# listener open. When AeroStream's Kafka listener does not answer, its
+# side is reported as missing and Kafka is still measured.
+#
+# Defaults: 10 s warmup + 30 s measured per run, about 4 minutes in all.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+
+duration=${BENCH_DURATION:-30s}
+warmup=${BENCH_WARMUP:-10s}
+rate=${BENCH_RATE:-50000}
+out=""
+only=""
+aero_addr=${AEROSTREAM_KAFKA_ADDR:-127.0.0.1:9092}
+
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+	case $1 in
+	--duration) duration=$2; shift 2 ;;
+	--warmup) warmup=$2; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--only) only=$2; shift 2 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+	esac
+done
+case $only in "" | kafka | aerostream) ;; *) echo "compare.sh: --only kafka or aerostream" >&2; exit 2 ;; esac
+out=${out:-/tmp/aerostream-compare-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+command -v python3 >/dev/null || { echo "compare.sh: python3 is needed for the table" >&2; exit 1; }
+
+# The issue's workload. --delete-topics leaves each broker as it found it.
+workload=(--partitions 32 --producers 4 --consumers 4 --subscriptions 1
+	--message-size 1024 --acks 1 --consume-mode group
+	--warmup "$warmup" --duration "$duration" --drain 15s)
+
+echo "compare: building bin/aerostream" >&2
+(cd "$repo" && go build -o bin/aerostream ./tools/aerostream)
+bench=$repo/bin/aerostream
+
+# Cleanup on any exit: stop whatever this script started.
+aero_pid=""
+aero_dir=""
+kafka_started=0
+cleanup() {
+	if [[ -n $aero_pid ]] && kill -0 "$aero_pid" 2>/dev/null; then
+		kill -TERM "$aero_pid" 2>/dev/null || true
+		wait "$aero_pid" 2>/dev/null || true
+	fi
+	[[ -n $aero_dir ]] && rm -rf "$aero_dir"
+	if ((kafka_started)); then "$repo/deploy/kafka-peer/stop.sh" || true; fi
+}
+trap cleanup EXIT
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# measure NAME BOOTSTRAP PID: the two runs against one broker. Progress
+# lines go to the terminal and to NAME-*.log; summaries to NAME-*.txt.
+measure() {
+	local name=$1 bootstrap=$2 pid=$3 kind r label
+	loadavg >"$out/$name-load-before.txt"
+	for kind in fixed max; do
+		r=$rate label="fixed rate $rate msg/s"
+		[[ $kind == max ]] && r=0 label="maximum throughput"
+		echo "compare: $name: $label (load average $(loadavg))" >&2
+		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" \
+			--broker-pid "$pid" --json "$out/$name-$kind.json" \
+			>"$out/$name-$kind.txt" 2> >(tee "$out/$name-$kind.log" >&2) || {
+			echo "compare: $name: the $kind run failed" >&2
+			return 1
+		}
+		cat "$out/$name-$kind.txt" >&2
+	done
+	loadavg >"$out/$name-load-after.txt"
+}
+
+# wait_port HOST:PORT SECONDS PID: until the port accepts, the process dies,
+# or time runs out.
+wait_port() {
+	local host=${1%:*} port=${1##*:} deadline=$((SECONDS + $2)) pid=$3
+	until (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		((SECONDS < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# --- Apache Kafka -----------------------------------------------------------
+if [[ $only != aerostream ]]; then
+	"$repo/deploy/kafka-peer/stop.sh" 2>/dev/null || true
+	"$repo/deploy/kafka-peer/setup.sh" --fresh >&2
+	kafka_pid=$("$repo/deploy/kafka-peer/start.sh")
+	kafka_started=1
+	source "$repo/deploy/kafka-peer/env.sh"
+	measure kafka "$KAFKA_BOOTSTRAP" "$kafka_pid" || echo "compare: kafka figures incomplete" >&2
+	"$repo/deploy/kafka-peer/stop.sh"
+	kafka_started=0
+	rm -rf "$KAFKA_DATA" # a fresh format next time; the jars stay
+fi
+
+# --- AeroStream ---------------------------------------------------------------
+if [[ $only != kafka ]]; then
+	aero_dir=$(mktemp -d /tmp/aerostream-compare-data.XXXXXX)
+	# From an empty directory, so no aerostream.toml is picked up; only the
+	# Kafka listener open, so nothing else on this machine can collide.
+	(cd "$aero_dir" && exec env -u AEROSTREAM_CONFIG "$bench" serve --data-dir "$aero_dir/data" \
+		--kafka-listen "$aero_addr" --native-listen '' --http-listen '' \
+		--controller-listen '' --ring-listen '' >"$out/aerostream-serve.log" 2>&1) &
+	aero_pid=$!
+	if wait_port "$aero_addr" 30 "$aero_pid" &&
+		timeout 90 "$bench" bench --brokers "$aero_addr" --partitions 1 --rate 100 \
+			--warmup 0s --duration 1s --drain 5s >"$out/aerostream-probe.txt" 2>&1; then
+		measure aerostream "$aero_addr" "$aero_pid" || echo "compare: aerostream figures incomplete" >&2
+	else
+		echo "compare: AeroStream's Kafka listener on $aero_addr is not serving; skipped (see $out/aerostream-serve.log, $out/aerostream-probe.txt)" >&2
+		tail -n 5 "$out/aerostream-serve.log" "$out/aerostream-probe.txt" >&2 2>/dev/null || true
+	fi
+	kill -TERM "$aero_pid" 2>/dev/null || true
+	wait "$aero_pid" 2>/dev/null || true
+	aero_pid=""
+	rm -rf "$aero_dir"
+	aero_dir=""
+fi
+
+# --- Table -------------------------------------------------------------------
+python3 "$here/ratios.py" "$out"

@@ -1,0 +1,832 @@
+package fetchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/dgraph-io/ristretto/v2"
+	"golang.org/x/time/rate"
+)
+
+// Cache serves ranges of remote segments from aligned chunks held in memory.
+// It is safe for concurrent use.
+//
+// # Admission (why a backfill cannot flush the working set)
+//
+// Memory is split into a main segment (ristretto) and a scan segment (an
+// LRU), after 2Q (Johnson & Shasha, VLDB '94):
+//
+//   - Every chunk fetched enters the scan segment. A readahead chunk goes
+//     only there: it has not been read by anyone yet.
+//   - A chunk is sent to the main segment when it is re-referenced: a read
+//     starts in it at or before the position where an earlier read started
+//     (a second pass, or two consumers over the same range), or a read
+//     misses on it shortly after it fell out of the scan segment (it is in
+//     the ghost list). A single sequential reader only ever moves forward
+//     through a chunk, so a one-pass backfill never qualifies.
+//   - While the main segment has free room, chunks read by a reader go there
+//     too: filling free space evicts nothing, and it makes a second pass
+//     over recently read data hit. Once it is full, only re-referenced
+//     chunks enter, and ristretto's TinyLFU admission still compares each
+//     of them with the sampled victims, so a chunk read twice does not
+//     displace one read fifty times.
+//
+// Index objects live in their own LRU so chunks never crowd them out: a
+// missing index turns one small GET into a scan of the segment's headers.
+type Cache struct {
+	bucket    objstore.Bucket
+	opts      Options
+	log       *slog.Logger
+	chunkSize int64
+	retry     objstore.RetryPolicy
+
+	main   *ristretto.Cache[string, []byte]
+	scan   *lru[*scanEntry]
+	ghosts *ghostList
+	idx    *lru[[]byte]
+	sizes  *lru[int64] // object sizes learnt by Head, for records without ObjectSize
+
+	sem     chan struct{} // the cold I/O budget: one token per GET in flight
+	raSem   chan struct{} // the part of it readahead may take
+	limiter *rate.Limiter // nil: no byte rate limit
+
+	flights flightGroup
+	streams streamTracker
+
+	// life is cancelled by Close; every GET runs under it.
+	life    context.Context
+	cancel  context.CancelFunc
+	active  sync.WaitGroup // ReadRemote calls in progress
+	bg      sync.WaitGroup // flight goroutines
+	closing atomic.Bool
+	mu      struct {
+		sync.Mutex
+		closed bool
+	}
+
+	st counters
+}
+
+// scanEntry is a chunk in the scan segment. data never changes; the other
+// fields are guarded by the scan segment's lock.
+type scanEntry struct {
+	data []byte
+	// lastStart is the position in the chunk where the latest read that
+	// started in this chunk started, -1 before any.
+	lastStart int64
+	// referenced: some read used the chunk (readahead alone does not
+	// count), so its eviction leaves a ghost.
+	referenced bool
+	// prefetched: loaded by readahead (for the readahead hit counter).
+	prefetched bool
+	// promoted: already sent to the main segment.
+	promoted bool
+}
+
+var _ logstore.ColdTier = (*Cache)(nil)
+
+// New returns a Cache reading from bucket. Close releases it.
+func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
+	if bucket == nil {
+		return nil, fmt.Errorf("%w: nil bucket", ErrInvalidOptions)
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		bucket:    bucket,
+		opts:      opts,
+		log:       opts.Logger.With("component", "fetchcache", "bucket", bucket.Name()),
+		chunkSize: int64(opts.ChunkSize),
+		sem:       make(chan struct{}, max(opts.MaxConcurrentGets, 1)),
+	}
+	// Readahead may take all but a quarter (at least one) of the I/O slots,
+	// so readers that miss always find one soon.
+	n := max(opts.MaxConcurrentGets, 1)
+	c.raSem = make(chan struct{}, max(1, n-max(1, n/4)))
+	c.flights.m = map[string]*flight{}
+	c.streams.m = map[string]*[streamDepth]int64{}
+	c.retry = opts.Retry
+	userOnRetry := c.retry.OnRetry
+	c.retry.OnRetry = func(attempt int, err error, wait time.Duration) {
+		c.st.retries.Add(1)
+		c.log.Debug("retrying cold GET", "attempt", attempt, "wait", wait, "err", err)
+		if userOnRetry != nil {
+			userOnRetry(attempt, err, wait)
+		}
+	}
+	if opts.MaxBytesPerSec > 0 {
+		// The burst is one chunk so that a chunk GET is one reservation;
+		// larger objects (index files) are charged in chunk-sized pieces.
+		c.limiter = rate.NewLimiter(rate.Limit(opts.MaxBytesPerSec), opts.ChunkSize)
+	}
+
+	mainBytes := opts.mainBytes()
+	items := max(mainBytes/c.chunkSize, 1)
+	c.main, err = ristretto.NewCache(&ristretto.Config[string, []byte]{
+		// Ristretto's advice: ten counters per item the cache holds when
+		// full. The sketch halves its counts every NumCounters increments,
+		// so frequencies reflect the recent past.
+		NumCounters: max(10*items, 1000),
+		MaxCost:     mainBytes,
+		BufferItems: 64,
+		// Cost is the chunk's bytes; ristretto's own per-item overhead is
+		// not counted (it is tiny next to a chunk).
+		IgnoreInternalCost: true,
+		OnEvict: func(*ristretto.Item[[]byte]) {
+			if !c.closing.Load() { // Close clears the cache through OnEvict
+				c.st.mainEvictions.Add(1)
+			}
+		},
+		OnReject: func(*ristretto.Item[[]byte]) {
+			if !c.closing.Load() {
+				c.st.mainRejections.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: ristretto: %w", ErrInvalidOptions, err)
+	}
+	c.ghosts = newGhostList(int(max(1024, 2*opts.MaxBytes/c.chunkSize)))
+	c.scan = newLRU(opts.ScanBytes, func(key string, e *scanEntry) {
+		if e.referenced {
+			c.ghosts.add(key)
+		}
+	})
+	c.idx = newLRU[[]byte](opts.IndexBytes, nil)
+	c.sizes = newLRU[int64](4096, nil)
+	c.life, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Close cancels the GETs in flight, waits for every goroutine the cache
+// started and releases the memory. ReadRemote calls in progress return
+// errors; later ones return ErrClosed. It is safe to call more than once.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.active.Wait()
+	c.bg.Wait()
+	// ristretto must see no Get/Set/Del once Close starts (its channels
+	// close), which the two waits above guarantee.
+	c.closing.Store(true)
+	c.main.Close()
+	return nil
+}
+
+func (c *Cache) enter() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.closed {
+		return ErrClosed
+	}
+	c.active.Add(1)
+	return nil
+}
+
+// object is a remote .log object as one read sees it.
+type object struct {
+	key    string
+	idxKey string // "" when the key does not end in .log
+	size   int64
+	chunks int64
+	seg    catalog.Segment
+}
+
+// IndexKey is the key of the offset index uploaded beside the log object
+// logKey: the same key with ".index" for ".log" (DESIGN §4). It returns ""
+// when logKey does not end in ".log".
+func IndexKey(logKey string) string {
+	if base, ok := strings.CutSuffix(logKey, ".log"); ok {
+		return base + ".index"
+	}
+	return ""
+}
+
+// chunkKey names chunk k of obj in the cache and in the flight group. The
+// chunk number follows the last '#', so two (object, chunk) pairs never share
+// a name, and no chunk key ends like an index key (".index"). It reads well
+// in error messages.
+func (c *Cache) chunkKey(obj string, k int64) string {
+	return obj + "#" + strconv.FormatInt(k, 10)
+}
+
+// ReadRemote returns record batches of the remote segment seg starting with
+// the batch that holds offset: whole batches only, as many as fit in
+// maxBytes but at least that first one, cut at the end of the object. The
+// bytes are those of the segment file at the same positions, each batch
+// verified; the slice is the caller's. It returns nil when no batch at or
+// after offset exists in the object and the record does not say the segment
+// reaches offset.
+func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.active.Done()
+	if seg.ObjectKey == "" {
+		return nil, fmt.Errorf("%w: %s/%d segment %d", ErrNotRemote, seg.Topic, seg.Partition, seg.BaseOffset)
+	}
+	if offset < seg.BaseOffset || (seg.EndOffset > seg.BaseOffset && offset >= seg.EndOffset) {
+		return nil, fmt.Errorf("fetchcache: %s: %w: offset %d not in segment [%d, %d)",
+			seg.ObjectKey, logstore.ErrOffsetOutOfRange, offset, seg.BaseOffset, seg.EndOffset)
+	}
+	o, err := c.object(ctx, seg)
+	if err != nil {
+		return nil, err
+	}
+	r := reader{c: c, o: o}
+	pos, h, err := c.locate(ctx, &r, offset)
+	if err != nil {
+		return nil, err
+	}
+	if pos < 0 {
+		if seg.EndOffset > offset {
+			return nil, c.corrupt(o, o.size, fmt.Errorf("no batch holds offset %d, which the segment record says is below %d", offset, seg.EndOffset))
+		}
+		return nil, nil
+	}
+	n := max(int64(maxBytes), int64(h.Length))
+	end := min(pos+n, o.size)
+	k0, k1 := pos/c.chunkSize, (end-1)/c.chunkSize
+	// A range over several chunks fetches them in parallel, not one after
+	// the other.
+	for k := k0 + 1; k <= k1; k++ {
+		c.prefetch(o, k, false)
+	}
+	out := make([]byte, end-pos)
+	if err := r.readAt(ctx, out, pos); err != nil {
+		return nil, err
+	}
+	if !r.fromMain(k0) {
+		c.noteStart(o, k0, pos-k0*c.chunkSize)
+	}
+	out, err = c.finish(o, pos, h, out)
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.Readahead > 0 && c.streams.sequential(o.key, k0, k1) {
+		for k := k1 + 1; k <= k1+int64(c.opts.Readahead) && k < o.chunks; k++ {
+			if !c.prefetch(o, k, true) {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// object resolves seg's log object, learning its size with Head when the
+// record lacks it.
+func (c *Cache) object(ctx context.Context, seg catalog.Segment) (*object, error) {
+	o := &object{key: seg.ObjectKey, idxKey: IndexKey(seg.ObjectKey), size: seg.ObjectSize, seg: seg}
+	if o.size <= 0 {
+		size, ok := c.sizes.get(o.key, nil)
+		if !ok {
+			err := objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
+				release, err := c.acquire(ctx)
+				if err != nil {
+					return err
+				}
+				defer release()
+				info, err := c.bucket.Head(ctx, o.key)
+				if err != nil {
+					return fmt.Errorf("fetchcache: %s %q: %w", objstore.OpHead, o.key, err)
+				}
+				size = info.Size
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			c.sizes.add(o.key, size, 1)
+		}
+		o.size = size
+	}
+	o.chunks = (o.size + c.chunkSize - 1) / c.chunkSize
+	return o, nil
+}
+
+// locate returns the position and header of the batch holding offset, or
+// pos -1 when the object has no batch at or after it. It starts from the
+// remote index entry at or below offset and reads batch headers forward.
+//
+// Offsets in a segment are dense: logstore assigns each batch the offset
+// after the previous one, and a segment's first batch starts at its base
+// offset. The scan checks that every header continues the sequence from its
+// starting point, since the base offset is outside the batch CRC and a
+// corrupted one would otherwise go unnoticed.
+func (c *Cache) locate(ctx context.Context, r *reader, offset int64) (int64, logstore.BatchHeader, error) {
+	var h logstore.BatchHeader
+	x, err := c.index(ctx, r.o)
+	if err != nil {
+		return 0, h, err
+	}
+	base := r.o.seg.BaseOffset
+	rel := min(offset-base, int64(^uint32(0)))
+	entryRel, entryPos, fromIndex := indexLookup(x, uint32(rel))
+	pos, want := int64(entryPos), base+int64(entryRel)
+	reread := false
+	var hdr [logstore.BatchHeaderSize]byte
+	for pos < r.o.size {
+		if r.o.size-pos < logstore.BatchHeaderSize {
+			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("object ends %d bytes into a batch header", r.o.size-pos))
+		}
+		if err := r.readAt(ctx, hdr[:], pos); err != nil {
+			return 0, h, err
+		}
+		h, err = logstore.ParseBatchHeader(hdr[:])
+		if err != nil {
+			c.purge(r.o, pos, logstore.BatchHeaderSize)
+			return 0, h, c.corrupt(r.o, pos, err)
+		}
+		if h.BaseOffset != want {
+			if fromIndex && pos == int64(entryPos) {
+				// Either the index is not this log's, or the chunk under
+				// the batch is damaged: read it once more from the bucket
+				// before giving up on the index.
+				if !reread {
+					reread = true
+					c.purge(r.o, pos, logstore.BatchHeaderSize)
+					r.forget(pos, logstore.BatchHeaderSize)
+					continue
+				}
+				c.dropIndex(r.o, fmt.Sprintf("entry (%d, %d) points at a batch with base offset %d", entryRel, entryPos, h.BaseOffset))
+				fromIndex, pos, want = false, 0, base
+				continue
+			}
+			c.purge(r.o, pos, logstore.BatchHeaderSize)
+			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("batch base offset %d, want %d after the batch before it", h.BaseOffset, want))
+		}
+		if int64(h.Length) > r.o.size-pos {
+			c.purge(r.o, pos, logstore.BatchHeaderSize)
+			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("batch of %d bytes runs past the object end at %d", h.Length, r.o.size))
+		}
+		if h.LastOffset() >= offset {
+			return pos, h, nil
+		}
+		pos += int64(h.Length)
+		want = h.NextOffset()
+	}
+	return -1, h, nil
+}
+
+// finish cuts out, which holds the object's bytes from pos and starts with
+// the batch first, to the whole batches it holds and checks them: structure
+// and CRC32C (logstore.ValidateBatch, unless SkipVerify), the dense offset
+// sequence, offsets inside the segment, and partition leader epochs that
+// never go down. A bad first batch is an error; a bad later one ends the
+// result before it, so the reader gets the good batches and meets the error
+// on its next fetch. The chunks under a bad batch leave the cache, so a
+// corruption that happened in transit heals on the next read.
+//
+// Cutting the trailing partial batch (which Kafka allows to be sent) means
+// every byte served has been checked, and a client is not sent bytes it
+// must discard and fetch again.
+//
+// What no check can cover: the 4-byte partition leader epoch is outside
+// the CRC in the Kafka format and carries no redundancy; only an epoch that
+// goes down is caught. (Kafka brokers do not check it at all.)
+func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out []byte) ([]byte, error) {
+	want := first.BaseOffset
+	epoch := int32(-1)
+	p := 0
+	for len(out)-p >= logstore.BatchHeaderSize {
+		h, err := logstore.ParseBatchHeader(out[p:])
+		if err == nil && int(h.Length) > len(out)-p {
+			break // the trailing partial batch
+		}
+		if err == nil && !c.opts.SkipVerify {
+			_, err = logstore.ValidateBatch(out[p : p+int(h.Length)])
+		}
+		switch {
+		case err != nil:
+		case h.BaseOffset != want:
+			err = fmt.Errorf("batch base offset %d, want %d after the batch before it", h.BaseOffset, want)
+		case o.seg.EndOffset > o.seg.BaseOffset && h.LastOffset() >= o.seg.EndOffset:
+			err = fmt.Errorf("last offset %d beyond the segment end %d", h.LastOffset(), o.seg.EndOffset)
+		case h.LeaderEpoch < epoch:
+			err = fmt.Errorf("partition leader epoch %d after %d", h.LeaderEpoch, epoch)
+		}
+		if err != nil {
+			c.st.corrupt.Add(1)
+			c.purge(o, pos+int64(p), max(int64(h.Length), logstore.BatchHeaderSize))
+			if p == 0 {
+				return nil, c.corrupt(o, pos, err)
+			}
+			c.log.Warn("cold read cut before a corrupt batch", "object", o.key, "position", pos+int64(p), "err", err)
+			return out[:p], nil
+		}
+		want, epoch = h.NextOffset(), h.LeaderEpoch
+		p += int(h.Length)
+	}
+	// The header of the batch after the cut, when fetched, bounds the last
+	// epoch served from above.
+	if p > int(first.Length) && len(out)-p >= logstore.BatchHeaderSize {
+		if h, err := logstore.ParseBatchHeader(out[p:]); err == nil && h.BaseOffset == want && h.LeaderEpoch >= 0 && h.LeaderEpoch < epoch {
+			last := lastBatchStart(out[:p])
+			c.st.corrupt.Add(1)
+			c.purge(o, pos+int64(last), int64(p-last))
+			c.log.Warn("cold read cut before a corrupt batch", "object", o.key, "position", pos+int64(last),
+				"err", fmt.Sprintf("partition leader epoch %d before %d", epoch, h.LeaderEpoch))
+			return out[:last], nil
+		}
+	}
+	return out[:p], nil
+}
+
+// lastBatchStart returns where the last of the whole batches in b starts.
+func lastBatchStart(b []byte) int {
+	last := 0
+	for p := 0; p < len(b); {
+		h, _ := logstore.ParseBatchHeader(b[p:])
+		last = p
+		p += int(h.Length)
+	}
+	return last
+}
+
+func (c *Cache) corrupt(o *object, pos int64, err error) error {
+	c.log.Warn("corrupt remote segment", "object", o.key, "position", pos, "err", err)
+	return fmt.Errorf("fetchcache: %s at byte %d: %w: %w", o.key, pos, logstore.ErrCorruptSegment, err)
+}
+
+// purge drops the chunks under [pos, pos+n) from every segment.
+func (c *Cache) purge(o *object, pos, n int64) {
+	for k := pos / c.chunkSize; k <= (pos+n-1)/c.chunkSize && k < o.chunks; k++ {
+		key := c.chunkKey(o.key, k)
+		c.main.Del(key)
+		c.scan.remove(key)
+	}
+	// A ristretto trap: Del removes the stored value at once, but a Set
+	// still queued in the set buffer stores it again when applied, and it
+	// stays visible until the queued delete behind it runs. Waiting for the
+	// buffer closes that window; purges are rare (corrupt data only).
+	c.main.Wait()
+}
+
+// reader reads bytes of one object for one ReadRemote, remembering the
+// chunks it got so a chunk is looked up (and counted) once per read.
+type reader struct {
+	c    *Cache
+	o    *object
+	memo []memoChunk
+}
+
+type memoChunk struct {
+	k        int64
+	data     []byte
+	fromMain bool
+}
+
+func (r *reader) readAt(ctx context.Context, dst []byte, pos int64) error {
+	for len(dst) > 0 {
+		k := pos / r.c.chunkSize
+		data, err := r.chunk(ctx, k)
+		if err != nil {
+			return err
+		}
+		in := pos - k*r.c.chunkSize
+		n := copy(dst, data[in:])
+		dst, pos = dst[n:], pos+int64(n)
+	}
+	return nil
+}
+
+func (r *reader) chunk(ctx context.Context, k int64) ([]byte, error) {
+	for _, m := range r.memo {
+		if m.k == k {
+			return m.data, nil
+		}
+	}
+	data, fromMain, err := r.c.chunk(ctx, r.o, k)
+	if err != nil {
+		return nil, err
+	}
+	if want := min(r.c.chunkSize, r.o.size-k*r.c.chunkSize); int64(len(data)) != want {
+		// Only possible when two records of one object disagree on its size.
+		return nil, fmt.Errorf("fetchcache: %s chunk %d holds %d bytes, but the record's object size %d implies %d",
+			r.o.key, k, len(data), r.o.size, want)
+	}
+	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
+	return data, nil
+}
+
+// forget drops the chunks under [pos, pos+n) from the read's memory, so
+// they are looked up again.
+func (r *reader) forget(pos, n int64) {
+	first, last := pos/r.c.chunkSize, (pos+n-1)/r.c.chunkSize
+	r.memo = slices.DeleteFunc(r.memo, func(m memoChunk) bool { return m.k >= first && m.k <= last })
+}
+
+func (r *reader) fromMain(k int64) bool {
+	for _, m := range r.memo {
+		if m.k == k {
+			return m.fromMain
+		}
+	}
+	return false
+}
+
+// chunk returns chunk k of o from memory or, coalesced with other readers,
+// from the bucket.
+func (c *Cache) chunk(ctx context.Context, o *object, k int64) (data []byte, fromMain bool, err error) {
+	key := c.chunkKey(o.key, k)
+	if data, ok := c.main.Get(key); ok {
+		c.st.hits.Add(1)
+		return data, true, nil
+	}
+	if data, ok := c.scanGet(key); ok {
+		c.st.hits.Add(1)
+		return data, false, nil
+	}
+	data, hit, joined, err := c.join(ctx, key, func() ([]byte, bool) { return c.scanGet(key) }, func() *flight {
+		return c.startLocked(key, 1, false,
+			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, false) },
+			func(data []byte) { c.fillDemand(key, data) })
+	})
+	switch {
+	case hit:
+		c.st.hits.Add(1)
+	case joined:
+		c.st.misses.Add(1)
+		c.st.coalesced.Add(1)
+	default:
+		c.st.misses.Add(1)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, false, nil
+}
+
+// scanGet looks key up in the scan segment for a reader, marking it read,
+// and promotes it while the main segment has room.
+func (c *Cache) scanGet(key string) ([]byte, bool) {
+	raHit, promote := false, false
+	e, ok := c.scan.get(key, func(e *scanEntry) {
+		raHit = e.prefetched && !e.referenced
+		e.referenced = true
+		if !e.promoted && c.mainHasRoom(len(e.data)) {
+			e.promoted, promote = true, true
+		}
+	})
+	if !ok {
+		return nil, false
+	}
+	if raHit {
+		c.st.readaheadHits.Add(1)
+	}
+	if promote {
+		c.mainSet(key, e.data)
+	}
+	return e.data, true
+}
+
+// fillDemand stores a chunk a reader waited for.
+func (c *Cache) fillDemand(key string, data []byte) {
+	e := &scanEntry{data: data, lastStart: -1, referenced: true}
+	if c.ghosts.take(key) || c.mainHasRoom(len(data)) {
+		e.promoted = true
+		c.mainSet(key, data)
+	}
+	c.scan.add(key, e, int64(len(data)))
+}
+
+// noteStart records that a read started at position s of chunk k (held in
+// the scan segment) and promotes the chunk when that is a re-reference.
+func (c *Cache) noteStart(o *object, k, s int64) {
+	key := c.chunkKey(o.key, k)
+	var promote []byte
+	c.scan.get(key, func(e *scanEntry) {
+		reref := e.lastStart >= 0 && s <= e.lastStart
+		e.lastStart = s
+		if !e.promoted && reref {
+			e.promoted = true
+			promote = e.data
+		}
+	})
+	if promote != nil {
+		c.mainSet(key, promote)
+	}
+}
+
+// mainHasRoom reports whether the main segment can take n bytes without
+// evicting anything. It ignores Sets ristretto has not applied yet, so a
+// burst may overshoot; TinyLFU admission then decides, which still favours
+// the chunks read most.
+func (c *Cache) mainHasRoom(n int) bool { return c.main.RemainingCost() >= int64(n) }
+
+func (c *Cache) mainSet(key string, data []byte) {
+	c.st.promotions.Add(1)
+	// The scan segment may hold the same slice: a chunk in both costs its
+	// bytes once in memory, twice in the accounting, which errs on the safe
+	// side of the budget.
+	c.main.Set(key, data, int64(len(data)))
+}
+
+// prefetch starts a background GET of chunk k unless it is in memory or in
+// flight. A readahead GET needs a free I/O slot now and gives up otherwise
+// (it returns false then), so it never queues ahead of demand reads; a span
+// prefetch (a chunk of the range being read) waits for a slot.
+func (c *Cache) prefetch(o *object, k int64, readahead bool) bool {
+	key := c.chunkKey(o.key, k)
+	// GetTTL looks without counting an access: a prefetch must not raise
+	// the chunk's TinyLFU frequency.
+	if _, ok := c.main.GetTTL(key); ok {
+		return true
+	}
+	if c.scan.has(key) {
+		return true
+	}
+	if readahead && !c.tryAcquireReadahead() {
+		c.st.readaheadSkipped.Add(1)
+		return false
+	}
+	c.flights.mu.Lock()
+	defer c.flights.mu.Unlock()
+	if c.flights.m[key] != nil || c.scan.has(key) {
+		if readahead {
+			c.releaseReadahead()
+		}
+		return true
+	}
+	if readahead {
+		c.st.readaheadGets.Add(1)
+		f := c.startLocked(key, 0, true,
+			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, true) },
+			func(data []byte) {
+				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true}, int64(len(data)))
+			})
+		f.readahead = true
+	} else {
+		c.startLocked(key, 0, true,
+			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, false) },
+			func(data []byte) { c.fillDemand(key, data) })
+	}
+	return true
+}
+
+// fetchChunk GETs chunk k of o. readahead says the caller holds a
+// readahead slot, which this call releases; readahead is not retried.
+func (c *Cache) fetchChunk(ctx context.Context, o *object, k int64, readahead bool) ([]byte, error) {
+	off := k * c.chunkSize
+	buf := make([]byte, min(c.chunkSize, o.size-off))
+	var err error
+	if readahead {
+		err = c.getRange(ctx, o.key, off, buf)
+		c.releaseReadahead()
+	} else {
+		err = objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
+			release, err := c.acquire(ctx)
+			if err != nil {
+				return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, o.key, err)
+			}
+			defer release()
+			return c.getRange(ctx, o.key, off, buf)
+		})
+	}
+	if err != nil {
+		c.st.getErrors.Add(1)
+		return nil, err
+	}
+	return buf, nil
+}
+
+// getRange reads exactly len(buf) bytes of key at off.
+func (c *Cache) getRange(ctx context.Context, key string, off int64, buf []byte) error {
+	end := off + int64(len(buf))
+	if err := c.throttle(ctx, len(buf)); err != nil {
+		return fmt.Errorf("fetchcache: %s %q bytes [%d,%d): rate limit: %w", objstore.OpGetRange, key, off, end, err)
+	}
+	c.st.gets.Add(1)
+	rc, err := c.bucket.GetRange(ctx, key, off, int64(len(buf)))
+	if err != nil {
+		return fmt.Errorf("fetchcache: %s %q bytes [%d,%d): %w", objstore.OpGetRange, key, off, end, err)
+	}
+	n, err := io.ReadFull(rc, buf)
+	rc.Close()
+	c.st.bytesFetched.Add(int64(n))
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // an empty body is as short as a cut one
+		}
+		return fmt.Errorf("fetchcache: %s %q bytes [%d,%d): got %d of %d bytes: %w", objstore.OpGetRange, key, off, end, n, len(buf), err)
+	}
+	return nil
+}
+
+func (c *Cache) acquire(ctx context.Context) (func(), error) {
+	select {
+	case c.sem <- struct{}{}:
+		c.st.inflight.Add(1)
+		return c.releaseSlot, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// tryAcquireReadahead takes a readahead slot and an I/O slot if both are
+// free now.
+func (c *Cache) tryAcquireReadahead() bool {
+	select {
+	case c.raSem <- struct{}{}:
+	default:
+		return false
+	}
+	select {
+	case c.sem <- struct{}{}:
+		c.st.inflight.Add(1)
+		return true
+	default:
+		<-c.raSem
+		return false
+	}
+}
+
+func (c *Cache) releaseReadahead() {
+	c.releaseSlot()
+	<-c.raSem
+}
+
+func (c *Cache) releaseSlot() {
+	c.st.inflight.Add(-1)
+	<-c.sem
+}
+
+// throttle waits until n more bytes fit the rate limit.
+func (c *Cache) throttle(ctx context.Context, n int) error {
+	if c.limiter == nil {
+		return nil
+	}
+	for n > 0 {
+		b := min(n, c.limiter.Burst())
+		if err := c.limiter.WaitN(ctx, b); err != nil {
+			return err
+		}
+		n -= b
+	}
+	return nil
+}
+
+// streamDepth is how many recently read chunks are remembered per object,
+// so that a few readers interleaving on one object are each still seen as
+// sequential.
+const streamDepth = 4
+
+// maxStreams bounds the objects remembered; beyond it the memory is reset,
+// which costs each reader at most one missed readahead.
+const maxStreams = 4096
+
+// streamTracker detects sequential readers: a read that enters chunk k
+// right after chunk k-1 of the same object was read.
+type streamTracker struct {
+	mu sync.Mutex
+	m  map[string]*[streamDepth]int64 // recent chunks, most recent first; -1 empty
+}
+
+// sequential records a read of chunks first..last of obj and reports
+// whether it just entered last coming from the chunk before it.
+func (t *streamTracker) sequential(obj string, first, last int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	recent := t.m[obj]
+	if recent == nil {
+		if len(t.m) >= maxStreams {
+			clear(t.m)
+		}
+		recent = &[streamDepth]int64{-1, -1, -1, -1}
+		t.m[obj] = recent
+	}
+	has := func(k int64) bool {
+		for _, r := range recent {
+			if r == k {
+				return true
+			}
+		}
+		return false
+	}
+	seq := !has(last) && (last > first || (first > 0 && has(first-1)))
+	if !has(last) {
+		copy(recent[1:], recent[:streamDepth-1])
+		recent[0] = last
+	}
+	return seq
+}

@@ -1,0 +1,49 @@
+// Package fetchcache serves byte ranges of tiered (remote) segments: it is
+// the logstore.ColdTier that tools/ wires into the store, so a consumer
+// reading an offset that lives only in the bucket receives exactly the bytes
+// it would have read from the local segment file.
+//
+// # What it owns
+//
+//   - Aligned chunks of remote .log objects (Options.ChunkSize, 4 MiB by
+//     default), fetched by range GET and kept in memory under one byte
+//     budget (Options.MaxBytes), split in three segments:
+//     the main segment, a ristretto cache (TinyLFU admission, sampled-LFU
+//     eviction) for chunks that earned their place; the scan segment, a
+//     small LRU that every freshly fetched chunk enters first; and an index
+//     segment, an LRU of whole remote .index objects.
+//   - The admission rule between the first two (a 2Q variant, see
+//     cache.go): a chunk moves to the main segment only when it is
+//     referenced again (a read starting at or before a position already
+//     read in it, or a miss on a chunk recently dropped from the scan
+//     segment), or while the main segment still has free room. A backfill
+//     that reads a long range once therefore cycles through the scan
+//     segment and can never evict the working set held in the main one.
+//   - Coalescing: concurrent misses on one chunk (or one index object)
+//     share one GET. A waiter that gives up (its ctx ends) leaves; the GET
+//     is cancelled when the last waiter has left.
+//   - Readahead: a read that enters chunk k of an object right after chunk
+//     k-1 was read prefetches the next Options.Readahead chunks in the
+//     background, only if an I/O slot is free at once, so it never delays
+//     the caller or queues ahead of demand reads.
+//   - The cold I/O budget: at most Options.MaxConcurrentGets GETs at a time
+//     and, optionally, Options.MaxBytesPerSec. These are separate from
+//     whatever tierd uses for uploads, so cold readers cannot starve
+//     producers or the tiering pipeline.
+//   - Integrity of what it serves: a read returns whole batches only (no
+//     trailing partial batch), each checked (logstore.ValidateBatch: CRC32C
+//     and header; offsets rising inside the segment), and chunks under a
+//     bad batch are dropped from memory, so corrupted bytes are never
+//     served and a corruption that happened in transit heals on the next
+//     read.
+//   - Its metrics: Stats and Collectors (Prometheus).
+//
+// # What it must not import
+//
+// No AeroStream package but logstore (for the ColdTier contract, the batch
+// header parser and its sentinel errors), catalog (the segment record) and
+// tierd/objstore (the Bucket contract). In particular not tierd itself, not
+// logstore/ring, no gateway and nothing under tools/: tools/ wires this
+// package to the store and to a provider. logstore must never import this
+// package (layout_test.go checks both directions).
+package fetchcache

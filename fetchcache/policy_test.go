@@ -1,0 +1,304 @@
+package fetchcache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aerostream/aerostream/tierd/objstore"
+)
+
+// inMain counts the chunks of key (of n) held by the main segment.
+func inMain(c *Cache, key string, n int) int {
+	c.main.Wait()
+	held := 0
+	for k := 0; k < n; k++ {
+		if _, ok := c.main.GetTTL(c.chunkKey(key, int64(k))); ok {
+			held++
+		}
+	}
+	return held
+}
+
+func chunksOf(s *testSeg, chunk int) int { return (len(s.log) + chunk - 1) / chunk }
+
+// TestScanResistance: a hot set read over and over keeps being served from
+// memory while a backfill 25 times the main segment's size streams through,
+// and the backfill evicts none of it.
+func TestScanResistance(t *testing.T) {
+	const chunk = 4096
+	hot := buildSegment(t, 0, 7*chunk, 31)
+	bf := buildSegment(t, 0, 400*chunk, 32)
+	mem, gets := countGets(objstore.NewMemBucket())
+	hotKey, bfKey := segKey("hot", 0), segKey("backfill", 0)
+	hotRec, bfRec := put(t, mem, hotKey, hot, true), put(t, mem, bfKey, bf, true)
+	const mainChunks = 16
+	c := newCache(t, mem, Options{ChunkSize: chunk, ScanBytes: 4 * chunk, IndexBytes: 64 << 10,
+		MaxBytes: mainChunks*chunk + 4*chunk + 64<<10})
+	hotChunks := chunksOf(hot, chunk)
+	if hotChunks > mainChunks/2+1 {
+		t.Fatalf("hot set of %d chunks does not leave the main segment room", hotChunks)
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	hotRead := func() {
+		off := hot.base + rng.Int64N(hot.end-hot.base)
+		checkRead(t, c, hotRec, hot, off, 512)
+	}
+	for i := 0; i < 500; i++ {
+		hotRead()
+	}
+	if n := inMain(c, hotKey, hotChunks); n != hotChunks {
+		t.Fatalf("%d of %d hot chunks in the main segment after warm-up", n, hotChunks)
+	}
+	hotGets := gets.of(hotKey)
+	before := c.Stats()
+
+	// The backfill: a consumer reads the whole large segment once, with
+	// hot reads between its fetches.
+	var got []byte
+	for off := bf.base; off < bf.end; {
+		b, err := c.ReadRemote(context.Background(), bfRec, off, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b...)
+		off = lastNext(t, b)
+		hotRead()
+		hotRead()
+	}
+	if !bytes.Equal(got, bf.log) {
+		t.Fatal("backfill read wrong bytes")
+	}
+	after := c.Stats()
+	if n := gets.of(hotKey) - hotGets; n != 0 {
+		t.Errorf("the hot set needed %d GETs during the backfill", n)
+	}
+	if n := inMain(c, hotKey, hotChunks); n != hotChunks {
+		t.Errorf("%d of %d hot chunks left in the main segment after the backfill", n, hotChunks)
+	}
+	bfChunks := chunksOf(bf, chunk)
+	if n := inMain(c, bfKey, bfChunks); n > mainChunks-hotChunks {
+		t.Errorf("%d backfill chunks in the main segment, which had room for %d", n, mainChunks-hotChunks)
+	}
+	if n := gets.of(bfKey); n != bfChunks {
+		t.Errorf("backfill of %d chunks took %d GETs", bfChunks, n)
+	}
+	t.Logf("backfill: %d chunks through a %d-chunk main segment; main evictions %d, promotions %d, readahead %d/%d hit, hit ratio overall %.3f",
+		bfChunks, mainChunks, after.MainEvictions-before.MainEvictions, after.Promotions-before.Promotions,
+		after.ReadaheadHits, after.ReadaheadGets, after.HitRatio())
+}
+
+// TestPromotion: once the main segment is full, a chunk enters it only
+// when re-read: a read starting at or before where an earlier one started
+// in it, or a miss shortly after it left the scan segment.
+func TestPromotion(t *testing.T) {
+	const chunk = 4096
+	mem := objstore.NewMemBucket()
+	fill := buildSegment(t, 0, 3*chunk, 41)
+	scan := buildSegment(t, 0, 20*chunk, 42)
+	fillRec := put(t, mem, segKey("fill", 0), fill, true)
+	scanRec := put(t, mem, segKey("scan", 0), scan, true)
+	// The main segment holds exactly the fill object.
+	c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: int64(len(fill.log)) + 2*chunk + 16<<10, ScanBytes: 2 * chunk, IndexBytes: 16 << 10})
+
+	if got := consume(t, c, fillRec, 0, 100000); !bytes.Equal(got, fill.log) {
+		t.Fatal("fill read wrong bytes")
+	}
+	if n, want := inMain(c, fillRec.ObjectKey, chunksOf(fill, chunk)), chunksOf(fill, chunk); n != want {
+		t.Fatalf("%d of %d chunks in the main segment while it had room", n, want)
+	}
+	promotions := func() int64 { return c.Stats().Promotions }
+
+	// A one-pass read of another object promotes nothing.
+	p0 := promotions()
+	if got := consume(t, c, scanRec, 0, 1500); !bytes.Equal(got, scan.log) {
+		t.Fatal("scan read wrong bytes")
+	}
+	if n := promotions() - p0; n != 0 {
+		t.Fatalf("a one-pass read promoted %d chunks", n)
+	}
+
+	// A chunk long gone from the scan segment, read again: a ghost.
+	p0 = promotions()
+	b := scan.batchInOneChunk(t, chunk, 0.25)
+	checkRead(t, c, scanRec, scan, b.base, 1)
+	if n := promotions() - p0; n != 1 {
+		t.Fatalf("re-read after eviction promoted %d chunks", n)
+	}
+
+	// A chunk read twice from the same place while in the scan segment.
+	other := put(t, mem, segKey("other", 0), scan, true)
+	p0 = promotions()
+	b = scan.batchInOneChunk(t, chunk, 0.75)
+	checkRead(t, c, other, scan, b.base, 1)
+	if n := promotions() - p0; n != 0 {
+		t.Fatalf("first read promoted %d", n)
+	}
+	checkRead(t, c, other, scan, b.base, 1)
+	if n := promotions() - p0; n != 1 {
+		t.Fatalf("second read from the same place promoted %d", n)
+	}
+}
+
+// TestReadahead: a sequential reader finds the next chunks fetched ahead of
+// it, and every chunk is fetched exactly once.
+func TestReadahead(t *testing.T) {
+	s := buildSegment(t, 0, 200<<10, 50)
+	counted, gets := countGets(objstore.NewMemBucket())
+	rec := put(t, counted, segKey("ra", 0), s, true)
+	c := newCache(t, counted, Options{ChunkSize: 4096, MaxBytes: 1 << 20, Readahead: 2})
+	if got := consume(t, c, rec, 0, 1000); !bytes.Equal(got, s.log) {
+		t.Fatal("wrong bytes")
+	}
+	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
+	chunks := chunksOf(s, 4096)
+	st := c.Stats()
+	if n := gets.of(rec.ObjectKey); n != chunks {
+		t.Errorf("%d GETs for %d chunks", n, chunks)
+	}
+	if st.ReadaheadGets < int64(chunks)-3 || st.ReadaheadHits == 0 {
+		t.Errorf("readahead fetched %d of %d chunks, %d hits", st.ReadaheadGets, chunks, st.ReadaheadHits)
+	}
+	t.Logf("%d chunks: readahead fetched %d, %d found by the reader, %d misses (%d of them joined a readahead in flight)",
+		chunks, st.ReadaheadGets, st.ReadaheadHits, st.Misses, st.CoalescedWaits)
+
+	// Readahead off: no prefetch at all.
+	c2 := newCache(t, counted, Options{ChunkSize: 4096, MaxBytes: 1 << 20, Readahead: -1})
+	consume(t, c2, rec, 0, 1000)
+	if st := c2.Stats(); st.ReadaheadGets != 0 {
+		t.Errorf("readahead off fetched %d", st.ReadaheadGets)
+	}
+}
+
+// TestReadaheadNeverBlocks: a readahead GET that hangs delays no reader, a
+// reader that needs its chunk waits for it (and may give up), and
+// readahead takes only free I/O slots of its share.
+func TestReadaheadNeverBlocks(t *testing.T) {
+	const chunk = 4096
+	s := buildSegment(t, 0, 40*chunk, 51)
+	mem := objstore.NewMemBucket()
+	key := segKey("ranb", 0)
+	rec := put(t, mem, key, s, true)
+	release := make(chan struct{})
+	gb := &gateBucket{Bucket: mem, gate: func(k string, off int64) <-chan struct{} {
+		if k == key && off >= 2*chunk {
+			return release
+		}
+		return nil
+	}}
+	counted, gets := countGets(gb)
+	// Two I/O slots: readahead may use one of them.
+	c := newCache(t, counted, Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: 3, MaxConcurrentGets: 2})
+	read := func(b batchPos, timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		got, err := c.ReadRemote(ctx, rec, b.base, 1)
+		if err == nil && !bytes.Equal(got, s.log[b.pos:b.pos+b.len]) {
+			t.Fatalf("offset %d: wrong bytes", b.base)
+		}
+		return err
+	}
+	var firstInChunk2 batchPos
+	for _, b := range s.batches {
+		if b.pos+b.len > 2*chunk {
+			if b.pos >= 2*chunk {
+				firstInChunk2 = b
+				break
+			}
+			continue
+		}
+		if err := read(b, 10*time.Second); err != nil {
+			t.Fatalf("offset %d in chunks 0-1: %v", b.base, err)
+		}
+	}
+	waitFor(t, func() bool { n, _ := gb.counts(); return n == 1 }, "the readahead GET of chunk 2")
+	if st := c.Stats(); st.ReadaheadGets != 1 || st.ReadaheadSkipped == 0 {
+		t.Fatalf("readahead %d, skipped %d: want one GET in its one slot and the rest skipped", st.ReadaheadGets, st.ReadaheadSkipped)
+	}
+	// A reader that needs chunk 2 waits on the readahead GET and may give up.
+	if err := read(firstInChunk2, 50*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read of a chunk whose GET hangs: %v", err)
+	}
+	close(release)
+	if err := read(firstInChunk2, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "GETs to finish")
+	if n, _ := gb.counts(); n != gets.of(key)-2 {
+		t.Errorf("%d gated GETs of %d", n, gets.of(key))
+	}
+}
+
+// TestReadaheadFailure: a reader that joined a readahead GET which failed
+// fetches the chunk itself, with retries.
+func TestReadaheadFailure(t *testing.T) {
+	const chunk = 4096
+	s := buildSegment(t, 0, 12*chunk, 52)
+	mem := objstore.NewMemBucket()
+	key := segKey("rafail", 0)
+	rec := put(t, mem, key, s, true)
+	var failing atomic.Bool
+	failing.Store(true)
+	release := make(chan struct{})
+	gb := &gateBucket{Bucket: mem, gate: func(k string, off int64) <-chan struct{} {
+		if k == key && off >= 2*chunk && failing.Load() {
+			return release
+		}
+		return nil
+	}}
+	c := newCache(t, gb, Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: 1})
+	for _, b := range s.batches {
+		if b.pos+b.len > 2*chunk {
+			break
+		}
+		checkRead(t, c, rec, s, b.base, 1)
+	}
+	waitFor(t, func() bool { n, _ := gb.counts(); return n == 1 }, "the readahead GET")
+	done := make(chan error, 1)
+	i := s.batchAt(s.base + (s.end-s.base)/4)
+	for s.batches[i].pos < 2*chunk {
+		i++
+	}
+	b := s.batches[i]
+	go func() {
+		got, err := c.ReadRemote(context.Background(), rec, b.base, 1)
+		if err == nil && !bytes.Equal(got, s.log[b.pos:b.pos+b.len]) {
+			err = errors.New("wrong bytes")
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool {
+		c.flights.mu.Lock()
+		defer c.flights.mu.Unlock()
+		f := c.flights.m[c.chunkKey(key, int64(b.pos/chunk))]
+		return f != nil && f.waiters == 1
+	}, "the reader to join the readahead")
+	// Fail the readahead GET: Close is not an option, so cancel it the way
+	// Close would, through its own context.
+	failing.Store(false)
+	c.flights.mu.Lock()
+	c.flights.m[c.chunkKey(key, int64(b.pos/chunk))].cancel()
+	c.flights.mu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+}
+
+// TestIndexKey documents the key rule of DESIGN §4.
+func TestIndexKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"p/t/0/00000000000000000000-ab.log": "p/t/0/00000000000000000000-ab.index",
+		"x.log.log":                         "x.log.index",
+		"no-suffix":                         "",
+	} {
+		if got := IndexKey(in); got != want {
+			t.Errorf("IndexKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

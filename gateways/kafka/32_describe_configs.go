@@ -1,0 +1,100 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeConfigs: v1-v4.
+//
+// Describes topic configs (resource type 2) and broker configs (type 4,
+// named by node id or "" for the cluster default) as the Cluster holds
+// them: value, source (dynamic topic config, or default), read-only and
+// sensitive flags; a sensitive value is never sent. A null config name list
+// asks for all. Synonyms (v1+, when asked) list the value's own source
+// followed by the default it overrides; documentation and types come with
+// v3+. Other resource types (broker loggers, client metrics, groups) are
+// INVALID_REQUEST.
+//
+// Version notes: v1 synonyms and source, v3 type and documentation, v4
+// flexible.
+
+func init() { regKey(32, 1, 4, (*Gateway).handleDescribeConfigs) }
+
+func (g *Gateway) handleDescribeConfigs(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		sr := kmsg.NewDescribeConfigsResponseResource()
+		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := g.describeConfigs(ctx, rr.ResourceType, rr.ResourceName)
+		if err != nil {
+			sr.ErrorCode = errorCode(err)
+			sr.ErrorMessage = errorMessage(err)
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
+		want := map[string]bool{}
+		for _, n := range rr.ConfigNames {
+			want[n] = true
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !want[e.Name] {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
+			c.Source = kmsg.ConfigSource(e.Source)
+			c.IsDefault = e.Source == ConfigSourceDefault
+			c.ConfigType = kmsg.ConfigType(e.Type)
+			if e.Sensitive {
+				c.Value = nil
+			}
+			if req.IncludeDocumentation && e.Doc != "" {
+				doc := e.Doc
+				c.Documentation = &doc
+			}
+			if req.IncludeSynonyms {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = e.Name, c.Value, c.Source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+				if e.Source != ConfigSourceDefault && e.Default != nil {
+					def := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					def.Name, def.Value, def.Source = e.Name, e.Default, kmsg.ConfigSourceDefaultConfig
+					if e.Sensitive {
+						def.Value = nil
+					}
+					c.ConfigSynonyms = append(c.ConfigSynonyms, def)
+				}
+			}
+			sr.Configs = append(sr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, sr)
+	}
+	return resp, nil
+}
+
+// configResource checks a resource type the config keys serve.
+func configResource(typ kmsg.ConfigResourceType, name string) (ConfigResource, error) {
+	switch ConfigResourceType(typ) {
+	case ConfigResourceTopic, ConfigResourceBroker:
+		return ConfigResource{Type: ConfigResourceType(typ), Name: name}, nil
+	}
+	return ConfigResource{}, fmt.Errorf("%w: config resource type %d is not supported", kerr.InvalidRequest, typ)
+}
+
+func (g *Gateway) describeConfigs(ctx context.Context, typ kmsg.ConfigResourceType, name string) ([]ConfigEntry, error) {
+	res, err := configResource(typ, name)
+	if err != nil {
+		return nil, err
+	}
+	if res.Type == ConfigResourceTopic {
+		if err := ValidTopicName(name); err != nil {
+			return nil, err
+		}
+	}
+	return g.cluster.DescribeConfigs(ctx, res)
+}

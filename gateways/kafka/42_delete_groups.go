@@ -1,0 +1,55 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DeleteGroups: v0-v2.
+//
+// Deletes groups that have no members: their committed offsets are
+// tombstoned in __consumer_offsets, so the deletion survives a restart. A
+// group with members is NON_EMPTY_GROUP; one that does not exist,
+// GROUP_ID_NOT_FOUND.
+//
+// Version notes: v2 flexible.
+
+func init() { regKey(42, 0, 2, (*Gateway).handleDeleteGroups) }
+
+func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		res, err := awaitGroup(ctx, g, id, false, func(gr *group, reply chan<- error) {
+			switch gr.state {
+			case groupDead:
+				reply <- kerr.GroupIDNotFound
+			case groupEmpty:
+				if err := gr.deleteOffsets(func(tp) bool { return true }); err != nil {
+					reply <- err
+					return
+				}
+				gr.state = groupDead
+				reply <- nil
+			default:
+				reply <- kerr.NonEmptyGroup
+			}
+		})
+		if groupGone(err) {
+			err = kerr.GroupIDNotFound
+		}
+		if err == nil {
+			err = res
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rg.ErrorCode = errorCode(err)
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}

@@ -1,0 +1,71 @@
+// Package kafka is the Kafka wire-protocol gateway: it lets unmodified Kafka
+// clients produce, consume, manage topics and run consumer groups against
+// AeroStream.
+//
+// # What it owns
+//
+//   - The Kafka protocol, on franz-go's kmsg (messages), kbin (primitives)
+//     and kerr (error codes): request framing with a size limit
+//     (socket.request.max.bytes), header and body decoding for flexible and
+//     non-flexible versions, the ApiVersions negotiation with the KIP-511 v0
+//     fallback, and one file per API key (NN_name.go), each opening with
+//     what it does and which versions it serves. Keys for transactions,
+//     share groups, the KIP-848 consumer protocol, SASL and ACLs are not
+//     served and not advertised; a request for a key or version not served
+//     closes the connection with a log line, as Kafka does (ApiVersions is
+//     the exception and answers).
+//   - The mapping of errors to Kafka codes, in one table (errors.go).
+//   - Fetch sessions (KIP-227) and the zero-copy Fetch response encoder
+//     (fetch_encode.go): hot records go from the segment file to the
+//     socket with sendfile(2).
+//   - The group coordinator for the classic protocol (groups*.go): eager
+//     and cooperative rebalancing (the latter is the clients' business; the
+//     coordinator runs the rejoin rounds), static membership, session and
+//     rebalance timeouts. Committed offsets are durable: they are written
+//     (acks all) to the internal topic __consumer_offsets, offsets.topic
+//     .num.partitions partitions (8 by default, where Kafka has 50; a group
+//     goes to partition abs(javaHashCode(group)) mod P, as in Kafka) in
+//     Kafka's own record format, and read back at startup, the latest
+//     record per group/topic/partition winning and null values deleting.
+//     The store has no compaction yet, so the topic keeps every commit
+//     (retention -1) and startup reads it all; a compacting snapshot is
+//     future work.
+//   - Producer id allocation for idempotent producers (producer_ids.go).
+//     The sequence checks themselves live in the store, per partition.
+//
+// # Membership is soft state
+//
+// Group membership (members, generation, assignments) lives only in the
+// coordinating gateway's memory and is not written anywhere. After a
+// gateway restart its groups are empty: members get UNKNOWN_MEMBER_ID or
+// ILLEGAL_GENERATION on their next heartbeat and rejoin, resuming from the
+// committed offsets, which are durable. This is what Kafka clients already
+// do when a coordinator moves.
+//
+// # Several gateways
+//
+// Every gateway can serve every partition, since they all reach the stores
+// over the shard ring; Metadata spreads partition "leadership" over the
+// live gateways by hash only to balance connections. Groups are different:
+// a group must have exactly one coordinator. FindCoordinator hashes the
+// group id over the live gateways the Cluster lists (node id order), every
+// gateway computing the same answer, and a gateway answers group requests
+// only for the groups hashed to it (NOT_COORDINATOR otherwise, and the
+// client looks again). A gateway that starts coordinating a group re-reads
+// the group's __consumer_offsets partition from where it last read, so it
+// sees commits another gateway made while that one coordinated the group.
+// Limits, honestly: while gateways disagree about the live set (for up to
+// a heartbeat interval after a gateway joins or dies), two of them may both
+// accept a group's requests; the group then rebalances when they agree
+// again, and a commit made on the losing side can be overwritten by an
+// older value on re-read. Nothing fences a stale coordinator yet; a
+// coordinator epoch recorded through the controller would.
+//
+// # Imports
+//
+// kafka imports the shared plumbing (gateways), the shard ring client
+// (logstore/ring) and franz-go's protocol packages. It must not import
+// logstore or catalog (storage is reached only through ring.Backend), any
+// other gateway, or tools; metadata comes through the Cluster interface,
+// which tools/ implements over the controller client.
+package kafka

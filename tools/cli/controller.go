@@ -1,0 +1,627 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerostream/aerostream/controller"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// The controller: `aerostream controller` (one Raft voter), its membership
+// commands, `aerostream topic`, and the pieces serve and store use to run
+// or reach one.
+
+const controllerLong = `Run one Raft controller voter: the cluster's metadata (topics, configs,
+partition placement, registered stores and gateways). Raft and the client
+API share listeners.controller (--controller-listen); Raft state lives in
+<data_dir>/raft.
+
+A new cluster starts from one node with --controller.bootstrap; every other
+node starts with --controller.join=ADDR[,ADDR...] naming a running controller,
+and asks it to add this node as a voter. Both only act on the first start
+(when <data_dir>/raft is empty); a node with state rejoins its cluster on
+its own. Node ids (controller.node_id) must differ.
+
+  aerostream controller --data-dir /tmp/c1 --controller-listen 127.0.0.1:8001 \
+      --controller.node_id 1 --controller.bootstrap
+  aerostream controller --data-dir /tmp/c2 --controller-listen 127.0.0.1:8002 \
+      --controller.node_id 2 --controller.join 127.0.0.1:8001
+  aerostream controller --data-dir /tmp/c3 --controller-listen 127.0.0.1:8003 \
+      --controller.node_id 3 --controller.join 127.0.0.1:8001
+
+Three voters keep serving while any one is down. SIGINT or SIGTERM stops
+cleanly.`
+
+func newControllerCmd(env Env) *cobra.Command {
+	var flags *config.Flags
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run a Raft controller voter (metadata, membership, placement)",
+		Long:  controllerLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := config.Load(config.Options{File: flags.File, Env: env.Environ, Flags: flags})
+			if err != nil {
+				return err
+			}
+			return runController(cmd.Context(), env, loaded)
+		},
+	}
+	cmd.Flags().SortFlags = false
+	flags = config.AddFlags(cmd.Flags())
+	cmd.AddCommand(newAddVoterCmd(env), newRemoveVoterCmd(env), newControllerStatusCmd(env))
+	return cmd
+}
+
+// runController runs one voter until a signal or ctx ends it.
+func runController(ctx context.Context, env Env, loaded *config.Loaded) (err error) {
+	cfg := loaded.Config
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Listeners.Controller == "" {
+		return errors.New("listeners.controller is empty: a controller serves Raft and its clients there")
+	}
+	ln, err := listen(cfg.Listeners.Controller)
+	if err != nil {
+		return fmt.Errorf("listeners.controller: %w", err)
+	}
+	defer ln.Close()
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// The common mistake, caught before anything is logged; Open checks
+	// the Raft state itself too.
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if _, err := os.Stat(raftDir); errors.Is(err, os.ErrNotExist) && !cfg.Controller.Bootstrap && cfg.Controller.Join == "" {
+		return fmt.Errorf("%s holds no controller state: set controller.bootstrap to start a new cluster, or controller.join to join an existing one", raftDir)
+	}
+	logger := newLogger(env, cfg)
+	slog.SetDefault(logger)
+	logger.Info("starting", "command", "controller", "version", Version(),
+		"config_file", orNone(loaded.File), "data_dir", cfg.DataDir)
+	for _, name := range loaded.UnknownEnv {
+		logger.Warn("environment variable sets no config key", "name", name)
+	}
+	start := time.Now()
+	c, err := openController(cfg, ln, logger, cfg.Controller.Bootstrap, splitAddrs(cfg.Controller.Join))
+	if err != nil {
+		return err
+	}
+	logger.Info("running", "command", "controller", "node_id", cfg.Controller.NodeID,
+		"controller_addr", c.Addr(), "listen", listenerAddr(ln), "startup", time.Since(start).Round(time.Millisecond))
+	<-ctx.Done()
+	logger.Info("stopping", "reason", "signal")
+	stop()
+	if err := c.Close(); err != nil {
+		logger.Error("stopped", "err", err)
+		return fmt.Errorf("close controller: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// openController starts a voter with its Raft state in <data_dir>/raft.
+func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, bootstrap bool, join []string) (*controller.Controller, error) {
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	cc := cfg.Controller
+	c, err := controller.Open(controller.Options{
+		NodeID:            cc.NodeID,
+		Dir:               filepath.Join(cfg.DataDir, "raft"),
+		Listener:          ln,
+		Advertise:         cc.Advertise,
+		Bootstrap:         bootstrap,
+		Join:              join,
+		SessionTimeout:    ms(cc.SessionTimeoutMs),
+		HeartbeatInterval: ms(cc.HeartbeatIntervalMs),
+		RaftTimeout:       ms(cc.RaftTimeoutMs),
+		TopicDefaults:     topicDefaults(cfg.TopicDefaults),
+		Logger:            logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	return c, nil
+}
+
+// topicDefaults turns [topic_defaults] into Kafka config names, which is
+// how the controller reports static defaults.
+func topicDefaults(td config.TopicDefaults) map[string]string {
+	i := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return map[string]string{
+		"segment.bytes":     i(td.SegmentBytes),
+		"segment.ms":        i(td.SegmentMs),
+		"retention.ms":      i(td.RetentionMs),
+		"retention.bytes":   i(td.RetentionBytes),
+		"max.message.bytes": i(int64(td.MaxMessageBytes)),
+	}
+}
+
+func splitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// storeAgent registers a store with the controller (in-process or over the
+// network) and applies placement to it until ctx ends.
+func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr string, logger *slog.Logger) *controller.StoreAgent {
+	return controller.NewStoreAgent(api, storePartitions{st}, controller.RegisterNodeRequest{
+		ID:        id,
+		Shards:    int32(st.NumShards()),
+		RingAddr:  ringAddr,
+		Addresses: map[string]string{"ring": ringAddr},
+	}, logger)
+}
+
+// advertisedRing is the ring address a store registers: the listener's,
+// with an unspecified host replaced by the hostname.
+func advertisedRing(ln net.Listener) string {
+	if ln == nil {
+		return "in-process"
+	}
+	addr := listenerAddr(ln)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // unix:/path
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return addr
+}
+
+// storePartitions adapts logstore to controller.PartitionManager.
+type storePartitions struct{ st *logstore.Store }
+
+var _ controller.PartitionManager = storePartitions{}
+
+func (p storePartitions) CreatePartition(ctx context.Context, topic string, partition int32, cfg map[string]string) error {
+	pc, err := partitionConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = p.st.CreatePartition(ctx, topic, partition, pc)
+	if errors.Is(err, logstore.ErrPartitionExists) {
+		return nil
+	}
+	return err
+}
+
+func (p storePartitions) DeletePartition(ctx context.Context, topic string, partition int32) error {
+	err := p.st.DeletePartition(ctx, topic, partition)
+	if errors.Is(err, logstore.ErrUnknownPartition) {
+		return nil
+	}
+	return err
+}
+
+func (p storePartitions) ListPartitions(ctx context.Context) ([]controller.LocalPartition, error) {
+	infos, err := p.st.ListPartitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]controller.LocalPartition, len(infos))
+	for i, in := range infos {
+		out[i] = controller.LocalPartition{Topic: in.Topic, Partition: in.Partition}
+	}
+	return out, nil
+}
+
+// partitionConfig maps the Kafka configs the store enforces onto
+// logstore.PartitionConfig; absent ones stay zero (the store's defaults).
+// The controller has validated the values; a bad one here is a bug.
+func partitionConfig(cfg map[string]string) (logstore.PartitionConfig, error) {
+	var pc logstore.PartitionConfig
+	num := func(name string) (int64, bool, error) {
+		v, ok := cfg[name]
+		if !ok {
+			return 0, false, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s = %q: %w", name, v, err)
+		}
+		return n, true, nil
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, f := range []struct {
+		name string
+		set  func(int64)
+	}{
+		{"segment.bytes", func(n int64) { pc.SegmentBytes = n }},
+		{"segment.ms", func(n int64) { pc.SegmentMs = ms(n) }},
+		{"retention.ms", func(n int64) { pc.RetentionMs = ms(n) }}, // -1 stays negative: forever
+		{"retention.bytes", func(n int64) { pc.RetentionBytes = n }},
+		{"max.message.bytes", func(n int64) { pc.MaxMessageBytes = int32(n) }},
+	} {
+		n, ok, err := num(f.name)
+		if err != nil {
+			return pc, err
+		}
+		if ok {
+			f.set(n)
+		}
+	}
+	return pc, nil
+}
+
+// Client commands.
+
+// clientFlags are the flags of a command that talks to the controller.
+type clientFlags struct {
+	addrs   string
+	timeout time.Duration
+}
+
+// addControllerFlag adds --controller and --timeout to a client command.
+func addControllerFlag(cmd *cobra.Command) *clientFlags {
+	f := &clientFlags{}
+	cmd.PersistentFlags().StringVar(&f.addrs, "controller", "127.0.0.1:8001", "controller addresses, comma-separated host:port (any voter; the leader is found)")
+	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 15*time.Second, "give up when no controller leader answers for this long")
+	return f
+}
+
+func newClient(f *clientFlags) (*controller.Client, error) {
+	list := splitAddrs(f.addrs)
+	if len(list) == 0 {
+		return nil, errors.New("--controller is empty")
+	}
+	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
+}
+
+func newAddVoterCmd(env Env) *cobra.Command {
+	var id int32
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "add-voter",
+		Short: "Add a controller voter to the Raft configuration",
+		Long: `Add a controller voter. Start the new controller first (with
+--controller.join, it adds itself; this command is for one started with
+neither bootstrap nor join state, or to re-add a removed voter).`,
+		Args: cobra.NoArgs,
+	}
+	ctl := addControllerFlag(cmd)
+	cmd.Flags().Int32Var(&id, "id", -1, "node id of the voter (its controller.node_id)")
+	cmd.Flags().StringVar(&addr, "address", "", "host:port the voter is reached at (its controller address)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if id < 0 || addr == "" {
+			return errors.New("add-voter needs --id and --address")
+		}
+		cl, err := newClient(ctl)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := cl.AddVoter(cmd.Context(), controller.AddVoterRequest{ID: id, Address: addr}); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.Stdout, "added voter %d at %s\n", id, addr)
+		return err
+	}
+	return cmd
+}
+
+func newRemoveVoterCmd(env Env) *cobra.Command {
+	var id int32
+	cmd := &cobra.Command{
+		Use:   "remove-voter",
+		Short: "Remove a controller voter from the Raft configuration",
+		Args:  cobra.NoArgs,
+	}
+	ctl := addControllerFlag(cmd)
+	cmd.Flags().Int32Var(&id, "id", -1, "node id of the voter to remove")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if id < 0 {
+			return errors.New("remove-voter needs --id")
+		}
+		cl, err := newClient(ctl)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		if err := cl.RemoveVoter(cmd.Context(), controller.RemoveVoterRequest{ID: id}); err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(env.Stdout, "removed voter %d\n", id)
+		return err
+	}
+	return cmd
+}
+
+func newControllerStatusCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the controller cluster: id, leader, voters, registered nodes",
+		Args:  cobra.NoArgs,
+	}
+	ctl := addControllerFlag(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cl, err := newClient(ctl)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		info, err := cl.ClusterInfo(cmd.Context())
+		if err != nil {
+			return err
+		}
+		nodes, err := cl.ListNodes(cmd.Context())
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "cluster id:\t%s\n", info.ClusterID)
+		fmt.Fprintf(w, "leader:\t%d at %s\n", info.LeaderID, info.LeaderAddr)
+		fmt.Fprintf(w, "metadata version:\t%d\n", info.Version)
+		for _, v := range info.Voters {
+			fmt.Fprintf(w, "voter %d:\t%s (%s)\n", v.ID, v.Address, v.Suffrage)
+		}
+		for _, n := range nodes.Nodes {
+			state := "live"
+			if !n.Live {
+				state = "down"
+			}
+			fmt.Fprintf(w, "%s %d:\t%s, %d shards at %s (ring version %d)\n", n.Kind, n.ID, state, n.Ring.Shards, n.Ring.Address, n.Ring.Version)
+		}
+		return w.Flush()
+	}
+	return cmd
+}
+
+func newTopicCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, delete, list, describe and alter topics (through the controller)",
+		Args:  cobra.NoArgs,
+	}
+	ctl := addControllerFlag(cmd)
+	withClient := func(fn func(ctx context.Context, cl *controller.Client, args []string) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, args []string) error {
+			cl, err := newClient(ctl)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			return fn(cmd.Context(), cl, args)
+		}
+	}
+
+	var partitions int32
+	var rf int16
+	var configs []string
+	var validateOnly bool
+	create := &cobra.Command{
+		Use:   "create NAME...",
+		Short: "Create topics",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
+			cfg, err := parseConfigs(configs)
+			if err != nil {
+				return err
+			}
+			req := controller.CreateTopicsRequest{ValidateOnly: validateOnly}
+			for _, name := range args {
+				req.Topics = append(req.Topics, controller.NewTopic{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: cfg})
+			}
+			resp, err := cl.CreateTopics(ctx, req)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, r := range resp.Topics {
+				if err := r.Err(); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", r.Name, err))
+					continue
+				}
+				verb := "created"
+				if validateOnly {
+					verb = "valid (not created)"
+				}
+				fmt.Fprintf(env.Stdout, "%s %s: %d partitions, replication factor %d, id %s\n", verb, r.Name, len(r.Partitions), r.ReplicationFactor, r.ID)
+			}
+			return errors.Join(errs...)
+		}),
+	}
+	create.Flags().Int32VarP(&partitions, "partitions", "p", 1, "partition count (-1: the default, 1)")
+	create.Flags().Int16VarP(&rf, "replication-factor", "r", 1, "replication factor (only 1 is available)")
+	create.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config NAME=VALUE (Kafka names), repeatable")
+	create.Flags().BoolVar(&validateOnly, "validate-only", false, "check the request, create nothing")
+
+	var byID bool
+	del := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete topics (with --id, the arguments are topic ids)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
+			var req controller.DeleteTopicsRequest
+			for _, a := range args {
+				ref := controller.TopicRef{Name: a}
+				if byID {
+					id, err := controller.ParseTopicID(a)
+					if err != nil {
+						return err
+					}
+					ref = controller.TopicRef{ID: id}
+				}
+				req.Topics = append(req.Topics, ref)
+			}
+			resp, err := cl.DeleteTopics(ctx, req)
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for i, r := range resp.Topics {
+				if err := r.Err(); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", args[i], err))
+					continue
+				}
+				fmt.Fprintf(env.Stdout, "deleted %s (id %s)\n", r.Name, r.ID)
+			}
+			return errors.Join(errs...)
+		}),
+	}
+	del.Flags().BoolVar(&byID, "id", false, "the arguments are topic ids")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List topics",
+		Args:  cobra.NoArgs,
+		RunE: withClient(func(ctx context.Context, cl *controller.Client, _ []string) error {
+			md, err := cl.Metadata(ctx, controller.MetadataRequest{})
+			if err != nil {
+				return err
+			}
+			for _, t := range md.Topics {
+				fmt.Fprintln(env.Stdout, t.Name)
+			}
+			return nil
+		}),
+	}
+
+	var all bool
+	describe := &cobra.Command{
+		Use:   "describe [NAME...]",
+		Short: "Describe topics (all of them with no names): id, partitions, leaders, configs",
+		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
+			md, err := cl.Metadata(ctx, controller.MetadataRequest{Topics: args})
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, m := range md.Missing {
+				errs = append(errs, fmt.Errorf("%s: %w", m, controller.ErrUnknownTopic))
+			}
+			live := map[int32]bool{}
+			for _, n := range md.Nodes {
+				live[n.ID] = n.Live
+			}
+			var res []controller.ConfigResource
+			for _, t := range md.Topics {
+				res = append(res, controller.ConfigResource{Type: controller.ResourceTopic, Name: t.Name})
+			}
+			dc, err := cl.DescribeConfigs(ctx, controller.DescribeConfigsRequest{Resources: res})
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			for i, t := range md.Topics {
+				fmt.Fprintf(w, "topic %s\tid %s\tpartitions %d\treplication factor %d\n", t.Name, t.ID, len(t.Partitions), t.ReplicationFactor)
+				for _, p := range t.Partitions {
+					state := "online"
+					switch {
+					case p.Leader == controller.NoLeader:
+						state = "unplaced (no live store yet)"
+					case !live[p.Leader]:
+						state = "offline (store down)"
+					}
+					fmt.Fprintf(w, "  partition %d\tleader %d\tepoch %d\t%s\n", p.Partition, p.Leader, p.LeaderEpoch, state)
+				}
+				for _, e := range dc.Resources[i].Configs {
+					if e.IsDefault && !all {
+						continue
+					}
+					fmt.Fprintf(w, "  %s=%s\t(%s)\n", e.Name, e.Value, strings.ToLower(string(e.Source)))
+				}
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return errors.Join(errs...)
+		}),
+	}
+	describe.Flags().BoolVar(&all, "all-configs", false, "list every config, defaults included")
+
+	var newPartitions int32
+	var deleteConfigs []string
+	alter := &cobra.Command{
+		Use:   "alter NAME",
+		Short: "Add partitions to a topic or change its configs",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
+			name := args[0]
+			var ops []controller.ConfigOp
+			cfg, err := parseConfigs(configs)
+			if err != nil {
+				return err
+			}
+			keys := make([]string, 0, len(cfg))
+			for k := range cfg {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				ops = append(ops, controller.ConfigOp{Name: k, Op: controller.OpSet, Value: cfg[k]})
+			}
+			for _, k := range deleteConfigs {
+				ops = append(ops, controller.ConfigOp{Name: k, Op: controller.OpDelete})
+			}
+			if newPartitions == 0 && len(ops) == 0 {
+				return errors.New("nothing to alter: give --partitions, --config or --delete-config")
+			}
+			if newPartitions != 0 {
+				resp, err := cl.CreatePartitions(ctx, controller.CreatePartitionsRequest{Topics: []controller.PartitionCount{{Name: name, Count: newPartitions}}, ValidateOnly: validateOnly})
+				if err != nil {
+					return err
+				}
+				if err := resp.Topics[0].Err(); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "%s: now %d partitions\n", name, newPartitions)
+			}
+			if len(ops) > 0 {
+				if err := cl.IncrementalAlterConfigs(ctx, controller.ResourceTopic, name, ops, validateOnly); err != nil {
+					return err
+				}
+				fmt.Fprintf(env.Stdout, "%s: configs altered\n", name)
+			}
+			return nil
+		}),
+	}
+	alter.Flags().Int32VarP(&newPartitions, "partitions", "p", 0, "grow the topic to this many partitions")
+	alter.Flags().StringArrayVarP(&configs, "config", "c", nil, "set topic config NAME=VALUE, repeatable")
+	alter.Flags().StringArrayVar(&deleteConfigs, "delete-config", nil, "remove a topic config (back to the default), repeatable")
+	alter.Flags().BoolVar(&validateOnly, "validate-only", false, "check the request, change nothing")
+
+	cmd.AddCommand(create, del, list, describe, alter)
+	return cmd
+}
+
+func parseConfigs(kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--config %q: want NAME=VALUE", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package cli_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// wantOK checks a command succeeded and its stdout contains each of want.
+func wantOK(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d: stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("stdout %q does not contain %q", r.stdout, w)
+		}
+	}
+}
+
+// TestServeControllerAndTopicCLI: serve runs a single-voter controller;
+// `aerostream topic` reaches it, and the store creates and deletes the
+// partitions placement gives it. The metadata survives a restart.
+func TestServeControllerAndTopicCLI(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	ctl := freeAddr(t)
+	args := []string{"serve", "--data-dir", data, "--ring-listen", "127.0.0.1:0", "--controller-listen", ctl,
+		"--kafka-listen", "", "--native-listen", "", "--http-listen", ""}
+	p := start(t, nil, args...)
+	p.waitFor(t, `msg=running .*parts=\S*controller`)
+	p.waitFor(t, `msg="registered with the controller"`)
+
+	c := "--controller=" + ctl
+	wantOK(t, run(t, nil, "topic", c, "create", "orders", "-p", "3", "-c", "retention.ms=3600000"),
+		"created orders: 3 partitions, replication factor 1, id ")
+	for i := 0; i < 3; i++ {
+		p.waitFor(t, `msg="created partition".* topic=orders`)
+	}
+	wantOK(t, run(t, nil, "topic", c, "create", "v", "--validate-only"), "valid (not created) v")
+	wantOK(t, run(t, nil, "topic", c, "list"), "orders\n")
+	r := run(t, nil, "topic", c, "list")
+	if strings.Contains(r.stdout, "v\n") {
+		t.Errorf("validate-only created a topic: %q", r.stdout)
+	}
+	wantOK(t, run(t, nil, "topic", c, "describe", "orders"), "partition 2", "leader 1", "online", "retention.ms=3600000", "(topic_config)")
+	wantOK(t, run(t, nil, "topic", c, "alter", "orders", "-p", "4", "-c", "segment.ms=60000"), "now 4 partitions", "configs altered")
+	p.waitFor(t, `msg="created partition".* topic=orders partition=3`)
+	wantOK(t, run(t, nil, "controller", "status", c), "leader:", "voter 1:", "store 1:", "live")
+
+	// Bad input: one line each, naming the problem.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"create", "orders"}, "orders: topic already exists"},
+		{[]string{"create", "r3", "-r", "3"}, "replication is not available yet"},
+		{[]string{"create", "bad", "-c", "retention.ms=soon"}, `retention.ms = "soon" is not an integer`},
+		{[]string{"create", "bad", "-c", "no.such.config=1"}, `unknown topic config "no.such.config"`},
+		{[]string{"create", "bad/name"}, "invalid topic name"},
+		{[]string{"alter", "orders", "-p", "2"}, "has 4 partitions; the count can only grow"},
+		{[]string{"alter", "nope", "-c", "retention.ms=1"}, `unknown topic: "nope"`},
+		{[]string{"delete", "nope"}, `unknown topic: "nope"`},
+		{[]string{"describe", "nope"}, "nope: unknown topic"},
+	} {
+		wantOneLineFailure(t, run(t, nil, append([]string{"topic", c}, tc.args...)...), tc.want)
+	}
+	wantOneLineFailure(t, run(t, nil, "topic", "--controller="+freeAddr(t), "--timeout=1s", "list"), "no controller answered")
+
+	// Restart: the topic and its placement come back from <data>/raft.
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.logText())
+	}
+	if _, err := os.Stat(filepath.Join(data, "raft", "log")); err != nil {
+		t.Errorf("raft state: %v", err)
+	}
+	p = start(t, nil, args...)
+	p.waitFor(t, `msg=running`)
+	wantOK(t, run(t, nil, "topic", c, "describe", "orders"), "partitions 4", "segment.ms=60000")
+	wantOK(t, run(t, nil, "topic", c, "delete", "orders"), "deleted orders")
+	for i := 0; i < 4; i++ {
+		p.waitFor(t, `msg="deleted partition".* topic=orders`)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.logText())
+	}
+}
+
+func TestControllerStartRefusals(t *testing.T) {
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller", "--data-dir", filepath.Join(dir, "a"), "--controller-listen", "127.0.0.1:0"}, "holds no controller state: set controller.bootstrap"},
+		{[]string{"controller", "--data-dir", filepath.Join(dir, "b"), "--controller-listen", ln.Addr().String(), "--controller.bootstrap"}, "address already in use"},
+		{[]string{"controller", "--data-dir", filepath.Join(dir, "c"), "--controller.bootstrap", "--controller.join", "127.0.0.1:1"}, "bootstrap and join are exclusive"},
+		{[]string{"controller", "--data-dir", filepath.Join(dir, "d"), "--controller-listen", ""}, "listeners.controller is empty"},
+		{[]string{"serve", "--data-dir", filepath.Join(dir, "e"), "--controller.join", "127.0.0.1:1"}, "serve runs its own single-voter controller"},
+		{[]string{"controller", "add-voter", "--id", "2"}, "needs --id and --address"},
+		{[]string{"topic", "create"}, "requires at least 1 arg"},
+		{[]string{"topic", "create", "x", "-c", "novalue"}, `want NAME=VALUE`},
+	} {
+		wantOneLineFailure(t, run(t, nil, tc.args...), tc.want)
+	}
+}
