@@ -21,9 +21,14 @@ type MemberOptions struct {
 	Logger  *slog.Logger
 }
 
+// minPoll is the shortest time between two heartbeats of a member.
+const minPoll = 20 * time.Millisecond
+
 // RunMember keeps a store or gateway a member of the cluster until ctx
 // ends: it registers, then heartbeats at the interval the controller asks
-// for, keeping a View current from the replies. When the controller has
+// for, keeping a View current from the replies. Heartbeats are long polls
+// (HeartbeatRequest.WaitMs), so a change reaches the member as soon as it
+// is committed. When the controller has
 // forgotten the node (a leader that restored an older state), it registers
 // again. It returns ctx's error.
 func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
@@ -34,6 +39,7 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 	reg := opts.Registration
 	log = log.With("component", "member", "node", reg.ID, "kind", reg.Kind)
 	var view View
+	var applied uint64 // the version OnDelta last succeeded at
 	interval := DefaultHeartbeatInterval
 	registered := false
 	retry := false
@@ -41,15 +47,16 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 	for {
 		var resp HeartbeatResponse
 		var err error
+		sent := time.Now()
 		if !registered {
-			reg.KnownVersion = view.Version
+			reg.KnownVersion, reg.AppliedVersion = view.Version, applied
 			resp, err = api.RegisterNode(ctx, reg)
 			if err == nil {
 				registered = true
 				log.Info("registered with the controller", "cluster_id", resp.Delta.ClusterID, "version", resp.Delta.Version)
 			}
 		} else {
-			resp, err = api.Heartbeat(ctx, HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version})
+			resp, err = api.Heartbeat(ctx, HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version, AppliedVersion: applied, WaitMs: interval.Milliseconds()})
 			if errors.Is(err, ErrUnknownNode) {
 				log.Warn("the controller does not know this node; registering again")
 				registered = false
@@ -59,8 +66,12 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		wait := interval
+		// A successful heartbeat was a long poll that waited up to the
+		// interval itself; go again at once, but never spin faster than
+		// minPoll.
+		wait := max(minPoll-time.Since(sent), 0)
 		if err != nil {
+			wait = interval
 			// Quiet through a start-up election; then one line, and one
 			// more every 30 failures.
 			failures++
@@ -90,6 +101,9 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 				} else {
 					retry = false
 				}
+			}
+			if !retry {
+				applied = view.Version
 			}
 		}
 		select {

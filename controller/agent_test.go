@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"reflect"
 	"sort"
 	"sync"
@@ -124,6 +126,36 @@ func TestStoreAgent(t *testing.T) {
 	wantParts(t, s2, "spread/0", "spread/1", "spread/3")
 	if cfg := s2.config("spread", 0); cfg["retention.ms"] != "60000" || cfg["segment.bytes"] != "1048576" {
 		t.Errorf("partition config %v", cfg)
+	}
+
+	// With WaitMs the answer comes once the stores have the partitions.
+	resp, err = c.CreateTopics(ctx, CreateTopicsRequest{WaitMs: 10000, Topics: []NewTopic{{Name: "waited", Partitions: 2, ReplicationFactor: 1}}})
+	if err != nil || resp.Topics[0].Err() != nil {
+		t.Fatal(err, resp)
+	}
+	if got := len(s1.list()) + len(s2.list()); got != 9 {
+		t.Errorf("after a waited create the stores hold %d partitions, want 9: %v %v", got, s1.list(), s2.list())
+	}
+	dresp, err := c.DeleteTopics(ctx, DeleteTopicsRequest{WaitMs: 10000, Topics: []TopicRef{{Name: "waited"}}})
+	if err != nil || dresp.Topics[0].Err() != nil {
+		t.Fatal(err, dresp)
+	}
+	if got := len(s1.list()) + len(s2.list()); got != 7 {
+		t.Errorf("after a waited delete the stores hold %d partitions, want 7", got)
+	}
+	// A store that cannot create: the create is answered REQUEST_TIMED_OUT.
+	s2.mu.Lock()
+	s2.fail = true
+	s2.mu.Unlock()
+	resp, err = c.CreateTopics(ctx, CreateTopicsRequest{WaitMs: 300, Topics: []NewTopic{{Name: "stuck", Partitions: 2, ReplicationFactor: 1}}})
+	if err != nil || !errors.Is(resp.Topics[0].Err(), ErrTimeout) || !strings.Contains(resp.Topics[0].Err().Error(), "stores [2]") {
+		t.Fatalf("create on a failing store: %v %+v", err, resp)
+	}
+	s2.mu.Lock()
+	s2.fail = false
+	s2.mu.Unlock()
+	if _, err := c.DeleteTopics(ctx, DeleteTopicsRequest{WaitMs: 10000, Topics: []TopicRef{{Name: "stuck"}}}); err != nil {
+		t.Fatal(err)
 	}
 
 	// Deleted, and created again under the same name: the old partitions go,

@@ -78,6 +78,12 @@ type NewTopic struct {
 type CreateTopicsRequest struct {
 	Topics       []NewTopic `json:"topics"`
 	ValidateOnly bool       `json:"validate_only,omitempty"`
+	// WaitMs, when positive, holds the answer until every live store that
+	// leads one of the new partitions has created it (it has applied the
+	// metadata version of the create), for at most WaitMs. A topic whose
+	// stores did not make it in time is answered with ErrTimeout
+	// (REQUEST_TIMED_OUT, as Kafka does); it exists all the same.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 }
 
 // CreateTopicsResponse has one result per requested topic, in order.
@@ -100,12 +106,17 @@ func (r CreateTopicResult) Err() error { return asError(r.Error) }
 // DeleteTopicsRequest deletes topics by name or id.
 type DeleteTopicsRequest struct {
 	Topics []TopicRef `json:"topics"`
+	// WaitMs: as in CreateTopicsRequest, until the stores that held the
+	// partitions have deleted them.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 }
 
 // CreatePartitionsRequest grows topics to new partition counts.
 type CreatePartitionsRequest struct {
 	Topics       []PartitionCount `json:"topics"`
 	ValidateOnly bool             `json:"validate_only,omitempty"`
+	// WaitMs: as in CreateTopicsRequest, for the new partitions.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 }
 
 // TopicsResponse has one result per requested topic, in order.
@@ -203,12 +214,23 @@ type RegisterNodeRequest struct {
 	// KnownVersion is the metadata version the node already has (0: none);
 	// the reply carries what changed since.
 	KnownVersion uint64 `json:"known_version"`
+	// AppliedVersion is the metadata version the node has acted on (a
+	// store: created and deleted its partitions accordingly).
+	AppliedVersion uint64 `json:"applied_version,omitempty"`
 }
 
 // HeartbeatRequest keeps a registered node's session alive.
 type HeartbeatRequest struct {
 	ID           int32  `json:"id"`
 	KnownVersion uint64 `json:"known_version"`
+	// AppliedVersion is the version the node has acted on; writes with
+	// WaitMs wait for it.
+	AppliedVersion uint64 `json:"applied_version,omitempty"`
+	// WaitMs makes the heartbeat a long poll: when nothing changed since
+	// KnownVersion, the leader holds the reply until something does or
+	// WaitMs (at most the heartbeat interval) passes, so that changes reach
+	// members at once instead of at their next heartbeat.
+	WaitMs int64 `json:"wait_ms,omitempty"`
 }
 
 // HeartbeatResponse carries the metadata changes since the node's known

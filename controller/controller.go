@@ -99,6 +99,10 @@ type Controller struct {
 	mu struct {
 		sync.Mutex
 		lastSeen map[int32]time.Time // leader only
+		// applied is the metadata version each node says it has acted on;
+		// appliedCh is closed (and replaced) when one moves.
+		applied   map[int32]uint64
+		appliedCh chan struct{}
 	}
 }
 
@@ -131,6 +135,8 @@ func Open(opts Options) (_ *Controller, err error) {
 	log := opts.Logger.With("component", "controller")
 	c := &Controller{opts: opts, log: log, fsm: NewFSM(log)}
 	c.mu.lastSeen = map[int32]time.Time{}
+	c.mu.applied = map[int32]uint64{}
+	c.mu.appliedCh = make(chan struct{})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -418,6 +424,7 @@ func (c *Controller) lead(ctx context.Context) {
 	now := time.Now()
 	c.mu.Lock()
 	c.mu.lastSeen = map[int32]time.Time{}
+	c.mu.applied = map[int32]uint64{}
 	for _, n := range c.fsm.Nodes() {
 		c.mu.lastSeen[n.ID] = now // a new leader gives every node a full session
 	}
@@ -496,6 +503,48 @@ func (c *Controller) touch(id int32) {
 	c.mu.Lock()
 	c.mu.lastSeen[id] = time.Now()
 	c.mu.Unlock()
+}
+
+// setApplied records the version node id has acted on.
+func (c *Controller) setApplied(id int32, v uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v > c.mu.applied[id] {
+		c.mu.applied[id] = v
+		close(c.mu.appliedCh)
+		c.mu.appliedCh = make(chan struct{})
+	}
+}
+
+// waitApplied waits until every store in stores that is live has acted on
+// version, or until timeout; it returns the stores that have not.
+func (c *Controller) waitApplied(ctx context.Context, stores map[int32]bool, version uint64, timeout time.Duration) []int32 {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		var missing []int32
+		c.mu.Lock()
+		ch := c.mu.appliedCh
+		for id := range stores {
+			if n, ok := c.fsm.Node(id); ok && n.Live && c.mu.applied[id] < version {
+				missing = append(missing, id)
+			}
+		}
+		c.mu.Unlock()
+		if len(missing) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-c.fsm.changedSince(c.fsm.Version()): // a store went down
+		case <-t.C:
+			return missing
+		case <-ctx.Done():
+			return missing
+		case <-c.ctx.Done():
+			return missing
+		}
+	}
 }
 
 func (c *Controller) lastSeen(id int32) (time.Time, bool) {

@@ -35,10 +35,15 @@
 // the node last saw (topics created or changed, with their configs and
 // placement; topics deleted; nodes whose ring or liveness changed; the
 // cluster defaults), from a change log of the last 4096 changes; a node
-// further behind, or new, gets the full state. Heartbeat times live in the
-// leader's memory; the leader proposes "down" for a node silent for
-// SessionTimeout (10 s) and "up" when it speaks again. A new leader gives
-// every node a fresh session.
+// further behind, or new, gets the full state. A heartbeat is a long poll
+// (HeartbeatRequest.WaitMs, up to the interval): the leader answers as soon
+// as the metadata moves, so a change reaches every member within a round
+// trip, and the member heartbeats again at once. Each heartbeat also says
+// which version the node has acted on; CreateTopics, CreatePartitions and
+// DeleteTopics with WaitMs answer once the stores concerned have. Heartbeat
+// times live in the leader's memory; the leader proposes "down" for a node
+// silent for SessionTimeout (10 s) and "up" when it speaks again. A new
+// leader gives every node a fresh session.
 //
 // # Port, protocol and joining
 //

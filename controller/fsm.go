@@ -38,6 +38,9 @@ type FSM struct {
 		// Every change with a version above logStart is in it.
 		changes  []change
 		logStart uint64
+		// changed is closed (and replaced) when the version moves, waking
+		// long-polling heartbeats.
+		changed chan struct{}
 	}
 }
 
@@ -83,6 +86,7 @@ func NewFSM(log *slog.Logger) *FSM {
 	}
 	f := &FSM{log: log}
 	f.mu.st = newState()
+	f.mu.changed = make(chan struct{})
 	return f
 }
 
@@ -134,9 +138,28 @@ func (f *FSM) apply(c command) *applyResult {
 	}
 	if a.changed {
 		f.mu.st.version = a.next
+		f.notifyLocked()
 	}
 	r.version = f.mu.st.version
 	return r
+}
+
+func (f *FSM) notifyLocked() {
+	close(f.mu.changed)
+	f.mu.changed = make(chan struct{})
+}
+
+// changedSince returns a channel closed once the version is no longer
+// known (at once if it already is not).
+func (f *FSM) changedSince(known uint64) <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.mu.st.version != known {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.mu.changed
 }
 
 // applier applies one command; every change it records carries the
@@ -886,6 +909,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.st = st
 	f.mu.changes = nil
 	f.mu.logStart = st.version
+	f.notifyLocked()
 	return nil
 }
 

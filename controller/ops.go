@@ -57,6 +57,7 @@ func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) 
 	if err != nil {
 		return CreateTopicsResponse{}, err
 	}
+	leaders := make([]map[int32]bool, len(req.Topics))
 	for j, i := range idx {
 		if err := r.items[j]; err != nil {
 			resp.Topics[i].Error = toError(err)
@@ -66,8 +67,50 @@ func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) 
 		resp.Topics[i].ID = t.ID
 		resp.Topics[i].Partitions = t.Partitions
 		resp.Topics[i].ReplicationFactor = t.ReplicationFactor
+		leaders[i] = leadersOf(t.Partitions)
 	}
+	c.waitStores(ctx, req.WaitMs, r.version, leaders, func(i int, err error) { resp.Topics[i].Error = toError(err) })
 	return resp, nil
+}
+
+func leadersOf(ps []PartitionInfo) map[int32]bool {
+	m := map[int32]bool{}
+	for _, p := range ps {
+		if p.Leader != NoLeader {
+			m[p.Leader] = true
+		}
+	}
+	return m
+}
+
+// waitStores waits (at most waitMs) until the stores of each item have
+// applied version, and reports each item whose stores have not through
+// fail. A nil set is an item that failed already.
+func (c *Controller) waitStores(ctx context.Context, waitMs int64, version uint64, sets []map[int32]bool, fail func(int, error)) {
+	if waitMs <= 0 {
+		return
+	}
+	all := map[int32]bool{}
+	for _, s := range sets {
+		for id := range s {
+			all[id] = true
+		}
+	}
+	missing := c.waitApplied(ctx, all, version, time.Duration(waitMs)*time.Millisecond)
+	if len(missing) == 0 {
+		return
+	}
+	for i, s := range sets {
+		var late []int32
+		for _, id := range missing {
+			if s[id] {
+				late = append(late, id)
+			}
+		}
+		if len(late) > 0 {
+			fail(i, fmt.Errorf("%w: committed, but stores %v did not apply it within %d ms", ErrTimeout, late, waitMs))
+		}
+	}
 }
 
 // DeleteTopics deletes topics by name or id.
@@ -76,6 +119,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req DeleteTopicsRequest) 
 		return TopicsResponse{}, c.notLeader()
 	}
 	resp := TopicsResponse{Topics: make([]TopicResult, len(req.Topics))}
+	leaders := make([]map[int32]bool, len(req.Topics))
 	cmd := &cmdDeleteTopics{}
 	var idx []int
 	c.fsm.read(func(st *state) {
@@ -89,6 +133,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, req DeleteTopicsRequest) 
 			resp.Topics[i].Name, resp.Topics[i].ID = t.Name, t.ID
 			cmd.Topics = append(cmd.Topics, TopicRef{Name: t.Name, ID: t.ID})
 			idx = append(idx, i)
+			leaders[i] = leadersOf(t.Partitions)
 		}
 	})
 	if len(cmd.Topics) == 0 {
@@ -99,8 +144,12 @@ func (c *Controller) DeleteTopics(ctx context.Context, req DeleteTopicsRequest) 
 		return TopicsResponse{}, err
 	}
 	for j, i := range idx {
-		resp.Topics[i].Error = toError(r.items[j])
+		if r.items[j] != nil {
+			resp.Topics[i].Error = toError(r.items[j])
+			leaders[i] = nil
+		}
 	}
+	c.waitStores(ctx, req.WaitMs, r.version, leaders, func(i int, err error) { resp.Topics[i].Error = toError(err) })
 	return resp, nil
 }
 
@@ -134,9 +183,17 @@ func (c *Controller) CreatePartitions(ctx context.Context, req CreatePartitionsR
 	if err != nil {
 		return TopicsResponse{}, err
 	}
+	leaders := make([]map[int32]bool, len(req.Topics))
 	for j, i := range idx {
-		resp.Topics[i].Error = toError(r.items[j])
+		if r.items[j] != nil {
+			resp.Topics[i].Error = toError(r.items[j])
+			continue
+		}
+		if t, err := c.fsm.Topic(TopicRef{Name: req.Topics[i].Name}); err == nil {
+			leaders[i] = leadersOf(t.Partitions)
+		}
 	}
+	c.waitStores(ctx, req.WaitMs, r.version, leaders, func(i int, err error) { resp.Topics[i].Error = toError(err) })
 	return resp, nil
 }
 
@@ -255,6 +312,7 @@ func (c *Controller) RegisterNode(ctx context.Context, req RegisterNodeRequest) 
 		return HeartbeatResponse{}, err
 	}
 	c.touch(req.ID)
+	c.setApplied(req.ID, req.AppliedVersion)
 	c.log.Info("node registered", "node", req.ID, "kind", req.Kind, "shards", req.Shards, "ring", req.RingAddr)
 	return c.heartbeatResponse(req.KnownVersion), nil
 }
@@ -270,11 +328,27 @@ func (c *Controller) Heartbeat(ctx context.Context, req HeartbeatRequest) (Heart
 		return HeartbeatResponse{}, fmt.Errorf("%w: node %d", ErrUnknownNode, req.ID)
 	}
 	c.touch(req.ID)
+	c.setApplied(req.ID, req.AppliedVersion)
 	if !n.Live {
 		c.log.Info("node is back", "node", req.ID)
 		if _, err := c.propose(ctx, &cmdSetLiveness{Up: []int32{req.ID}, NowMs: time.Now().UnixMilli()}); err != nil {
 			return HeartbeatResponse{}, err
 		}
+	}
+	if req.WaitMs > 0 {
+		wait := min(time.Duration(req.WaitMs)*time.Millisecond, c.opts.HeartbeatInterval)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.fsm.changedSince(req.KnownVersion):
+		case <-t.C:
+		case <-ctx.Done():
+		case <-c.ctx.Done():
+		}
+		t.Stop()
+		if !c.IsLeader() {
+			return HeartbeatResponse{}, c.notLeader()
+		}
+		c.touch(req.ID)
 	}
 	return c.heartbeatResponse(req.KnownVersion), nil
 }

@@ -38,7 +38,8 @@ import (
 //     through a chunk, so a one-pass backfill never qualifies.
 //   - While the main segment has free room, chunks read by a reader go there
 //     too: filling free space evicts nothing, and it makes a second pass
-//     over recently read data hit. Once it is full, only re-referenced
+//     over recently read data hit. The room is the cache's own count
+//     (reserveFree), so a burst cannot overfill it. Once it is full, only re-referenced
 //     chunks enter, and ristretto's TinyLFU admission still compares each
 //     of them with the sampled victims, so a chunk read twice does not
 //     displace one read fifty times.
@@ -52,11 +53,12 @@ type Cache struct {
 	chunkSize int64
 	retry     objstore.RetryPolicy
 
-	main   *ristretto.Cache[string, []byte]
-	scan   *lru[*scanEntry]
-	ghosts *ghostList
-	idx    *lru[[]byte]
-	sizes  *lru[int64] // object sizes learnt by Head, for records without ObjectSize
+	main    *ristretto.Cache[string, []byte]
+	mainCap int64
+	scan    *lru[*scanEntry]
+	ghosts  *ghostList
+	idx     *lru[[]byte]
+	sizes   *lru[int64] // object sizes learnt by Head, for records without ObjectSize
 
 	sem     chan struct{} // the cold I/O budget: one token per GET in flight
 	raSem   chan struct{} // the part of it readahead may take
@@ -135,6 +137,7 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 	}
 
 	mainBytes := opts.mainBytes()
+	c.mainCap = mainBytes
 	items := max(mainBytes/c.chunkSize, 1)
 	c.main, err = ristretto.NewCache(&ristretto.Config[string, []byte]{
 		// Ristretto's advice: ten counters per item the cache holds when
@@ -156,6 +159,9 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 				c.st.mainRejections.Add(1)
 			}
 		},
+		// Every value leaving (evicted, rejected, deleted, replaced) passes
+		// here, which keeps mainUsed equal to the bytes Set and not gone.
+		OnExit: func(v []byte) { c.st.mainUsed.Add(-int64(len(v))) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: ristretto: %w", ErrInvalidOptions, err)
@@ -584,7 +590,7 @@ func (c *Cache) scanGet(key string) ([]byte, bool) {
 	e, ok := c.scan.get(key, func(e *scanEntry) {
 		raHit = e.prefetched && !e.referenced
 		e.referenced = true
-		if !e.promoted && c.mainHasRoom(len(e.data)) {
+		if !e.promoted && c.reserveFree(len(e.data)) {
 			e.promoted, promote = true, true
 		}
 	})
@@ -595,7 +601,7 @@ func (c *Cache) scanGet(key string) ([]byte, bool) {
 		c.st.readaheadHits.Add(1)
 	}
 	if promote {
-		c.mainSet(key, e.data)
+		c.mainSet(key, e.data, true)
 	}
 	return e.data, true
 }
@@ -603,9 +609,12 @@ func (c *Cache) scanGet(key string) ([]byte, bool) {
 // fillDemand stores a chunk a reader waited for.
 func (c *Cache) fillDemand(key string, data []byte) {
 	e := &scanEntry{data: data, lastStart: -1, referenced: true}
-	if c.ghosts.take(key) || c.mainHasRoom(len(data)) {
+	if c.ghosts.take(key) {
 		e.promoted = true
-		c.mainSet(key, data)
+		c.mainSet(key, data, false)
+	} else if c.reserveFree(len(data)) {
+		e.promoted = true
+		c.mainSet(key, data, true)
 	}
 	c.scan.add(key, e, int64(len(data)))
 }
@@ -624,22 +633,42 @@ func (c *Cache) noteStart(o *object, k, s int64) {
 		}
 	})
 	if promote != nil {
-		c.mainSet(key, promote)
+		c.mainSet(key, promote, false)
 	}
 }
 
-// mainHasRoom reports whether the main segment can take n bytes without
-// evicting anything. It ignores Sets ristretto has not applied yet, so a
-// burst may overshoot; TinyLFU admission then decides, which still favours
-// the chunks read most.
-func (c *Cache) mainHasRoom(n int) bool { return c.main.RemainingCost() >= int64(n) }
+// reserveFree takes n bytes of the main segment's free room, if it has
+// them. The room is counted by the cache itself (mainUsed), not asked of
+// ristretto, whose accounting trails the Sets still in its buffer: a
+// burst of reads would otherwise overfill the segment, and the overflow
+// would be decided by TinyLFU, which may prefer a chunk of the burst over a
+// rarely read part of the working set.
+func (c *Cache) reserveFree(n int) bool {
+	for {
+		used := c.st.mainUsed.Load()
+		if c.mainCap-used < int64(n) {
+			return false
+		}
+		if c.st.mainUsed.CompareAndSwap(used, used+int64(n)) {
+			return true
+		}
+	}
+}
 
-func (c *Cache) mainSet(key string, data []byte) {
+// mainSet sends a chunk to the main segment; reserved says reserveFree
+// already counted its bytes.
+func (c *Cache) mainSet(key string, data []byte, reserved bool) {
+	n := int64(len(data))
+	if !reserved {
+		c.st.mainUsed.Add(n)
+	}
 	c.st.promotions.Add(1)
 	// The scan segment may hold the same slice: a chunk in both costs its
 	// bytes once in memory, twice in the accounting, which errs on the safe
 	// side of the budget.
-	c.main.Set(key, data, int64(len(data)))
+	if !c.main.Set(key, data, n) {
+		c.st.mainUsed.Add(-n) // dropped by a full set buffer
+	}
 }
 
 // prefetch starts a background GET of chunk k unless it is in memory or in

@@ -232,7 +232,7 @@ func TestFaultyBucket(t *testing.T) {
 		rec := put(t, mem, segKey("flip", 0), s, true)
 		fb := objstore.NewFaultBucket(mem, objstore.FaultConfig{Seed: 2, Ops: []objstore.Op{objstore.OpGetRange}, CorruptRate: 0.3})
 		// A small cache, so chunks are fetched (and corrupted) again and again.
-		c := newCache(t, fb, Options{ChunkSize: 2048, MaxBytes: 16 << 10, ScanBytes: 4096, IndexBytes: 8 << 10})
+		c := newCache(t, fb, Options{ChunkSize: 2048, MaxBytes: 16 << 10, ScanBytes: 3 * 2048, IndexBytes: 8 << 10})
 		failed, served, epochOnly := 0, 0, 0
 		for round := 0; round < 3; round++ {
 			for off := s.base; off < s.end; off++ {
@@ -406,7 +406,12 @@ func TestCancel(t *testing.T) {
 		}
 		done2 <- err
 	}()
-	waitFor(t, func() bool { c.flights.mu.Lock(); defer c.flights.mu.Unlock(); f := c.flights.m[c.chunkKey(key, 0)]; return f != nil && f.waiters == 2 },
+	waitFor(t, func() bool {
+		c.flights.mu.Lock()
+		defer c.flights.mu.Unlock()
+		f := c.flights.m[c.chunkKey(key, 0)]
+		return f != nil && f.waiters == 2
+	},
 		"both readers to wait on one GET")
 	cancel1()
 	if err := <-done1; !errors.Is(err, context.Canceled) {
@@ -521,7 +526,7 @@ func TestOptions(t *testing.T) {
 	defer c.Close()
 	o := c.opts
 	if o.ChunkSize != DefaultChunkSize || o.MaxBytes != DefaultMaxBytes || o.MaxConcurrentGets != DefaultMaxConcurrentGets ||
-		o.Readahead != DefaultReadahead || o.ScanBytes != DefaultMaxBytes/4 || o.IndexBytes != DefaultMaxBytes/16 {
+		o.Readahead != DefaultReadahead || o.ScanBytes != DefaultMaxBytes/8*3 || o.IndexBytes != DefaultMaxBytes/16 {
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -24,7 +24,7 @@ type flight struct {
 	// readahead: a single-attempt prefetch; a reader whose wait for it
 	// fails tries again with a GET of its own, with retries.
 	readahead bool
-	cancel   context.CancelFunc
+	cancel    context.CancelFunc
 }
 
 type flightGroup struct {

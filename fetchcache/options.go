@@ -47,18 +47,24 @@ type Options struct {
 	MaxBytes int64
 	// ScanBytes is the part of MaxBytes given to the scan segment, which
 	// every fetched chunk enters first and where one-pass reads stay. It
-	// must hold the chunks sequential readers are working on plus their
-	// readahead: (Readahead+1) chunks per concurrent reader. 0 means
-	// MaxBytes/4 (2Q's recommended share).
+	// must hold what each concurrent sequential reader is working on: the
+	// chunk it reads, the next one its reads run into, and its readahead,
+	// (Readahead+2) chunks per reader. A reader that loses its chunk before
+	// it is done with it reads it again, which counts as a re-reference and
+	// moves the chunk to the main segment. 0 means 3/8 of MaxBytes: 24
+	// chunks at the default sizes, room for eight sequential readers (a
+	// consumer group replaying eight partitions) with the default
+	// readahead. (2Q suggests a quarter for a pure probation queue; this
+	// one also buffers readahead.)
 	ScanBytes int64
 	// IndexBytes is the part of MaxBytes given to remote .index objects
 	// (about 2 KiB per MiB of log). 0 means MaxBytes/16.
 	IndexBytes int64
 
 	// MaxConcurrentGets is the cold I/O budget: GETs in flight at once,
-	// demand and readahead together; readahead may use at most all but a
-	// quarter of it (at least one slot is left to demand reads). 0 means
-	// DefaultMaxConcurrentGets.
+	// demand and readahead together. Readahead may use all but a quarter of
+	// it (at least one slot is kept for demand reads, unless there is only
+	// one). 0 means DefaultMaxConcurrentGets.
 	MaxConcurrentGets int
 	// MaxBytesPerSec, when positive, rate-limits the bytes cold GETs
 	// request. 0 means unlimited.
@@ -98,7 +104,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.MaxBytes = DefaultMaxBytes
 	}
 	if o.ScanBytes == 0 {
-		o.ScanBytes = o.MaxBytes / 4
+		o.ScanBytes = o.MaxBytes / 8 * 3
 	}
 	if o.IndexBytes == 0 {
 		o.IndexBytes = o.MaxBytes / 16
@@ -130,9 +136,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: MaxBytes %d is negative", ErrInvalidOptions, o.MaxBytes)
 	case o.ScanBytes < 0 || o.IndexBytes < 0:
 		return o, fmt.Errorf("%w: ScanBytes %d / IndexBytes %d is negative", ErrInvalidOptions, o.ScanBytes, o.IndexBytes)
-	case o.ScanBytes < chunk*int64(o.Readahead+1):
-		return o, fmt.Errorf("%w: ScanBytes %d cannot hold a chunk and its readahead (%d chunks of %d bytes)",
-			ErrInvalidOptions, o.ScanBytes, o.Readahead+1, chunk)
+	case o.ScanBytes < chunk*int64(o.Readahead+2):
+		return o, fmt.Errorf("%w: ScanBytes %d cannot hold what one sequential reader needs (Readahead+2 = %d chunks of %d bytes)",
+			ErrInvalidOptions, o.ScanBytes, o.Readahead+2, chunk)
 	case o.MaxBytes-o.ScanBytes-o.IndexBytes < chunk:
 		return o, fmt.Errorf("%w: MaxBytes %d leaves %d bytes for the main segment after ScanBytes %d and IndexBytes %d, less than one chunk of %d",
 			ErrInvalidOptions, o.MaxBytes, o.MaxBytes-o.ScanBytes-o.IndexBytes, o.ScanBytes, o.IndexBytes, chunk)

@@ -14,6 +14,7 @@ type counters struct {
 	readaheadGets, readaheadHits, readaheadSkipped     atomic.Int64
 	promotions, mainEvictions, mainRejections, corrupt atomic.Int64
 	inflight                                           atomic.Int64
+	mainUsed                                           atomic.Int64 // bytes Set in main and not gone
 }
 
 // Stats is a snapshot of the cache's counters (monotonic since New) and
@@ -80,7 +81,7 @@ func (c *Cache) Stats() Stats {
 	}
 	s.Evictions = s.MainEvictions + s.ScanEvictions
 	if !c.closing.Load() {
-		s.MainBytes = c.main.MaxCost() - c.main.RemainingCost()
+		s.MainBytes = c.st.mainUsed.Load()
 	}
 	return s
 }
@@ -179,7 +180,7 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.cached, float64(s.MainBytes), "main")
 	gauge(k.cached, float64(s.ScanBytes), "scan")
 	gauge(k.cached, float64(s.IndexBytes), "index")
-	gauge(k.capacity, float64(o.mainBytes()), "main")
+	gauge(k.capacity, float64(k.c.mainCap), "main")
 	gauge(k.capacity, float64(o.ScanBytes), "scan")
 	gauge(k.capacity, float64(o.IndexBytes), "index")
 	gauge(k.inflight, float64(s.InflightGets))

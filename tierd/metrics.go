@@ -70,7 +70,7 @@ func (m *Metrics) Observe(_ context.Context, ev objstore.Event) {
 		m.errors.WithLabelValues(string(ev.Op)).Inc()
 	}
 	switch ev.Op {
-	case objstore.OpPut, objstore.OpPutIfAbsent, objstore.OpMultipartWrite:
+	case objstore.OpPut, objstore.OpPutIfAbsent, objstore.OpMultipartComplete:
 		m.bytes.WithLabelValues("up", topic).Add(float64(ev.Bytes))
 	case objstore.OpGetRange:
 		m.bytes.WithLabelValues("down", topic).Add(float64(ev.Bytes))

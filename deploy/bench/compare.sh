@@ -15,11 +15,14 @@
 #   deploy/bench/compare.sh                       # both brokers
 #   deploy/bench/compare.sh --only kafka          # one of them
 #   deploy/bench/compare.sh --duration 60s --warmup 15s --out /tmp/cmp
+#   deploy/bench/compare.sh --wait-quiet 300   # on a shared machine: before
+#       each run, wait up to 300 s for CPU pressure (PSI some avg10) < 10%
 #
 # Kafka comes from deploy/kafka-peer (Maven Central jars; set up on first
-# use). AeroStream is bin/aerostream serve, built here, with only its Kafka
-# listener open. When AeroStream's Kafka listener does not answer, its
-# side is reported as missing and Kafka is still measured.
+# use). AeroStream is `aerostream serve`, built from this tree, with its
+# Kafka listener and the controller it needs. When AeroStream's Kafka
+# listener does not answer, its side is reported as missing and Kafka is
+# still measured.
 #
 # Defaults: 10 s warmup + 30 s measured per run, about 4 minutes in all.
 set -euo pipefail
@@ -31,9 +34,12 @@ warmup=${BENCH_WARMUP:-10s}
 rate=${BENCH_RATE:-50000}
 out=""
 only=""
+quiet_wait=0
 aero_addr=${AEROSTREAM_KAFKA_ADDR:-127.0.0.1:9092}
+# serve's Kafka gateway takes its metadata from serve's own controller.
+aero_ctl_addr=${AEROSTREAM_CONTROLLER_ADDR:-127.0.0.1:8001}
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while (($#)); do
 	case $1 in
 	--duration) duration=$2; shift 2 ;;
@@ -41,6 +47,7 @@ while (($#)); do
 	--rate) rate=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
+	--wait-quiet) quiet_wait=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -55,9 +62,11 @@ workload=(--partitions 32 --producers 4 --consumers 4 --subscriptions 1
 	--message-size 1024 --acks 1 --consume-mode group
 	--warmup "$warmup" --duration "$duration" --drain 15s)
 
-echo "compare: building bin/aerostream" >&2
-(cd "$repo" && go build -o bin/aerostream ./tools/aerostream)
-bench=$repo/bin/aerostream
+# Built into the output directory: the binary measured is the one recorded
+# there, and a bin/aerostream someone is running is left alone.
+echo "compare: building aerostream into $out" >&2
+(cd "$repo" && go build -o "$out/aerostream" ./tools/aerostream)
+bench=$out/aerostream
 
 # Cleanup on any exit: stop whatever this script started.
 aero_pid=""
@@ -75,6 +84,32 @@ trap cleanup EXIT
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# settle lets the previous broker's writeback finish before the next one
+# is measured, so neither pays for the other's dirty pages.
+settle() {
+	sync
+	sleep 3
+}
+
+# wait_quiet waits, up to --wait-quiet seconds, until no other workload
+# keeps the CPUs busy: PSI's "some avg10" for CPU below 10%.
+wait_quiet() {
+	((quiet_wait > 0)) && [[ -r /proc/pressure/cpu ]] || return 0
+	local deadline=$((SECONDS + quiet_wait)) p
+	while :; do
+		p=$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu)
+		if awk -v p="$p" 'BEGIN { exit !(p < 10) }'; then
+			return 0
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "compare: CPU pressure still ${p}% after ${quiet_wait}s; measuring anyway" >&2
+			return 0
+		fi
+		echo "compare: waiting for a quiet machine (CPU pressure ${p}%)" >&2
+		sleep 10
+	done
+}
+
 # measure NAME BOOTSTRAP PID: the two runs against one broker. Progress
 # lines go to the terminal and to NAME-*.log; summaries to NAME-*.txt.
 measure() {
@@ -83,6 +118,7 @@ measure() {
 	for kind in fixed max; do
 		r=$rate label="fixed rate $rate msg/s"
 		[[ $kind == max ]] && r=0 label="maximum throughput"
+		wait_quiet
 		echo "compare: $name: $label (load average $(loadavg))" >&2
 		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" \
 			--broker-pid "$pid" --json "$out/$name-$kind.json" \
@@ -112,21 +148,26 @@ if [[ $only != aerostream ]]; then
 	"$repo/deploy/kafka-peer/setup.sh" --fresh >&2
 	kafka_pid=$("$repo/deploy/kafka-peer/start.sh")
 	kafka_started=1
+	# shellcheck source=SCRIPTDIR/../kafka-peer/env.sh
 	source "$repo/deploy/kafka-peer/env.sh"
 	measure kafka "$KAFKA_BOOTSTRAP" "$kafka_pid" || echo "compare: kafka figures incomplete" >&2
 	"$repo/deploy/kafka-peer/stop.sh"
 	kafka_started=0
 	rm -rf "$KAFKA_DATA" # a fresh format next time; the jars stay
+	echo "kafka $KAFKA_VERSION" >"$out/kafka-version.txt"
+	settle
 fi
 
 # --- AeroStream ---------------------------------------------------------------
 if [[ $only != kafka ]]; then
 	aero_dir=$(mktemp -d /tmp/aerostream-compare-data.XXXXXX)
 	# From an empty directory, so no aerostream.toml is picked up; only the
-	# Kafka listener open, so nothing else on this machine can collide.
+	# Kafka listener and the controller it needs are open (on loopback), so
+	# little else on this machine can collide. Otherwise the embedded
+	# defaults, as `make run` has them.
 	(cd "$aero_dir" && exec env -u AEROSTREAM_CONFIG "$bench" serve --data-dir "$aero_dir/data" \
-		--kafka-listen "$aero_addr" --native-listen '' --http-listen '' \
-		--controller-listen '' --ring-listen '' >"$out/aerostream-serve.log" 2>&1) &
+		--kafka-listen "$aero_addr" --controller-listen "$aero_ctl_addr" \
+		--native-listen '' --http-listen '' --ring-listen '' >"$out/aerostream-serve.log" 2>&1) &
 	aero_pid=$!
 	if wait_port "$aero_addr" 30 "$aero_pid" &&
 		timeout 90 "$bench" bench --brokers "$aero_addr" --partitions 1 --rate 100 \
@@ -141,6 +182,8 @@ if [[ $only != kafka ]]; then
 	aero_pid=""
 	rm -rf "$aero_dir"
 	aero_dir=""
+	"$bench" version >"$out/aerostream-version.txt"
+	settle
 fi
 
 # --- Table -------------------------------------------------------------------

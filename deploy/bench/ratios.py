@@ -98,6 +98,7 @@ def main():
         "fixed_rate": dig(results["kafka"]["fixed"], "workload", "target_rate")
         or dig(results["aerostream"]["fixed"], "workload", "target_rate"),
         "load_average": loads,
+        "versions": {b: load(d, f"{b}-version.txt") for b in BROKERS},
         "rows": rows,
     }
     with open(os.path.join(d, "compare.json"), "w") as f:
@@ -117,6 +118,9 @@ def main():
               f"{wl['consumers_per_subscription']} consumers, {wl['message_size']} B, acks={wl['acks']}, "
               f"warmup {wl['warmup_ms'] / 1000:g} s, measured {wl['duration_ms'] / 1000:g} s per run; "
               f"fixed rate {summary['fixed_rate'] or '-'} msg/s")
+    vers = [v for v in summary["versions"].values() if v]
+    if vers:
+        print("brokers: " + "; ".join(vers))
     w = max(len(r["metric"]) for r in rows) + 2
     print(f"{'metric':<{w}}{'unit':<8}{'AeroStream':>14}{'Kafka':>14}{'ratio':>9}  target")
     for r in rows:

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sourced: the variables are used by its sourcers
 # Shared settings for setup.sh, start.sh and stop.sh; sourced, not run.
 # Every value can be overridden from the environment.
 

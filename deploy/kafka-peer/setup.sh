@@ -11,13 +11,14 @@
 # Needs java (17+) and mvn. Settings: env.sh.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=SCRIPTDIR/env.sh
 source "$here/env.sh"
 
 fresh=0
 for arg in "$@"; do
 	case $arg in
 	--fresh) fresh=1 ;;
-	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "setup.sh: unknown argument $arg" >&2; exit 2 ;;
 	esac
 done
@@ -33,15 +34,19 @@ mkdir -p "$KAFKA_PEER_HOME" "$KAFKA_CONF" "$KAFKA_LOGS"
 if [[ ! -f $KAFKA_LIB/.complete ]]; then
 	echo "setup.sh: resolving org.apache.kafka:kafka_2.13:$KAFKA_VERSION from Maven Central into $KAFKA_LIB"
 	rm -rf "$KAFKA_LIB"
-	mvn -B -q -f "$here/pom.xml" \
+	if ! mvn -B -Dstyle.color=never -f "$here/pom.xml" \
 		-Dkafka.version="$KAFKA_VERSION" \
 		dependency:copy-dependencies \
 		-DincludeScope=runtime \
-		-DoutputDirectory="$KAFKA_LIB"
+		-DoutputDirectory="$KAFKA_LIB" >"$KAFKA_LOGS/mvn.log" 2>&1; then
+		tail -n 30 "$KAFKA_LOGS/mvn.log" >&2
+		echo "setup.sh: mvn failed; full log in $KAFKA_LOGS/mvn.log" >&2
+		exit 1
+	fi
 	[[ -f $KAFKA_LIB/kafka_2.13-$KAFKA_VERSION.jar ]] || { echo "setup.sh: kafka_2.13-$KAFKA_VERSION.jar missing after resolution" >&2; exit 1; }
 	touch "$KAFKA_LIB/.complete"
 fi
-echo "setup.sh: $(ls "$KAFKA_LIB"/*.jar | wc -l) jars in $KAFKA_LIB"
+echo "setup.sh: $(find "$KAFKA_LIB" -name '*.jar' | wc -l) jars in $KAFKA_LIB"
 
 # 2. Config. Single KRaft node in combined mode with a static one-voter
 # quorum; every internal topic at replication factor 1.

@@ -4,6 +4,7 @@
 # Prints the broker's pid on stdout. The pid is kept in $KAFKA_PID_FILE.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=SCRIPTDIR/env.sh
 source "$here/env.sh"
 
 if pid=$(kafka_pid); then

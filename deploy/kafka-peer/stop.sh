@@ -5,6 +5,7 @@
 # running kafka.Kafka.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=SCRIPTDIR/env.sh
 source "$here/env.sh"
 
 if ! pid=$(kafka_pid); then

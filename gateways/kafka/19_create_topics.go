@@ -19,7 +19,8 @@ import (
 // controller places partitions; a name twice in one request is
 // INVALID_REQUEST for both entries; configs are validated by the Cluster
 // (INVALID_CONFIG). ValidateOnly checks everything and creates nothing.
-// v5+ answers the topic's partition count, replication factor and configs,
+// v5+ answers the topic's partition count, replication factor and configs
+// (no configs for ValidateOnly: the topic does not exist to be described),
 // v7+ its id.
 //
 // Version notes: v3 and v4 only changed semantics Kafka-side (v4 allows
@@ -49,8 +50,8 @@ func (g *Gateway) handleCreateTopics(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		}
 		st.TopicID = t.ID
 		st.NumPartitions, st.ReplicationFactor = t.Partitions, t.ReplicationFactor
-		if req.Version >= 5 {
-			entries, err := g.topicConfigs(ctx, &t, req.ValidateOnly, rt.Configs)
+		if req.Version >= 5 && !req.ValidateOnly {
+			entries, err := g.cluster.DescribeConfigs(ctx, ConfigResource{Type: ConfigResourceTopic, Name: t.Name})
 			if err != nil {
 				st.ConfigErrorCode = errorCode(err)
 			}
@@ -101,25 +102,4 @@ func (g *Gateway) createTopic(ctx context.Context, rt *kmsg.CreateTopicsRequestT
 		}
 	}
 	return g.cluster.CreateTopic(ctx, ct)
-}
-
-// topicConfigs is the config list CreateTopics v5+ returns. For a
-// validate-only request the topic does not exist, so the list is the
-// defaults with the requested values laid over them.
-func (g *Gateway) topicConfigs(ctx context.Context, t *Topic, validateOnly bool, requested []kmsg.CreateTopicsRequestTopicConfig) ([]ConfigEntry, error) {
-	if !validateOnly {
-		return g.cluster.DescribeConfigs(ctx, ConfigResource{Type: ConfigResourceTopic, Name: t.Name})
-	}
-	entries, err := g.cluster.DescribeConfigs(ctx, ConfigResource{Type: ConfigResourceTopic, Name: ""})
-	if err != nil {
-		return nil, err
-	}
-	for i := range entries {
-		for _, c := range requested {
-			if c.Name == entries[i].Name && c.Value != nil {
-				entries[i].Value, entries[i].Source = c.Value, ConfigSourceDynamicTopic
-			}
-		}
-	}
-	return entries, nil
 }

@@ -15,6 +15,13 @@ import (
 // offsets to.
 const offsetsTopic = "__consumer_offsets"
 
+// IsInternalTopic reports the topics the gateway itself owns
+// (__consumer_offsets, __producer_ids): clients may read them, but not
+// write or delete them. A Cluster marks them Internal.
+func IsInternalTopic(name string) bool {
+	return name == offsetsTopic || name == producerIDsTopic
+}
+
 // ValidTopicName reports whether Kafka allows name: 1-249 characters of
 // [a-zA-Z0-9._-], and not "." or "..".
 func ValidTopicName(name string) error {

@@ -18,13 +18,17 @@ type Event struct {
 	// OpDeleteMany. Observers derive the topic from it (object keys are
 	// <topic>/<partition>/...) or from values tierd put in the context.
 	Key string
-	// Bytes moved: uploaded for puts and multipart writes, read by the
-	// caller for OpGetRange (reported when the reader is closed).
+	// Bytes moved: uploaded for OpPut, OpPutIfAbsent and
+	// OpMultipartComplete (the whole upload, reported once at Close; there
+	// is no event per Write), read by the caller for OpGetRange (reported
+	// when the reader is closed).
 	Bytes int64
 	// Objects counts the keys of OpList and OpDeleteMany, which the stores
 	// bill per page of 1000.
 	Objects int
-	// Parts is the number of part uploads of an OpMultipartComplete.
+	// Parts is the number of part uploads of an OpMultipartComplete: the
+	// upload cost Parts+2 requests (create, parts, complete), which is what
+	// a per-request bill counts.
 	Parts    int
 	Duration time.Duration
 	// Err is the operation's error, nil on success. For OpGetRange it is

@@ -56,7 +56,7 @@ die() { log "$*"; exit 1; }
 go_install() {
 	local pkg=$1 name=$2 target=$3 tmp
 	[[ -x $target ]] && return 0
-	log "installing $pkg (first run only; MinIO takes a few minutes to build)"
+	log "installing $pkg into bin/ (first run only; a cold build of MinIO takes minutes)"
 	tmp=$(mktemp -d "$BIN/.install.XXXXXX")
 	if ! GOBIN=$tmp go install "$pkg"; then
 		rm -rf "$tmp"
@@ -76,6 +76,7 @@ install_azurite() {
 		rm -rf "$tmp"
 		die "npm install azurite@$AZURITE_VERSION failed"
 	fi
+	chmod 755 "$tmp"
 	rm -rf "$AZURITE_DIR"
 	mv "$tmp" "$AZURITE_DIR"
 }

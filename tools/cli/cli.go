@@ -65,9 +65,11 @@ func NewRoot(env Env) *cobra.Command {
 		newDaemonCmd(env, serveCmd),
 		newDaemonCmd(env, storeCmd),
 		newControllerCmd(env),
+		newGatewayCmd(env),
 		newTopicCmd(env),
 		newVersionCmd(env),
 		newBenchCmd(env),
+		newTierCmd(env),
 	)
 	return root
 }

@@ -424,7 +424,7 @@ func newTopicCmd(env Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := controller.CreateTopicsRequest{ValidateOnly: validateOnly}
+			req := controller.CreateTopicsRequest{ValidateOnly: validateOnly, WaitMs: storeWaitMs}
 			for _, name := range args {
 				req.Topics = append(req.Topics, controller.NewTopic{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: cfg})
 			}
@@ -458,7 +458,7 @@ func newTopicCmd(env Env) *cobra.Command {
 		Short: "Delete topics (with --id, the arguments are topic ids)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
-			var req controller.DeleteTopicsRequest
+			req := controller.DeleteTopicsRequest{WaitMs: storeWaitMs}
 			for _, a := range args {
 				ref := controller.TopicRef{Name: a}
 				if byID {
@@ -584,7 +584,7 @@ func newTopicCmd(env Env) *cobra.Command {
 				return errors.New("nothing to alter: give --partitions, --config or --delete-config")
 			}
 			if newPartitions != 0 {
-				resp, err := cl.CreatePartitions(ctx, controller.CreatePartitionsRequest{Topics: []controller.PartitionCount{{Name: name, Count: newPartitions}}, ValidateOnly: validateOnly})
+				resp, err := cl.CreatePartitions(ctx, controller.CreatePartitionsRequest{Topics: []controller.PartitionCount{{Name: name, Count: newPartitions}}, ValidateOnly: validateOnly, WaitMs: storeWaitMs})
 				if err != nil {
 					return err
 				}
@@ -610,6 +610,10 @@ func newTopicCmd(env Env) *cobra.Command {
 	cmd.AddCommand(create, del, list, describe, alter)
 	return cmd
 }
+
+// storeWaitMs is how long topic commands wait for the stores to create or
+// delete the partitions before answering.
+const storeWaitMs = 10000
 
 func parseConfigs(kvs []string) (map[string]string, error) {
 	if len(kvs) == 0 {

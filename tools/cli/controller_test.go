@@ -123,3 +123,28 @@ func TestControllerStartRefusals(t *testing.T) {
 		wantOneLineFailure(t, run(t, nil, tc.args...), tc.want)
 	}
 }
+
+// TestStoreJoinsController: `aerostream store --controller.join` registers
+// with a separate `aerostream controller` and creates what placement gives
+// it.
+func TestStoreJoinsController(t *testing.T) {
+	dir := t.TempDir()
+	ctl := freeAddr(t)
+	cp := start(t, nil, "controller", "--data-dir", filepath.Join(dir, "c"), "--controller-listen", ctl, "--controller.bootstrap")
+	cp.waitFor(t, `msg=running .*controller_addr=`)
+	sp := start(t, nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", "127.0.0.1:0",
+		"--controller.join", ctl, "--controller.node_id", "7", "--kafka-listen", "", "--native-listen", "", "--http-listen", "")
+	sp.waitFor(t, `msg=running .*parts=\S*controller-member`)
+	sp.waitFor(t, `msg="registered with the controller"`)
+	wantOK(t, run(t, nil, "topic", "--controller="+ctl, "create", "events", "-p", "2"), "created events")
+	for i := 0; i < 2; i++ {
+		sp.waitFor(t, `msg="created partition".* node=7 topic=events`)
+	}
+	wantOK(t, run(t, nil, "controller", "status", "--controller="+ctl), "store 7:", "live, ")
+	if code := sp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("store exit %d:\n%s", code, sp.logText())
+	}
+	if code := cp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("controller exit %d:\n%s", code, cp.logText())
+	}
+}

@@ -56,17 +56,18 @@ shard-ring backend, the ring's network listener (listeners.ring) so that
 other processes can reach the shards, and a single-voter Raft controller on
 listeners.controller (bootstrapped on the first start, state in
 <data_dir>/raft) with which the store registers, so that
-"aerostream topic" creates partitions in it. The Kafka and native gateways
-and the HTTP admin API are not built yet: serve does not open their ports.
+"aerostream topic" creates partitions in it, and the Kafka wire-protocol
+gateway on listeners.kafka (advertised as listeners.advertised_kafka, else
+the listen address with 127.0.0.1 for an unspecified host). The native
+gateway and the HTTP admin API are not built yet: serve does not open their
+ports.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
 	inProcess:  true,
 	controller: true,
 	absent: []absentPart{
-		{"kafka gateway", "listeners.kafka"},
 		{"native gateway", "listeners.native"},
-		{"http admin", "listeners.http"},
 	},
 }
 
@@ -139,6 +140,29 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		}
 	}
 
+	var httpLn net.Listener
+	if cfg.Listeners.HTTP != "" {
+		httpLn, err = listen(cfg.Listeners.HTTP)
+		if err != nil {
+			return fmt.Errorf("listeners.http: %w", err)
+		}
+		defer httpLn.Close()
+	}
+
+	// serve's Kafka gateway (kafka.go, gateway.go) gets its metadata from
+	// serve's own controller.
+	var kafkaLn net.Listener
+	if kind.inProcess && cfg.Listeners.Kafka != "" {
+		if ctlLn == nil {
+			return errors.New("listeners.kafka needs serve's controller for topics and configs, but listeners.controller is empty")
+		}
+		kafkaLn, err = listen(cfg.Listeners.Kafka)
+		if err != nil {
+			return fmt.Errorf("listeners.kafka: %w", err)
+		}
+		defer kafkaLn.Close()
+	}
+
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return err
@@ -174,8 +198,20 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 			err = fmt.Errorf("close catalog: %w", cerr)
 		}
 	}()
-	st, err := logstore.Open(storeOptions(cfg, cat, logger))
+	reg := newRegistry()
+	opts := storeOptions(cfg, cat, logger)
+	var tier *tierStack
+	if cfg.TieredStorage.Enabled {
+		if tier, err = openTierStack(ctx, cfg, reg, logger); err != nil {
+			return err
+		}
+		tier.storeHooks(&opts)
+	}
+	st, err := logstore.Open(opts)
 	if err != nil {
+		if tier != nil {
+			tier.close()
+		}
 		return fmt.Errorf("open logstore: %w", err)
 	}
 	defer func() {
@@ -183,11 +219,26 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 			err = fmt.Errorf("close logstore: %w", cerr)
 		}
 	}()
+	// tierd stops before the store closes: its last upload may still record
+	// a pointer through the store.
+	tierCtx, tierCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer tierCancel()
+	if tier != nil {
+		if err := tier.start(tierCtx, cfg, st, cat, logger); err != nil {
+			tier.close()
+			return fmt.Errorf("start tierd: %w", err)
+		}
+		defer func() {
+			tierCancel()
+			tier.close()
+		}()
+	}
 
 	// The in-process backend is what serve's gateways will be handed; until
 	// one exists it only shows that the store is reachable in-process.
+	var backend ring.Backend
 	if kind.inProcess {
-		backend := ring.NewInProcess(st)
+		backend = ring.NewInProcess(st)
 		defer func() {
 			if cerr := backend.Close(); cerr != nil && err == nil {
 				err = fmt.Errorf("close in-process ring: %w", cerr)
@@ -234,6 +285,17 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	} else {
 		serveErr = nil // nothing to wait for
 	}
+	var adminDone chan error
+	if httpLn != nil {
+		adm := &adminServer{st: st, cat: cat, tier: tier, reg: reg, logger: logger}
+		adminDone = make(chan error, 1)
+		go func() { adminDone <- adm.serve(runCtx, httpLn) }()
+		parts = append(parts, "http-admin")
+		attrs = append(attrs, "http_addr", listenerAddr(httpLn))
+	}
+	if tier != nil {
+		parts = append(parts, "tierd("+tier.bucket.Name()+")", "fetchcache")
+	}
 	var agentDone chan struct{}
 	if members != nil {
 		agent := storeAgent(members, st, cfg.Controller.NodeID, advertisedRing(ringLn), logger)
@@ -249,6 +311,15 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 			parts = append(parts, "controller-member")
 			attrs = append(attrs, "controllers", cfg.Controller.Join)
 		}
+	}
+	var kafkaGW *runningKafka
+	if kafkaLn != nil {
+		kafkaGW, err = startKafkaGateway(runCtx, cfg, kafkaLn, backend, ctl, logger)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, "kafka")
+		attrs = append(attrs, "kafka_addr", listenerAddr(kafkaLn), "kafka_advertised", kafkaGW.advertised)
 	}
 	for _, a := range kind.absent {
 		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
@@ -272,8 +343,18 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	// process, for when draining hangs.
 	stop()
 	cancel()
+	if kafkaGW != nil {
+		if err := kafkaGW.wait(); err != nil {
+			logger.Warn("kafka gateway drain", "err", err)
+		}
+	}
 	if agentDone != nil {
 		<-agentDone
+	}
+	if adminDone != nil {
+		if err := <-adminDone; err != nil {
+			logger.Warn("http admin stopped", "err", err)
+		}
 	}
 	if serveErr != nil {
 		if err := <-serveErr; err != nil && !errors.Is(err, context.Canceled) {

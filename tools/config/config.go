@@ -24,16 +24,72 @@ type Config struct {
 	Logstore      Logstore      `toml:"logstore"`
 	TopicDefaults TopicDefaults `toml:"topic_defaults"`
 	Controller    Controller    `toml:"controller"`
+	TieredStorage TieredStorage `toml:"tiered_storage"`
+	Kafka         Kafka         `toml:"kafka"`
+	Gateway       Gateway       `toml:"gateway"`
+}
+
+// TieredStorage configures the cold tier: where sealed segments are
+// uploaded (tierd) and how cold reads are cached (fetchcache).
+type TieredStorage struct {
+	Enabled           bool   `toml:"enabled" help:"upload sealed segments to the cold tier and serve old offsets from it"`
+	Provider          string `toml:"provider" help:"s3, gcs, azure or local"`
+	Uploaders         int    `toml:"uploaders" help:"segments uploaded at once"`
+	CacheBytes        int64  `toml:"cache_bytes" help:"memory budget of the cold-read chunk cache"`
+	CacheChunkBytes   int    `toml:"cache_chunk_bytes" help:"size of the aligned chunks cold reads fetch and cache"`
+	ColdReadGets      int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
+	ColdReadBytesPerS int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
+
+	S3    TierS3    `toml:"s3"`
+	GCS   TierGCS   `toml:"gcs"`
+	Azure TierAzure `toml:"azure"`
+	Local TierLocal `toml:"local"`
+}
+
+// TierS3 configures the s3 provider (AWS S3, MinIO, any S3-compatible
+// store). Without inline keys the standard AWS credential chain is used.
+type TierS3 struct {
+	Bucket          string `toml:"bucket" help:"bucket name"`
+	Prefix          string `toml:"prefix" help:"key prefix inside the bucket"`
+	Region          string `toml:"region" help:"bucket region; empty = discover"`
+	EndpointURL     string `toml:"endpoint_url" help:"service URL, e.g. http://127.0.0.1:9000 for MinIO; empty = AWS"`
+	AccessKeyID     string `toml:"access_key_id" help:"inline access key; empty = AWS_* env, container or web-identity credentials"`
+	SecretAccessKey string `toml:"secret_access_key" help:"inline secret key (never logged)"`
+	ForcePathStyle  bool   `toml:"force_path_style" help:"path-style addressing (MinIO needs it)"`
+}
+
+// TierGCS configures the gcs provider.
+type TierGCS struct {
+	Bucket             string `toml:"bucket" help:"bucket name"`
+	Prefix             string `toml:"prefix" help:"key prefix inside the bucket"`
+	ServiceAccountPath string `toml:"service_account_path" help:"service account JSON; empty = application default credentials"`
+	Endpoint           string `toml:"endpoint" help:"API endpoint; empty = Google Cloud (STORAGE_EMULATOR_HOST also works)"`
+}
+
+// TierAzure configures the azure provider (Azure Blob Storage).
+type TierAzure struct {
+	ContainerName string `toml:"container_name" help:"blob container"`
+	AccountName   string `toml:"account_name" help:"storage account"`
+	Prefix        string `toml:"prefix" help:"blob name prefix"`
+	AccessKey     string `toml:"access_key" help:"shared key (never logged)"`
+	Endpoint      string `toml:"endpoint" help:"service URL; empty = https://<account>.blob.core.windows.net"`
+}
+
+// TierLocal configures the local provider: a local or NFS directory.
+type TierLocal struct {
+	RootPath string `toml:"root_path" help:"directory of the cold tier; empty = <data_dir>/cold"`
 }
 
 // Listeners are host:port addresses. An empty address leaves that listener
 // off.
 type Listeners struct {
-	Kafka      string `toml:"kafka" help:"Kafka wire-protocol gateway (host:port)"`
-	Native     string `toml:"native" help:"native binary-protocol gateway (host:port)"`
-	HTTP       string `toml:"http" help:"HTTP admin API, /metrics, console (host:port)"`
-	Controller string `toml:"controller" help:"Raft controller (host:port)"`
-	Ring       string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
+	Kafka string `toml:"kafka" help:"Kafka wire-protocol gateway (host:port)"`
+	// AdvertisedKafka is what Kafka clients are told in Metadata.
+	AdvertisedKafka string `toml:"advertised_kafka" help:"host:port Kafka clients are told to connect to; empty = listeners.kafka, with 127.0.0.1 for an unspecified host"`
+	Native          string `toml:"native" help:"native binary-protocol gateway (host:port)"`
+	HTTP            string `toml:"http" help:"HTTP admin API, /metrics, console (host:port)"`
+	Controller      string `toml:"controller" help:"Raft controller (host:port)"`
+	Ring            string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
 }
 
 // Logstore configures the storage engine.
@@ -56,6 +112,27 @@ type TopicDefaults struct {
 	RetentionMs     int64 `toml:"retention_ms" help:"delete sealed segments older than this; -1 = forever"`
 	RetentionBytes  int64 `toml:"retention_bytes" help:"keep at most this many bytes per partition; -1 = unlimited"`
 	MaxMessageBytes int32 `toml:"max_message_bytes" help:"largest record batch accepted"`
+}
+
+// Kafka configures the Kafka wire-protocol gateway (serve's, and
+// `aerostream gateway kafka`). The keys mirror the Kafka broker configs of
+// the same names.
+type Kafka struct {
+	SocketRequestMaxBytes        int   `toml:"socket_request_max_bytes" help:"largest request accepted (socket.request.max.bytes); a larger one closes the connection"`
+	AutoCreateTopicsEnable       bool  `toml:"auto_create_topics_enable" help:"Metadata for an unknown topic creates it (auto.create.topics.enable)"`
+	NumPartitions                int32 `toml:"num_partitions" help:"partitions of an auto-created topic, and of CreateTopics with -1 (num.partitions)"`
+	OffsetsTopicNumPartitions    int32 `toml:"offsets_topic_num_partitions" help:"partitions of __consumer_offsets when the gateway creates it (offsets.topic.num.partitions)"`
+	GroupInitialRebalanceDelayMs int64 `toml:"group_initial_rebalance_delay_ms" help:"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)"`
+	GroupMinSessionTimeoutMs     int64 `toml:"group_min_session_timeout_ms" help:"smallest session timeout a group member may ask for (group.min.session.timeout.ms)"`
+	GroupMaxSessionTimeoutMs     int64 `toml:"group_max_session_timeout_ms" help:"largest session timeout a group member may ask for (group.max.session.timeout.ms)"`
+	FetchSessionCacheSlots       int   `toml:"fetch_session_cache_slots" help:"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots)"`
+}
+
+// Gateway configures a gateway process: `aerostream gateway kafka`, and
+// the gateways inside serve.
+type Gateway struct {
+	NodeID   int32  `toml:"node_id" help:"this gateway's node id: its broker id in Kafka Metadata and the id it registers under with the controller"`
+	RingAddr string `toml:"ring_addr" help:"aerostream gateway: the store's shard ring (host:port or unix:/path)"`
 }
 
 // Controller configures the Raft controller: `aerostream controller`, the
@@ -85,6 +162,20 @@ func Default() Config {
 			Controller: ":8001",
 			Ring:       ":7001",
 		},
+		Kafka: Kafka{
+			SocketRequestMaxBytes:        100 << 20,
+			AutoCreateTopicsEnable:       true,
+			NumPartitions:                1,
+			OffsetsTopicNumPartitions:    8,
+			GroupInitialRebalanceDelayMs: 0,
+			GroupMinSessionTimeoutMs:     6000,
+			GroupMaxSessionTimeoutMs:     1800000,
+			FetchSessionCacheSlots:       1000,
+		},
+		Gateway: Gateway{
+			NodeID:   1001,
+			RingAddr: "127.0.0.1:7001",
+		},
 		Logstore: Logstore{
 			Shards:                   0,
 			PinCPUs:                  false,
@@ -94,6 +185,14 @@ func Default() Config {
 			WritebackBytes:           8 << 20,
 			MaxIndexBytes:            10 << 20,
 			RetentionCheckIntervalMs: 30000,
+		},
+		TieredStorage: TieredStorage{
+			Enabled:         true,
+			Provider:        "local",
+			Uploaders:       2,
+			CacheBytes:      256 << 20,
+			CacheChunkBytes: 4 << 20,
+			ColdReadGets:    8,
 		},
 		TopicDefaults: TopicDefaults{
 			SegmentBytes:    128 << 20,

@@ -73,10 +73,36 @@ func (c *Config) validate() []fieldError {
 		{"listeners.http", c.Listeners.HTTP, false},
 		{"listeners.controller", c.Listeners.Controller, false},
 		{"listeners.ring", c.Listeners.Ring, true},
+		{"listeners.advertised_kafka", c.Listeners.AdvertisedKafka, false},
+		{"gateway.ring_addr", c.Gateway.RingAddr, true},
 	} {
 		if err := checkAddr(l.addr, l.unix); err != nil {
 			bad(l.key, err.Error())
 		}
+	}
+
+	if a := c.Listeners.AdvertisedKafka; a != "" {
+		if host, _, err := net.SplitHostPort(a); err == nil && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
+			bad("listeners.advertised_kafka", "needs a host clients can reach, not an unspecified one")
+		}
+	}
+	positive("kafka.socket_request_max_bytes", int64(c.Kafka.SocketRequestMaxBytes))
+	if c.Kafka.SocketRequestMaxBytes > math.MaxInt32 {
+		bad("kafka.socket_request_max_bytes", "must fit a Kafka request size (at most 2147483647)")
+	}
+	positive("kafka.num_partitions", int64(c.Kafka.NumPartitions))
+	positive("kafka.offsets_topic_num_partitions", int64(c.Kafka.OffsetsTopicNumPartitions))
+	if c.Kafka.GroupInitialRebalanceDelayMs < 0 {
+		bad("kafka.group_initial_rebalance_delay_ms", "must be 0 or positive")
+	}
+	positive("kafka.group_min_session_timeout_ms", c.Kafka.GroupMinSessionTimeoutMs)
+	positive("kafka.group_max_session_timeout_ms", c.Kafka.GroupMaxSessionTimeoutMs)
+	if c.Kafka.GroupMaxSessionTimeoutMs < c.Kafka.GroupMinSessionTimeoutMs {
+		bad("kafka.group_max_session_timeout_ms", "must not be below kafka.group_min_session_timeout_ms")
+	}
+	positive("kafka.fetch_session_cache_slots", int64(c.Kafka.FetchSessionCacheSlots))
+	if c.Gateway.NodeID < 0 {
+		bad("gateway.node_id", "must be 0 or positive")
 	}
 
 	if c.Logstore.Shards < 0 {
@@ -125,16 +151,50 @@ func (c *Config) validate() []fieldError {
 	}
 	// Milliseconds become a time.Duration (nanoseconds) downstream.
 	for key, ms := range map[string]int64{
-		"logstore.flush_interval_ms":           c.Logstore.FlushIntervalMs,
-		"logstore.retention_check_interval_ms": c.Logstore.RetentionCheckIntervalMs,
-		"topic_defaults.segment_ms":            c.TopicDefaults.SegmentMs,
-		"topic_defaults.retention_ms":          c.TopicDefaults.RetentionMs,
-		"controller.session_timeout_ms":        ctl.SessionTimeoutMs,
-		"controller.heartbeat_interval_ms":     ctl.HeartbeatIntervalMs,
-		"controller.raft_timeout_ms":           ctl.RaftTimeoutMs,
+		"logstore.flush_interval_ms":             c.Logstore.FlushIntervalMs,
+		"logstore.retention_check_interval_ms":   c.Logstore.RetentionCheckIntervalMs,
+		"topic_defaults.segment_ms":              c.TopicDefaults.SegmentMs,
+		"topic_defaults.retention_ms":            c.TopicDefaults.RetentionMs,
+		"kafka.group_initial_rebalance_delay_ms": c.Kafka.GroupInitialRebalanceDelayMs,
+		"kafka.group_min_session_timeout_ms":     c.Kafka.GroupMinSessionTimeoutMs,
+		"kafka.group_max_session_timeout_ms":     c.Kafka.GroupMaxSessionTimeoutMs,
+		"controller.session_timeout_ms":          ctl.SessionTimeoutMs,
+		"controller.heartbeat_interval_ms":       ctl.HeartbeatIntervalMs,
+		"controller.raft_timeout_ms":             ctl.RaftTimeoutMs,
 	} {
 		if ms > math.MaxInt64/int64(1e6) {
 			bad(key, "is too large (more than 292 years)")
+		}
+	}
+	ts := c.TieredStorage
+	oneOf("tiered_storage.provider", ts.Provider, "s3", "gcs", "azure", "local")
+	positive("tiered_storage.uploaders", int64(ts.Uploaders))
+	positive("tiered_storage.cache_bytes", ts.CacheBytes)
+	positive("tiered_storage.cache_chunk_bytes", int64(ts.CacheChunkBytes))
+	positive("tiered_storage.cold_read_gets", int64(ts.ColdReadGets))
+	if ts.ColdReadBytesPerS < 0 {
+		bad("tiered_storage.cold_read_bytes_per_sec", "must be 0 (no limit) or positive")
+	}
+	if ts.Enabled {
+		switch ts.Provider {
+		case "s3":
+			if ts.S3.Bucket == "" {
+				bad("tiered_storage.s3.bucket", "is required with provider = s3")
+			}
+			if (ts.S3.AccessKeyID == "") != (ts.S3.SecretAccessKey == "") {
+				bad("tiered_storage.s3.access_key_id", "set both access_key_id and secret_access_key, or neither")
+			}
+		case "gcs":
+			if ts.GCS.Bucket == "" {
+				bad("tiered_storage.gcs.bucket", "is required with provider = gcs")
+			}
+		case "azure":
+			if ts.Azure.ContainerName == "" {
+				bad("tiered_storage.azure.container_name", "is required with provider = azure")
+			}
+			if ts.Azure.AccountName == "" {
+				bad("tiered_storage.azure.account_name", "is required with provider = azure")
+			}
 		}
 	}
 	return errs

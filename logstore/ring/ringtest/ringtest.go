@@ -1,8 +1,3 @@
-// Package ringtest holds the conformance suite every ring.Backend passes:
-// the in-process transport, the network transport over TCP and over a Unix
-// socket, and any later one. It drives the Backend through its interface
-// only, so a test elsewhere (tools/, a gateway) can run it over whatever
-// wiring it builds.
 package ringtest
 
 import (

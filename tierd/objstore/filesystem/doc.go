@@ -10,8 +10,8 @@
 // appear under their key at once by rename(2) (Put) or link(2) (PutIfAbsent:
 // link fails with EEXIST if the key exists, which is atomic on local
 // filesystems and on NFS, where O_EXCL historically was not). A reader never
-// sees a partial object, and a crash leaves only temporary files, which the
-// next New removes. Multipart uploads keep their parts as files in a
+// sees a partial object, and a crash leaves only temporary files, which a
+// later New removes once they are a day old. Multipart uploads keep their parts as files in a
 // per-upload folder under the temporary directory and concatenate them on
 // completion (copy_file_range where the kernel offers it).
 //

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/aerostream/aerostream/tierd/objstore"
 )
@@ -37,8 +38,8 @@ type bucket struct {
 
 var _ objstore.Bucket = (*bucket)(nil)
 
-// New opens the bucket rooted at cfg.RootPath. Temporary files left by a
-// crashed process are removed: no other process may share the root.
+// New opens the bucket rooted at cfg.RootPath, removing temporary files a
+// crashed process left (see staleTempAge).
 func New(cfg Config, log *slog.Logger) (objstore.Bucket, error) {
 	if log == nil {
 		log = slog.Default()
@@ -60,13 +61,37 @@ func New(cfg Config, log *slog.Logger) (objstore.Bucket, error) {
 		return nil, fmt.Errorf("%w: local: root_path %q is not a directory", objstore.ErrInvalidConfig, root)
 	}
 	b := &bucket{root: root, tmp: filepath.Join(root, tmpDir), log: log}
-	if err := os.RemoveAll(b.tmp); err != nil {
-		return nil, fmt.Errorf("local: clearing %s: %w", b.tmp, mapErr(err))
-	}
-	if err := os.Mkdir(b.tmp, 0o755); err != nil {
+	if err := os.MkdirAll(b.tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("local: creating %s: %w", b.tmp, mapErr(err))
 	}
+	b.sweep(time.Now().Add(-staleTempAge))
 	return b, nil
+}
+
+// staleTempAge is how old a temporary file or upload folder must be before
+// New removes it as a crash leftover. Age, not ownership, decides, because
+// several processes may open one root at once (the store and an `aerostream
+// tier` command) and must not delete each other's uploads in flight.
+const staleTempAge = 24 * time.Hour
+
+func (b *bucket) sweep(before time.Time) {
+	entries, err := os.ReadDir(b.tmp)
+	if err != nil {
+		b.log.Warn("local: reading temporary folder", "dir", b.tmp, "err", err)
+		return
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(before) {
+			continue
+		}
+		p := filepath.Join(b.tmp, e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			b.log.Warn("local: removing stale temporary file", "path", p, "err", err)
+		} else {
+			b.log.Info("local: removed stale temporary file", "path", p, "modified", info.ModTime())
+		}
+	}
 }
 
 func (b *bucket) Name() string   { return "file://" + b.root }

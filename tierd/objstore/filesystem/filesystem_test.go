@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -119,15 +120,25 @@ func TestInFlightUploadIsInvisible(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// A restart clears what a crash left in the temporary folder.
+	// A restart clears what a crash left in the temporary folder long ago,
+	// but not a recent file: another process on the same root may be
+	// writing it.
 	stale := filepath.Join(root, tmpDir, "obj-stale")
+	fresh := filepath.Join(root, tmpDir, "obj-fresh")
 	os.WriteFile(stale, []byte("half"), 0o644)
+	os.WriteFile(fresh, []byte("in flight"), 0o644)
+	old := time.Now().Add(-staleTempAge - time.Hour)
+	os.Chtimes(stale, old, old)
 	if _, err := New(Config{RootPath: root}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file survived New: %v", err)
 	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("New removed a recent temporary file: %v", err)
+	}
+	os.Remove(fresh)
 	if info, err := b.Head(ctx, "t/0/seg"); err != nil || info.Size != objstore.DefaultPartSize+1 {
 		t.Errorf("Head = %+v, %v", info, err)
 	}

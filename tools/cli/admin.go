@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/tierd"
+)
+
+// The HTTP admin API (listeners.http): /metrics, and the tier catalog
+// operations behind `aerostream tier …` under /v1/tier/. They run in the
+// store process because the catalog (pebble) belongs to one process.
+//
+// Long operations stream NDJSON: {"progress":{"done":n,"total":m}} lines,
+// then one {"result":…} or {"error":"…"} line, so the CLI can draw a
+// progress bar without polling.
+
+type adminServer struct {
+	st     *logstore.Store
+	cat    *catalog.Catalog
+	tier   *tierStack // nil when tiered storage is disabled
+	reg    *prometheus.Registry
+	logger *slog.Logger
+	// restore recreates a topic's metadata after its partitions were
+	// restored (the controller, when one runs); nil = store only.
+	restore func(ctx context.Context, topic string, partitions int32) error
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func (a *adminServer) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /v1/tier/segments", a.segments)
+	mux.HandleFunc("GET /v1/tier/segment", a.segment)
+	mux.HandleFunc("POST /v1/tier/verify", a.verify)
+	mux.HandleFunc("POST /v1/tier/offload", a.offload)
+	mux.HandleFunc("POST /v1/tier/rehydrate", a.rehydrate)
+	mux.HandleFunc("POST /v1/tier/gc", a.gc)
+	mux.HandleFunc("POST /v1/tier/restore", a.restoreTopic)
+	return mux
+}
+
+// serve runs the admin API on ln until ctx ends.
+func (a *adminServer) serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		<-errc
+		return nil
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}
+
+// stream writes NDJSON progress lines and a final result.
+type stream struct {
+	w   http.ResponseWriter
+	enc *json.Encoder
+}
+
+func newStream(w http.ResponseWriter) *stream {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	return &stream{w: w, enc: json.NewEncoder(w)}
+}
+
+func (s *stream) progress(done, total int) {
+	_ = s.enc.Encode(map[string]any{"progress": map[string]int{"done": done, "total": total}})
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *stream) finish(result any, err error) {
+	if err != nil {
+		_ = s.enc.Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	_ = s.enc.Encode(map[string]any{"result": result})
+}
+
+func (a *adminServer) needTier(w http.ResponseWriter) bool {
+	if a.tier == nil || a.tier.daemon == nil {
+		httpError(w, http.StatusConflict, errors.New("tiered storage is disabled on this node (tiered_storage.enabled = false)"))
+		return false
+	}
+	return true
+}
+
+// segmentView is a catalog record as `tier ls` shows it.
+type segmentView struct {
+	catalog.Segment
+	StateName  string `json:"state"`
+	Location   string `json:"location"`
+	UploadedAt string `json:"uploaded_at,omitempty"`
+}
+
+func viewOf(r catalog.Segment) segmentView {
+	v := segmentView{Segment: r, StateName: r.State.String()}
+	switch {
+	case r.LocalPath != "" && r.ObjectKey != "":
+		v.Location = "local+remote"
+	case r.ObjectKey != "":
+		v.Location = "remote"
+	default:
+		v.Location = "local"
+	}
+	if r.UploadedAt > 0 {
+		v.UploadedAt = time.Unix(0, r.UploadedAt).UTC().Format(time.RFC3339)
+	}
+	return v
+}
+
+func (a *adminServer) segments(w http.ResponseWriter, r *http.Request) {
+	topic := r.URL.Query().Get("topic")
+	parts, err := a.cat.Partitions()
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err)
+		return
+	}
+	out := []segmentView{}
+	for _, p := range parts {
+		if topic != "" && p.Topic != topic {
+			continue
+		}
+		if ps := r.URL.Query().Get("partition"); ps != "" && ps != strconv.Itoa(int(p.Partition)) {
+			continue
+		}
+		recs, err := a.st.Segments(r.Context(), p.Topic, p.Partition)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, err)
+			return
+		}
+		for _, rec := range recs {
+			out = append(out, viewOf(rec))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func partitionArgs(r *http.Request) (string, int32, error) {
+	topic := r.URL.Query().Get("topic")
+	p, err := strconv.ParseInt(r.URL.Query().Get("partition"), 10, 32)
+	if topic == "" || err != nil {
+		return "", 0, errors.New("topic and partition are required")
+	}
+	return topic, int32(p), nil
+}
+
+func (a *adminServer) segment(w http.ResponseWriter, r *http.Request) {
+	topic, p, err := partitionArgs(r)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return
+	}
+	base, err := strconv.ParseInt(r.URL.Query().Get("base"), 10, 64)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, errors.New("base (a segment's base offset) is required"))
+		return
+	}
+	rec, err := a.cat.GetSegment(topic, p, base)
+	if errors.Is(err, catalog.ErrNotFound) {
+		httpError(w, http.StatusNotFound, fmt.Errorf("no segment %s/%d@%d", topic, p, base))
+		return
+	}
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(rec))
+}
+
+func (a *adminServer) verify(w http.ResponseWriter, r *http.Request) {
+	if !a.needTier(w) {
+		return
+	}
+	s := newStream(w)
+	res, err := a.tier.daemon.Verify(r.Context(), r.URL.Query().Get("topic"), s.progress)
+	s.finish(res, err)
+}
+
+// offload seals the active segment of every partition (of one topic, or
+// all), queues their upload and waits until the queue is empty.
+func (a *adminServer) offload(w http.ResponseWriter, r *http.Request) {
+	if !a.needTier(w) {
+		return
+	}
+	topic := r.URL.Query().Get("topic")
+	infos, err := a.st.ListPartitions(r.Context())
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err)
+		return
+	}
+	s := newStream(w)
+	rolled := 0
+	for _, p := range infos {
+		if topic != "" && p.Topic != topic {
+			continue
+		}
+		if err := a.st.RollPartition(r.Context(), p.Topic, p.Partition); err != nil {
+			s.finish(nil, err)
+			return
+		}
+		rolled++
+	}
+	d := a.tier.daemon
+	d.Rescan(r.Context())
+	total := d.Backlog()
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	drained := make(chan error, 1)
+	go func() { drained <- d.Drain(ctx) }()
+	for {
+		select {
+		case err := <-drained:
+			if err == nil {
+				err = a.st.RunRetention(r.Context())
+			}
+			s.progress(total, total)
+			s.finish(map[string]int{"partitions_rolled": rolled, "jobs": total}, err)
+			return
+		case <-tick.C:
+			s.progress(total-d.Backlog(), total)
+		}
+	}
+}
+
+func (a *adminServer) rehydrate(w http.ResponseWriter, r *http.Request) {
+	if !a.needTier(w) {
+		return
+	}
+	topic, p, err := partitionArgs(r)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err)
+		return
+	}
+	from, err := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, errors.New("from (the first offset to bring back) is required"))
+		return
+	}
+	s := newStream(w)
+	n, err := a.tier.daemon.Rehydrate(r.Context(), a.st, topic, p, from, s.progress)
+	s.finish(map[string]int{"segments": n}, err)
+}
+
+func (a *adminServer) gc(w http.ResponseWriter, r *http.Request) {
+	if !a.needTier(w) {
+		return
+	}
+	dry := r.URL.Query().Get("dry_run") != "false"
+	minAge := time.Hour
+	if s := r.URL.Query().Get("min_age_ms"); s != "" {
+		ms, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || ms < 0 {
+			httpError(w, http.StatusBadRequest, errors.New("min_age_ms must be a non-negative integer"))
+			return
+		}
+		minAge = time.Duration(ms) * time.Millisecond
+	}
+	orphans, err := a.tier.daemon.GC(r.Context(), dry, minAge)
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err)
+		return
+	}
+	if orphans == nil {
+		orphans = []tierd.Orphan{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"dry_run": dry, "orphans": orphans})
+}
+
+// restoreTopic rebuilds a topic's partitions from the bucket's manifests on
+// this (empty) node.
+func (a *adminServer) restoreTopic(w http.ResponseWriter, r *http.Request) {
+	if !a.needTier(w) {
+		return
+	}
+	topic := r.URL.Query().Get("topic")
+	if topic == "" {
+		httpError(w, http.StatusBadRequest, errors.New("topic is required"))
+		return
+	}
+	s := newStream(w)
+	ms, err := a.tier.daemon.Manifests(r.Context(), topic)
+	if err == nil && len(ms) == 0 {
+		err = fmt.Errorf("no manifest for topic %q in the bucket", topic)
+	}
+	if err != nil {
+		s.finish(nil, err)
+		return
+	}
+	segs := 0
+	for i, m := range ms {
+		if err := a.st.RestorePartition(r.Context(), m.Topic, m.Partition, logstore.PartitionConfig{}, m.LogStartOffset, m.Records()); err != nil {
+			s.finish(nil, fmt.Errorf("restore %s/%d: %w", m.Topic, m.Partition, err))
+			return
+		}
+		segs += len(m.Segments)
+		s.progress(i+1, len(ms))
+	}
+	if a.restore != nil {
+		if err := a.restore(r.Context(), topic, int32(len(ms))); err != nil {
+			s.finish(nil, fmt.Errorf("register topic %s: %w", topic, err))
+			return
+		}
+	}
+	s.finish(map[string]int{"partitions": len(ms), "segments": segs}, nil)
+}

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerostream/aerostream/controller"
+	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// The Kafka gateway: inside serve (in-process ring, serve's controller),
+// and as `aerostream gateway kafka`, a process of its own that reaches a
+// store over the shard ring and the controllers over the network.
+
+const gatewayKafkaLong = `Run a Kafka wire-protocol gateway as a process of its own: Kafka clients
+connect to listeners.kafka (--kafka-listen); records go to and come from the
+store whose shard ring is gateway.ring_addr; topics, configs and the live
+gateways come from the controllers of controller.join, with which the
+gateway registers under gateway.node_id.
+
+  aerostream gateway kafka --kafka-listen 127.0.0.1:9093 \
+      --gateway.ring_addr 127.0.0.1:7001 --controller.join 127.0.0.1:8001 \
+      --gateway.node_id 1002
+
+A gateway holds no state that must survive it: committed offsets live in
+the store (__consumer_offsets). SIGINT or SIGTERM drains connections and
+stops cleanly.`
+
+func newGatewayCmd(env Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Run a gateway process (kafka)",
+		Args:  cobra.NoArgs,
+	}
+	var flags *config.Flags
+	kafkaCmd := &cobra.Command{
+		Use:   "kafka",
+		Short: "Run a Kafka wire-protocol gateway that reaches a store over the shard ring",
+		Long:  gatewayKafkaLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := config.Load(config.Options{File: flags.File, Env: env.Environ, Flags: flags})
+			if err != nil {
+				return err
+			}
+			return runKafkaGateway(cmd.Context(), env, loaded)
+		},
+	}
+	kafkaCmd.Flags().SortFlags = false
+	flags = config.AddFlags(kafkaCmd.Flags())
+	cmd.AddCommand(kafkaCmd)
+	return cmd
+}
+
+// runKafkaGateway runs `aerostream gateway kafka` until a signal.
+func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error {
+	cfg := loaded.Config
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Listeners.Kafka == "" {
+		return errors.New("listeners.kafka is empty: a Kafka gateway serves its clients there")
+	}
+	if cfg.Gateway.RingAddr == "" {
+		return errors.New("gateway.ring_addr is empty: a gateway reaches its store over the shard ring")
+	}
+	addrs := splitAddrs(cfg.Controller.Join)
+	if len(addrs) == 0 {
+		return errors.New("controller.join is empty: a gateway gets topics and configs from the controllers")
+	}
+	ln, err := listen(cfg.Listeners.Kafka)
+	if err != nil {
+		return fmt.Errorf("listeners.kafka: %w", err)
+	}
+	defer ln.Close()
+
+	logger := newLogger(env, cfg)
+	slog.SetDefault(logger)
+	logger.Info("starting", "command", "gateway kafka", "version", Version(), "config_file", orNone(loaded.File))
+	for _, name := range loaded.UnknownEnv {
+		logger.Warn("environment variable sets no config key", "name", name)
+	}
+
+	// The store may still be starting: keep dialing until it answers.
+	var backend ring.Backend
+	for attempt := 0; ; attempt++ {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("gateway.ring_addr %s: %w", cfg.Gateway.RingAddr, err)
+		}
+		if attempt%10 == 0 {
+			logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	defer backend.Close()
+
+	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+	defer api.Close()
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	gw, err := startKafkaGateway(runCtx, cfg, ln, backend, api, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("running", "command", "gateway kafka", "kafka_addr", listenerAddr(ln), "advertised", gw.advertised,
+		"ring_addr", cfg.Gateway.RingAddr, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping", "reason", "signal")
+	case err := <-gw.done:
+		gw.done = nil
+		runErr = fmt.Errorf("kafka gateway: %w", err)
+		logger.Error("stopping", "reason", "kafka gateway failed", "err", err)
+	}
+	stop()
+	cancel()
+	if err := gw.wait(); err != nil && runErr == nil {
+		logger.Warn("kafka gateway drain", "err", err)
+	}
+	logger.Info("stopped")
+	return runErr
+}
+
+// runningKafka is a started Kafka gateway.
+type runningKafka struct {
+	advertised string
+	done       chan error // the gateway's Serve result
+	member     chan struct{}
+}
+
+// wait waits for the gateway (stopped through the ctx it was started
+// with) and its controller membership to end.
+func (r *runningKafka) wait() error {
+	var err error
+	if r.done != nil {
+		err = <-r.done
+	}
+	<-r.member
+	return err
+}
+
+// startKafkaGateway starts the Kafka gateway on ln, in front of backend,
+// with its metadata from api, until ctx ends.
+func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, logger *slog.Logger) (*runningKafka, error) {
+	adv, err := advertisedKafka(cfg, ln)
+	if err != nil {
+		return nil, err
+	}
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	kc := cfg.Kafka
+	cluster := newKafkaCluster(api, backend, cfg.Gateway.NodeID, adv, logger)
+	gw, err := kafka.New(kafka.Options{
+		Backend:                    backend,
+		Cluster:                    cluster,
+		Logger:                     logger,
+		NodeID:                     cfg.Gateway.NodeID,
+		AdvertisedAddr:             adv,
+		MaxRequestBytes:            kc.SocketRequestMaxBytes,
+		AutoCreateTopics:           kc.AutoCreateTopicsEnable,
+		DefaultPartitions:          kc.NumPartitions,
+		DefaultMaxMessageBytes:     cfg.TopicDefaults.MaxMessageBytes,
+		OffsetsPartitions:          kc.OffsetsTopicNumPartitions,
+		GroupMinSessionTimeout:     ms(kc.GroupMinSessionTimeoutMs),
+		GroupMaxSessionTimeout:     ms(kc.GroupMaxSessionTimeoutMs),
+		GroupInitialRebalanceDelay: ms(kc.GroupInitialRebalanceDelayMs),
+		FetchSessionCacheSlots:     kc.FetchSessionCacheSlots,
+		LogDir:                     cfg.DataDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &runningKafka{advertised: adv, done: make(chan error, 1), member: make(chan struct{})}
+	go func() {
+		defer close(r.member)
+		_ = cluster.run(ctx)
+	}()
+	go func() { r.done <- gw.Serve(ctx, ln) }()
+	return r, nil
+}
+
+// advertisedKafka is the address Kafka clients are told:
+// listeners.advertised_kafka, else the listener's, with 127.0.0.1 for an
+// unspecified host (a client cannot dial 0.0.0.0).
+func advertisedKafka(cfg config.Config, ln net.Listener) (string, error) {
+	if a := cfg.Listeners.AdvertisedKafka; a != "" {
+		return a, nil
+	}
+	host, port, err := net.SplitHostPort(ln.Addr().String())
+	if err != nil {
+		return "", fmt.Errorf("listeners.kafka: %w", err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}

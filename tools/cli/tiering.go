@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/fetchcache"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/tierd"
+	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/objstore/azure"
+	"github.com/aerostream/aerostream/tierd/objstore/filesystem"
+	"github.com/aerostream/aerostream/tierd/objstore/gcs"
+	"github.com/aerostream/aerostream/tierd/objstore/s3"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// tierStack is the cold tier of a store: the bucket, the tiering daemon
+// and the cold-read cache, wired into logstore through its Tier and
+// ColdTier seams.
+type tierStack struct {
+	bucket  objstore.Bucket
+	cache   *fetchcache.Cache
+	metrics *tierd.Metrics
+	proxy   *tierProxy
+	daemon  *tierd.Daemon
+	done    chan struct{}
+}
+
+// openBucket builds the configured provider. Secrets stay in cfg; Name()
+// and every log line show only the location.
+func openBucket(ctx context.Context, cfg config.Config, logger *slog.Logger) (objstore.Bucket, error) {
+	ts := cfg.TieredStorage
+	switch ts.Provider {
+	case "s3":
+		c := ts.S3
+		return s3.New(ctx, s3.Config{Bucket: c.Bucket, Prefix: c.Prefix, Region: c.Region, EndpointURL: c.EndpointURL,
+			AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, ForcePathStyle: c.ForcePathStyle}, s3.Options{Logger: logger})
+	case "gcs":
+		c := ts.GCS
+		return gcs.New(ctx, gcs.Config{Bucket: c.Bucket, Prefix: c.Prefix, ServiceAccountPath: c.ServiceAccountPath,
+			Endpoint: c.Endpoint}, gcs.Options{Logger: logger})
+	case "azure":
+		c := ts.Azure
+		return azure.New(ctx, azure.Config{ContainerName: c.ContainerName, AccountName: c.AccountName, Prefix: c.Prefix,
+			AccessKey: c.AccessKey, Endpoint: c.Endpoint}, azure.Options{Logger: logger})
+	case "local":
+		root := ts.Local.RootPath
+		if root == "" {
+			// The embedded default lives in the data dir, so it is made on
+			// first start. An explicit root_path is not created: a missing
+			// NFS mount must fail rather than fill the local disk.
+			root = filepath.Join(cfg.DataDir, "cold")
+			if err := os.MkdirAll(root, 0o755); err != nil {
+				return nil, fmt.Errorf("tiered_storage.local: %w", err)
+			}
+		}
+		return filesystem.New(filesystem.Config{RootPath: root}, logger)
+	}
+	return nil, fmt.Errorf("tiered_storage.provider %q is not one of s3, gcs, azure, local", ts.Provider)
+}
+
+// openTierStack opens the bucket and the cache. The daemon needs the store,
+// so it is made by attach once the store is open; until then the proxy
+// drops notifications, which the daemon's first rescan finds again.
+func openTierStack(ctx context.Context, cfg config.Config, reg prometheus.Registerer, logger *slog.Logger) (*tierStack, error) {
+	b, err := openBucket(ctx, cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("tiered storage: %w", err)
+	}
+	m := tierd.NewMetrics(reg)
+	b = objstore.Instrumented(b, m)
+	ts := cfg.TieredStorage
+	cache, err := fetchcache.New(b, fetchcache.Options{ChunkSize: ts.CacheChunkBytes, MaxBytes: ts.CacheBytes,
+		MaxConcurrentGets: ts.ColdReadGets, MaxBytesPerSec: ts.ColdReadBytesPerS, Logger: logger})
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("tiered storage cache: %w", err)
+	}
+	if reg != nil {
+		for _, c := range cache.Collectors() {
+			reg.MustRegister(c)
+		}
+	}
+	return &tierStack{bucket: b, cache: cache, metrics: m, proxy: &tierProxy{}}, nil
+}
+
+// storeHooks sets the store options that connect logstore to the tier.
+func (t *tierStack) storeHooks(o *logstore.Options) {
+	o.Tier = t.proxy
+	o.Cold = t.cache
+}
+
+// start makes the daemon for st and runs it until ctx ends.
+func (t *tierStack) start(ctx context.Context, cfg config.Config, st *logstore.Store, cat *catalog.Catalog, logger *slog.Logger) error {
+	d, err := tierd.New(tierd.Options{Bucket: t.bucket, Store: st, Catalog: cat, Uploaders: cfg.TieredStorage.Uploaders,
+		Metrics: t.metrics, Logger: logger})
+	if err != nil {
+		return err
+	}
+	t.daemon = d
+	t.proxy.set(d)
+	t.done = make(chan struct{})
+	go func() {
+		defer close(t.done)
+		if err := d.Run(ctx); err != nil {
+			logger.Error("tierd stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// close stops the daemon (its ctx must be cancelled first) and releases
+// the cache and the bucket.
+func (t *tierStack) close() {
+	if t.done != nil {
+		<-t.done
+	}
+	t.proxy.set(nil)
+	t.cache.Close()
+	t.bucket.Close()
+}
+
+// tierProxy forwards logstore's Tier calls to the daemon once it exists.
+type tierProxy struct {
+	mu struct {
+		sync.Mutex
+		d *tierd.Daemon
+	}
+}
+
+var _ logstore.Tier = (*tierProxy)(nil)
+
+func (p *tierProxy) set(d *tierd.Daemon) {
+	p.mu.Lock()
+	p.mu.d = d
+	p.mu.Unlock()
+}
+
+func (p *tierProxy) get() *tierd.Daemon {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.d
+}
+
+func (p *tierProxy) Sealed(seg catalog.Segment) {
+	if d := p.get(); d != nil {
+		d.Sealed(seg)
+	}
+}
+
+func (p *tierProxy) DeleteRemote(seg catalog.Segment) {
+	if d := p.get(); d != nil {
+		d.DeleteRemote(seg)
+	}
+}
