@@ -17,7 +17,7 @@ STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
 # Time per fuzz target for `make fuzz` (and so `make test`).
 FUZZTIME ?= 15s
 
-.PHONY: help build run test test-unit test-crash test-objstore fuzz bench lint tools clean test-controller measure-controller
+.PHONY: help build run test test-unit test-crash test-objstore fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-crash test-objstore fuzz test-controller ## everything CI runs: lint, unit, crash, object stores and a bounded fuzz run, controller failover
+test: lint test-unit test-crash test-objstore fuzz test-controller test-kafka ## everything CI runs: lint, unit, crash, object stores and a bounded fuzz run, controller failover, real Kafka clients
 
 test-unit: ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -42,6 +42,25 @@ test-controller: ## controller failover: three `aerostream controller` processes
 measure-controller: ## controller figures: topic-create latency, election after kill -9, snapshot/restore of 10k topics
 	$(GO) test -tags measure -timeout 30m -run Measure -count=1 -v ./tools/cli/
 	$(GO) test -run='^$$' -bench=10kTopics -benchtime=5x ./controller/
+
+# Real Kafka clients against real aerostream processes
+# (gateways/kafka/clients_test.go): franz-go's kgo integration suite, kcat,
+# kafka-python and confluent-kafka, and a controller + store + `gateway kafka`
+# run. kcat comes from Debian; the Python clients go into a venv under bin/,
+# pinned to versions that support Python 3.11+.
+KAFKA_VENV := bin/kafka-venv
+KAFKA_PY_PKGS := kafka-python==3.0.12 confluent-kafka==2.16.1
+kafka-clients: ## install kcat (apt) and the Python Kafka clients (bin/kafka-venv)
+	@if ! command -v kcat >/dev/null; then \
+	  apt-get install -y kcat librdkafka-dev || { apt-get update && apt-get install -y kcat librdkafka-dev; }; \
+	fi
+	@if ! $(KAFKA_VENV)/bin/python -c 'import kafka, confluent_kafka' 2>/dev/null; then \
+	  python3 -m venv $(KAFKA_VENV) && $(KAFKA_VENV)/bin/pip install -q $(KAFKA_PY_PKGS); \
+	fi
+
+test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kafka-python, confluent-kafka, separate gateway process
+	KAFKA_CLIENT_TESTS=1 KAFKA_PYTHON=$(CURDIR)/$(KAFKA_VENV)/bin/python \
+	  $(GO) test -count=1 -v -timeout 40m -run '^TestClient' ./gateways/kafka/
 
 # The object store providers' acceptance suites against real servers (MinIO,
 # fake-gcs-server, Azurite), which the script installs into bin/ on first use

@@ -133,6 +133,13 @@ type PartitionManager interface {
 	ListPartitions(ctx context.Context) ([]LocalPartition, error)
 }
 
+// ConfigUpdater is implemented by a PartitionManager that can change the
+// configs of an existing partition; the agent then applies a topic's
+// config changes (AlterConfigs) to the partitions it holds.
+type ConfigUpdater interface {
+	UpdatePartitionConfig(ctx context.Context, topic string, partition int32, cfg map[string]string) error
+}
+
 // StoreAgent makes a store do what placement says: it creates the
 // partitions placed on it and deletes those of deleted topics. It does not
 // touch a local partition the controller has no record of (data written
@@ -248,7 +255,19 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 			continue
 		}
 		if old, ok := a.configs[name]; ok && !mapsEqual(old, cfg) {
-			a.log.Info("topic configs changed; partitions created from now on use them, existing ones keep theirs (the store cannot alter a partition's configs yet)", "topic", name)
+			if cu, ok := a.pm.(ConfigUpdater); ok {
+				for _, p := range t.Partitions {
+					if p.Leader != a.reg.ID || !have[name][p.Partition] {
+						continue
+					}
+					if err := cu.UpdatePartitionConfig(ctx, name, p.Partition, cfg); err != nil {
+						errs = append(errs, fmt.Errorf("update configs of %s/%d: %w", name, p.Partition, err))
+					}
+				}
+				a.log.Info("topic configs applied to local partitions", "topic", name)
+			} else {
+				a.log.Info("topic configs changed; partitions created from now on use them, existing ones keep theirs (this store cannot alter a partition's configs)", "topic", name)
+			}
 		}
 		a.known[name] = t.ID
 		a.configs[name] = cfg

@@ -35,8 +35,13 @@ type ClientOptions struct {
 // and heartbeats are retried on any failure.
 type Client struct {
 	addrs []string
-	hc    *http.Client
-	opts  ClientOptions
+	// hc pools connections for reads and heartbeats. Writes go through
+	// hcw, a fresh connection each: a pooled connection the server has
+	// just closed fails a request after it was written, which for a write
+	// would leave its outcome unknown; a fresh one fails at dial, which is
+	// safe to retry.
+	hc, hcw *http.Client
+	opts    ClientOptions
 
 	mu struct {
 		sync.Mutex
@@ -55,20 +60,25 @@ func NewClient(addrs []string, opts ClientOptions) *Client {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	dial := (&net.Dialer{Timeout: 3 * time.Second}).DialContext
 	c := &Client{
 		addrs: append([]string(nil), addrs...),
 		opts:  opts,
 		hc: &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+			DialContext:         dial,
 			MaxIdleConnsPerHost: 4,
 			IdleConnTimeout:     time.Minute,
 		}},
+		hcw: &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}},
 	}
 	return c
 }
 
 // Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+	c.hcw.CloseIdleConnections()
+}
 
 // Target is the controller the client currently sends to.
 func (c *Client) Target() string {
@@ -124,7 +134,7 @@ func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp 
 	var last error
 	for hops := 0; ; hops++ {
 		target := c.Target()
-		err := c.roundTrip(ctx, target, path, body, resp)
+		err := c.roundTrip(ctx, target, path, isWrite, body, resp)
 		if err == nil {
 			return nil
 		}
@@ -167,13 +177,17 @@ func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp 
 // errTransport marks a failure after the request may have been sent.
 var errTransport = errors.New("controller connection failed")
 
-func (c *Client) roundTrip(ctx context.Context, target, path string, body []byte, resp any) error {
+func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite bool, body []byte, resp any) error {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+path+"?leader=1", bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
-	hresp, err := c.hc.Do(hreq)
+	hc := c.hc
+	if isWrite {
+		hc = c.hcw
+	}
+	hresp, err := hc.Do(hreq)
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {

@@ -261,6 +261,7 @@ func Open(opts Options) (_ *Controller, err error) {
 // Close stops the controller: the client API, the leader loops, Raft, and
 // the Raft store.
 func (c *Controller) Close() error {
+	c.handOver()
 	c.cancel()
 	if c.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -278,6 +279,32 @@ func (c *Controller) Close() error {
 		}
 	}
 	return err
+}
+
+// handOver passes leadership to another voter before a clean stop, so the
+// cluster does not wait out an election timeout.
+func (c *Controller) handOver() {
+	if !c.IsLeader() {
+		return
+	}
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters < 2 {
+		return
+	}
+	if err := c.raft.LeadershipTransfer().Error(); err != nil {
+		c.log.Warn("handing leadership over before stopping", "err", err)
+		return
+	}
+	c.log.Info("handed leadership over before stopping")
 }
 
 // Addr is the advertised address of this controller.

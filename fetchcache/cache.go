@@ -39,10 +39,14 @@ import (
 //   - While the main segment has free room, chunks read by a reader go there
 //     too: filling free space evicts nothing, and it makes a second pass
 //     over recently read data hit. The room is the cache's own count
-//     (reserveFree), so a burst cannot overfill it. Once it is full, only re-referenced
-//     chunks enter, and ristretto's TinyLFU admission still compares each
-//     of them with the sampled victims, so a chunk read twice does not
-//     displace one read fifty times.
+//     (reserveFree), so a burst cannot overfill it. Once it is full, only
+//     re-referenced chunks enter, and ristretto's TinyLFU admission still
+//     compares each of them with the sampled victims, so a chunk read twice
+//     does not displace one read fifty times.
+//
+// The scan segment must be large enough for the sequential readers running
+// at once (Options.ScanBytes): a reader that loses its chunk before it is
+// done reads it again, which looks like a re-reference.
 //
 // Index objects live in their own LRU so chunks never crowd them out: a
 // missing index turns one small GET into a scan of the segment's headers.
@@ -259,8 +263,25 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	if err != nil {
 		return nil, err
 	}
+	x, err := c.index(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if c.opts.Readahead > 0 {
+		// A sequential reader keeps Readahead chunks in flight beyond the
+		// end of the range it reads, started before this read waits for
+		// anything, so they transfer while it waits. Positions come from
+		// the index entry, near enough to the batch's; a read that is
+		// not known to be sequential yet is handled after it (below).
+		_, entryPos, _ := indexLookup(x, relOffset(seg, offset))
+		k := int64(entryPos) / c.chunkSize
+		if c.streams.follows(o.key, k) || (k == 0 && offset == seg.BaseOffset) {
+			end := min(int64(entryPos)+max(int64(maxBytes), 1), o.size)
+			c.readahead(o, (end-1)/c.chunkSize)
+		}
+	}
 	r := reader{c: c, o: o}
-	pos, h, err := c.locate(ctx, &r, offset)
+	pos, h, err := c.locate(ctx, &r, x, offset)
 	if err != nil {
 		return nil, err
 	}
@@ -289,14 +310,25 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	if err != nil {
 		return nil, err
 	}
-	if c.opts.Readahead > 0 && c.streams.sequential(o.key, k0, k1) {
-		for k := k1 + 1; k <= k1+int64(c.opts.Readahead) && k < o.chunks; k++ {
-			if !c.prefetch(o, k, true) {
-				break
-			}
-		}
+	if c.opts.Readahead > 0 && c.streams.sequential(o.key, k0, k1, pos == 0) {
+		c.readahead(o, k1)
 	}
 	return out, nil
+}
+
+// readahead prefetches the Options.Readahead chunks after chunk k, as far
+// as free readahead slots allow.
+func (c *Cache) readahead(o *object, k int64) {
+	for n := k + 1; n <= k+int64(c.opts.Readahead) && n < o.chunks; n++ {
+		if !c.prefetch(o, n, true) {
+			return
+		}
+	}
+}
+
+// relOffset is offset relative to the segment base, as the index stores it.
+func relOffset(seg catalog.Segment, offset int64) uint32 {
+	return uint32(min(offset-seg.BaseOffset, int64(^uint32(0))))
 }
 
 // object resolves seg's log object, learning its size with Head when the
@@ -332,22 +364,19 @@ func (c *Cache) object(ctx context.Context, seg catalog.Segment) (*object, error
 
 // locate returns the position and header of the batch holding offset, or
 // pos -1 when the object has no batch at or after it. It starts from the
-// remote index entry at or below offset and reads batch headers forward.
+// entry of the remote index x at or below offset and reads batch headers
+// forward.
 //
 // Offsets in a segment are dense: logstore assigns each batch the offset
 // after the previous one, and a segment's first batch starts at its base
 // offset. The scan checks that every header continues the sequence from its
 // starting point, since the base offset is outside the batch CRC and a
 // corrupted one would otherwise go unnoticed.
-func (c *Cache) locate(ctx context.Context, r *reader, offset int64) (int64, logstore.BatchHeader, error) {
+func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (int64, logstore.BatchHeader, error) {
 	var h logstore.BatchHeader
-	x, err := c.index(ctx, r.o)
-	if err != nil {
-		return 0, h, err
-	}
+	var err error
 	base := r.o.seg.BaseOffset
-	rel := min(offset-base, int64(^uint32(0)))
-	entryRel, entryPos, fromIndex := indexLookup(x, uint32(rel))
+	entryRel, entryPos, fromIndex := indexLookup(x, relOffset(r.o.seg, offset))
 	pos, want := int64(entryPos), base+int64(entryRel)
 	reread := false
 	var hdr [logstore.BatchHeaderSize]byte
@@ -474,10 +503,17 @@ func (c *Cache) corrupt(o *object, pos int64, err error) error {
 	return fmt.Errorf("fetchcache: %s at byte %d: %w: %w", o.key, pos, logstore.ErrCorruptSegment, err)
 }
 
-// purge drops the chunks under [pos, pos+n) from every segment.
+// purge drops the chunks under [pos, pos+n) from every segment, and from
+// the flight group: a GET of one of them still running (a prefetch whose
+// data a reader found in the scan segment before the flight left the
+// group) would otherwise hand the same bad bytes to the next reader and
+// store them again.
 func (c *Cache) purge(o *object, pos, n int64) {
 	for k := pos / c.chunkSize; k <= (pos+n-1)/c.chunkSize && k < o.chunks; k++ {
 		key := c.chunkKey(o.key, k)
+		c.flights.mu.Lock()
+		delete(c.flights.m, key)
+		c.flights.mu.Unlock()
 		c.main.Del(key)
 		c.scan.remove(key)
 	}
@@ -580,15 +616,24 @@ func (c *Cache) chunk(ctx context.Context, o *object, k int64) (data []byte, fro
 	if err != nil {
 		return nil, false, err
 	}
+	if joined {
+		// The GET may have been a readahead's, whose chunk nobody has
+		// used yet: record this use as scanGet would have.
+		c.scanUse(key, false)
+	}
 	return data, false, nil
 }
 
-// scanGet looks key up in the scan segment for a reader, marking it read,
-// and promotes it while the main segment has room.
-func (c *Cache) scanGet(key string) ([]byte, bool) {
+// scanGet looks key up in the scan segment for a reader.
+func (c *Cache) scanGet(key string) ([]byte, bool) { return c.scanUse(key, true) }
+
+// scanUse records a reader's use of key in the scan segment, if there:
+// marks it read and promotes it while the main segment has room. found
+// says the reader found it there (for the readahead hit count).
+func (c *Cache) scanUse(key string, found bool) ([]byte, bool) {
 	raHit, promote := false, false
 	e, ok := c.scan.get(key, func(e *scanEntry) {
-		raHit = e.prefetched && !e.referenced
+		raHit = found && e.prefetched && !e.referenced
 		e.referenced = true
 		if !e.promoted && c.reserveFree(len(e.data)) {
 			e.promoted, promote = true, true
@@ -815,6 +860,23 @@ func (c *Cache) throttle(ctx context.Context, n int) error {
 	return nil
 }
 
+// follows reports whether a read in chunk k of obj belongs to a sequential
+// reader: chunk k-1 was read recently.
+func (t *streamTracker) follows(obj string, k int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	recent := t.m[obj]
+	if recent == nil || k == 0 {
+		return false
+	}
+	for _, r := range recent {
+		if r == k-1 {
+			return true
+		}
+	}
+	return false
+}
+
 // streamDepth is how many recently read chunks are remembered per object,
 // so that a few readers interleaving on one object are each still seen as
 // sequential.
@@ -832,8 +894,11 @@ type streamTracker struct {
 }
 
 // sequential records a read of chunks first..last of obj and reports
-// whether it just entered last coming from the chunk before it.
-func (t *streamTracker) sequential(obj string, first, last int64) bool {
+// whether it just entered last coming from the chunk before it. A read from
+// the object's first byte counts as sequential too: it is a consumer
+// starting at the segment's first offset or moving on from the segment
+// before, and fetching its second chunk early halves its first wait.
+func (t *streamTracker) sequential(obj string, first, last int64, fromStart bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	recent := t.m[obj]
@@ -852,7 +917,7 @@ func (t *streamTracker) sequential(obj string, first, last int64) bool {
 		}
 		return false
 	}
-	seq := !has(last) && (last > first || (first > 0 && has(first-1)))
+	seq := !has(last) && (fromStart || last > first || (first > 0 && has(first-1)))
 	if !has(last) {
 		copy(recent[1:], recent[:streamDepth-1])
 		recent[0] = last

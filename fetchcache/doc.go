@@ -22,10 +22,14 @@
 //   - Coalescing: concurrent misses on one chunk (or one index object)
 //     share one GET. A waiter that gives up (its ctx ends) leaves; the GET
 //     is cancelled when the last waiter has left.
-//   - Readahead: a read that enters chunk k of an object right after chunk
-//     k-1 was read prefetches the next Options.Readahead chunks in the
-//     background, only if an I/O slot is free at once, so it never delays
-//     the caller or queues ahead of demand reads.
+//   - Readahead: a sequential reader (one that moved from chunk k-1 to
+//     chunk k of an object, or started at its first byte) has the
+//     Options.Readahead chunks beyond the end of each read fetched in the
+//     background, started before the read waits for anything. A prefetch
+//     runs only if an I/O slot of readahead's share is free at once, so it
+//     never delays the caller or queues ahead of demand reads. It stops at
+//     the object's end: the cache does not know which object holds the
+//     next segment.
 //   - The cold I/O budget: at most Options.MaxConcurrentGets GETs at a time
 //     and, optionally, Options.MaxBytesPerSec. These are separate from
 //     whatever tierd uses for uploads, so cold readers cannot starve

@@ -34,8 +34,9 @@ type flightGroup struct {
 
 // startLocked launches fetch for key in its own goroutine, under the
 // cache's lifetime context (not the caller's: the GET serves every waiter).
-// fill stores a successful result in the cache before the flight leaves the
-// group, so a reader that finds no flight finds the data. The caller holds
+// fill stores a successful result in the cache as the flight leaves the
+// group, under the group lock, so a reader that finds no flight finds the
+// data; fill must not take the group lock. The caller holds
 // c.flights.mu and is inside enter/leave, which orders c.bg.Add before
 // Close's Wait.
 func (c *Cache) startLocked(key string, waiters int, detached bool,
@@ -48,13 +49,17 @@ func (c *Cache) startLocked(key string, waiters int, detached bool,
 		defer c.bg.Done()
 		defer cancel()
 		data, err := fetch(ctx)
-		if err == nil && fill != nil {
-			fill(data)
-		}
 		f.data, f.err = data, err
 		c.flights.mu.Lock()
+		// Storing and leaving the group are one step under the lock, so a
+		// reader finds either the flight or the data. A flight that has
+		// already left (its last waiter gave up, or purge dropped what it
+		// was fetching) stores nothing.
 		if c.flights.m[key] == f {
 			delete(c.flights.m, key)
+			if err == nil && fill != nil {
+				fill(data)
+			}
 		}
 		c.flights.mu.Unlock()
 		close(f.done)

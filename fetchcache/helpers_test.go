@@ -179,9 +179,8 @@ func lastNext(t testing.TB, b []byte) int64 {
 
 // getCounter counts GetRange calls and bytes per key.
 type getCounter struct {
-	mu    sync.Mutex
-	gets  map[string]int
-	total int
+	mu   sync.Mutex
+	gets map[string]int
 }
 
 func countGets(b objstore.Bucket) (objstore.Bucket, *getCounter) {
@@ -192,7 +191,6 @@ func countGets(b objstore.Bucket) (objstore.Bucket, *getCounter) {
 		}
 		gc.mu.Lock()
 		gc.gets[ev.Key]++
-		gc.total++
 		gc.mu.Unlock()
 	})), gc
 }
@@ -201,12 +199,6 @@ func (g *getCounter) of(key string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.gets[key]
-}
-
-func (g *getCounter) all() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.total
 }
 
 // gateBucket holds GetRange calls that gate selects until the gate's

@@ -49,7 +49,9 @@ type Options struct {
 	// every fetched chunk enters first and where one-pass reads stay. It
 	// must hold what each concurrent sequential reader is working on: the
 	// chunk it reads, the next one its reads run into, and its readahead,
-	// (Readahead+2) chunks per reader. A reader that loses its chunk before
+	// (Readahead+2) chunks per reader (one more when chunks are as small as
+	// the index interval, 4 KiB, as a read then often starts from an index
+	// entry in the chunk before). A reader that loses its chunk before
 	// it is done with it reads it again, which counts as a re-reference and
 	// moves the chunk to the main segment. 0 means 3/8 of MaxBytes: 24
 	// chunks at the default sizes, room for eight sequential readers (a

@@ -297,8 +297,17 @@ func (s *Server) newSession(c *Conn) (sess Session, err error) {
 func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	for {
+		if ctx.Err() != nil {
+			return ctx.Err() // draining: do not wait for another request
+		}
 		if cfg.idle > 0 {
 			_ = nc.SetReadDeadline(time.Now().Add(cfg.idle))
+		}
+		// The drain sets a read deadline in the past; if it fired while
+		// the line above replaced it, end here instead of waiting out the
+		// idle timeout.
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		frame, err := s.readFrame(sess, br, cfg.maxFrame)
 		if err != nil {

@@ -273,3 +273,22 @@ func (s *Store) RunRetention(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SetPartitionConfig replaces a partition's configs (AlterConfigs on its
+// topic). Zero fields take the store defaults. The new retention applies at
+// the next retention tick; segment size and age at the next append.
+func (s *Store) SetPartitionConfig(ctx context.Context, topic string, id int32, cfg PartitionConfig) error {
+	return s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		cfg = cfg.withDefaults(sh.opts.Defaults)
+		meta, err := sh.opts.Catalog.GetPartition(topic, id)
+		if err != nil {
+			return err
+		}
+		meta.Config = encodeConfig(cfg)
+		if err := sh.opts.Catalog.PutPartition(meta); err != nil {
+			return err
+		}
+		p.cfg = cfg
+		return nil
+	})
+}

@@ -136,14 +136,14 @@ type ConfigType int8
 
 // Config types, as Kafka numbers them.
 const (
-	ConfigTypeBoolean ConfigType = 1
-	ConfigTypeString  ConfigType = 2
-	ConfigTypeInt     ConfigType = 3
-	ConfigTypeShort   ConfigType = 4
-	ConfigTypeLong    ConfigType = 5
-	ConfigTypeDouble  ConfigType = 6
-	ConfigTypeList    ConfigType = 7
-	ConfigTypeClass   ConfigType = 8
+	ConfigTypeBoolean  ConfigType = 1
+	ConfigTypeString   ConfigType = 2
+	ConfigTypeInt      ConfigType = 3
+	ConfigTypeShort    ConfigType = 4
+	ConfigTypeLong     ConfigType = 5
+	ConfigTypeDouble   ConfigType = 6
+	ConfigTypeList     ConfigType = 7
+	ConfigTypeClass    ConfigType = 8
 	ConfigTypePassword ConfigType = 9
 )
 

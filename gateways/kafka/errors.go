@@ -26,6 +26,8 @@ var errorTable = []struct {
 	{ring.ErrMessageTooLarge, kerr.MessageTooLarge},
 	{ring.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{ring.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
+	{ring.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{ring.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{ring.ErrPartitionExists, kerr.TopicAlreadyExists},
 	{ring.ErrCorruptSegment, kerr.KafkaStorageError},
 	{ring.ErrCorruptIndex, kerr.KafkaStorageError},

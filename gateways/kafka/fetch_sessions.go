@@ -146,13 +146,6 @@ func (s *fetchSessions) removeLocked(fs *fetchSession) {
 	s.mu.lru.Remove(fs.elem)
 }
 
-// len is the number of cached sessions.
-func (s *fetchSessions) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.mu.byID)
-}
-
 // upsert adds a partition to the session or updates its position.
 func (fs *fetchSession) upsert(key sessionKey, offset int64, maxBytes, epoch int32) *sessionPart {
 	if sp := fs.index[key]; sp != nil {

@@ -187,7 +187,6 @@ func (g *Gateway) NewSession(c *gateways.Conn) gateways.Session {
 type session struct {
 	g    *Gateway
 	conn *gateways.Conn
-	buf  []byte
 }
 
 // ReadFrame reads one size-prefixed request.

@@ -63,8 +63,14 @@ type coordinator struct {
 
 	mu struct {
 		sync.Mutex
-		active   map[string]*group
+		active map[string]*group
+		// dormant holds the offsets of groups without live state. A
+		// group with no offsets stays (empty map) for emptyGroupRetention
+		// after it retires, as Kafka keeps an empty group until its
+		// periodic cleanup, so that DescribeGroups, ListGroups and
+		// DeleteGroups still find it.
 		dormant  map[string]map[tp]committed
+		emptyAt  map[string]time.Time
 		loadedTo []int64 // per partition: the offset read up to
 		stopping bool
 	}
@@ -74,7 +80,29 @@ func newCoordinator(g *Gateway) *coordinator {
 	c := &coordinator{g: g, log: g.log.With("part", "group-coordinator"), ready: make(chan struct{})}
 	c.mu.active = map[string]*group{}
 	c.mu.dormant = map[string]map[tp]committed{}
+	c.mu.emptyAt = map[string]time.Time{}
 	return c
+}
+
+// emptyGroupRetention is how long a group with neither members nor
+// offsets is remembered (Kafka drops such groups at its next cleanup,
+// offsets.retention.check.interval.ms, 10 minutes).
+const emptyGroupRetention = 10 * time.Minute
+
+// forgetEmpty drops the empty groups retired more than
+// emptyGroupRetention ago.
+func (c *coordinator) forgetEmpty(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, at := range c.mu.emptyAt {
+		if now.Sub(at) < emptyGroupRetention {
+			continue
+		}
+		delete(c.mu.emptyAt, id)
+		if offs, ok := c.mu.dormant[id]; ok && len(offs) == 0 {
+			delete(c.mu.dormant, id)
+		}
+	}
 }
 
 // run loads the committed offsets (retrying while the store or the
@@ -109,7 +137,16 @@ func (c *coordinator) run(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	close(c.ready)
-	<-ctx.Done()
+	t := time.NewTicker(time.Minute)
+	for done := false; !done; {
+		select {
+		case now := <-t.C:
+			c.forgetEmpty(now)
+		case <-ctx.Done():
+			done = true
+		}
+	}
+	t.Stop()
 	c.mu.Lock()
 	c.mu.stopping = true
 	c.mu.Unlock()
@@ -366,6 +403,7 @@ func (c *coordinator) call(ctx context.Context, id string, create bool, fn func(
 					return errGroupGone
 				}
 				delete(c.mu.dormant, id)
+				delete(c.mu.emptyAt, id)
 				gr = newGroup(c, id, p, offs)
 				c.mu.active[id] = gr
 				c.wg.Add(1)
@@ -398,8 +436,13 @@ func (c *coordinator) retire(gr *group) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.mu.active, gr.id)
-	if len(gr.offsets) > 0 {
+	switch {
+	case gr.state == groupDead: // deleted: forget it
+	case len(gr.offsets) > 0:
 		c.mu.dormant[gr.id] = gr.offsets
+	default:
+		c.mu.dormant[gr.id] = gr.offsets
+		c.mu.emptyAt[gr.id] = time.Now()
 	}
 	close(gr.done)
 	return true

@@ -68,19 +68,21 @@ const (
 // Store sentinels, re-exported. They are the same values as logstore's, so
 // errors.Is works with either name.
 var (
-	ErrCorruptBatch     = logstore.ErrCorruptBatch
-	ErrBadMagic         = logstore.ErrBadMagic
-	ErrBadCRC           = logstore.ErrBadCRC
-	ErrInvalidProducer  = logstore.ErrInvalidProducer
-	ErrMessageTooLarge  = logstore.ErrMessageTooLarge
-	ErrOffsetOutOfRange = logstore.ErrOffsetOutOfRange
-	ErrUnknownPartition = logstore.ErrUnknownPartition
-	ErrPartitionExists  = logstore.ErrPartitionExists
-	ErrCorruptSegment   = logstore.ErrCorruptSegment
-	ErrCorruptIndex     = logstore.ErrCorruptIndex
-	ErrNotLocal         = logstore.ErrNotLocal
-	ErrInvalidRequest   = logstore.ErrInvalidRequest
-	ErrClosed           = logstore.ErrClosed
+	ErrCorruptBatch         = logstore.ErrCorruptBatch
+	ErrBadMagic             = logstore.ErrBadMagic
+	ErrBadCRC               = logstore.ErrBadCRC
+	ErrInvalidProducer      = logstore.ErrInvalidProducer
+	ErrMessageTooLarge      = logstore.ErrMessageTooLarge
+	ErrOffsetOutOfRange     = logstore.ErrOffsetOutOfRange
+	ErrUnknownPartition     = logstore.ErrUnknownPartition
+	ErrPartitionExists      = logstore.ErrPartitionExists
+	ErrCorruptSegment       = logstore.ErrCorruptSegment
+	ErrCorruptIndex         = logstore.ErrCorruptIndex
+	ErrOutOfOrderSequence   = logstore.ErrOutOfOrderSequence
+	ErrInvalidProducerEpoch = logstore.ErrInvalidProducerEpoch
+	ErrNotLocal             = logstore.ErrNotLocal
+	ErrInvalidRequest       = logstore.ErrInvalidRequest
+	ErrClosed               = logstore.ErrClosed
 )
 
 // ShardFor is logstore.ShardFor: the shard that owns a partition in a ring of

@@ -50,6 +50,8 @@ var (
 //	  11  ErrNotLocal
 //	  12  ErrInvalidRequest
 //	  13  ErrClosed
+//	  16  ErrOutOfOrderSequence
+//	  17  ErrInvalidProducerEpoch
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -85,6 +87,8 @@ var errorCodes = []struct {
 	{10, ErrCorruptIndex},
 	{11, ErrNotLocal},
 	{12, ErrInvalidRequest},
+	{16, ErrOutOfOrderSequence},
+	{17, ErrInvalidProducerEpoch},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},

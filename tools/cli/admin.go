@@ -121,16 +121,33 @@ func (a *adminServer) needTier(w http.ResponseWriter) bool {
 	return true
 }
 
-// segmentView is a catalog record as `tier ls` shows it.
+// segmentView is a catalog record as `tier ls`, `tier describe` and the
+// admin API show it.
 type segmentView struct {
-	catalog.Segment
-	StateName  string `json:"state"`
-	Location   string `json:"location"`
-	UploadedAt string `json:"uploaded_at,omitempty"`
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	BaseOffset   int64  `json:"base_offset"`
+	EndOffset    int64  `json:"end_offset"`
+	Bytes        int64  `json:"bytes"`
+	MinTimestamp int64  `json:"min_timestamp"`
+	MaxTimestamp int64  `json:"max_timestamp"`
+	State        string `json:"state"`
+	Location     string `json:"location"`
+	LocalPath    string `json:"local_path,omitempty"`
+	SegmentID    string `json:"segment_id,omitempty"`
+	ObjectKey    string `json:"object_key,omitempty"`
+	ObjectSize   int64  `json:"object_size,omitempty"`
+	Checksum     string `json:"checksum,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	Epoch        int32  `json:"epoch"`
+	UploadedAt   string `json:"uploaded_at,omitempty"`
 }
 
 func viewOf(r catalog.Segment) segmentView {
-	v := segmentView{Segment: r, StateName: r.State.String()}
+	v := segmentView{Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, EndOffset: r.EndOffset,
+		Bytes: r.Bytes, MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp, State: r.State.String(),
+		LocalPath: r.LocalPath, SegmentID: r.SegmentID, ObjectKey: r.ObjectKey, ObjectSize: r.ObjectSize,
+		Checksum: r.Checksum, ETag: r.ETag, Epoch: r.Epoch}
 	switch {
 	case r.LocalPath != "" && r.ObjectKey != "":
 		v.Location = "local+remote"

@@ -198,7 +198,20 @@ func advertisedRing(ln net.Listener) string {
 // storePartitions adapts logstore to controller.PartitionManager.
 type storePartitions struct{ st *logstore.Store }
 
-var _ controller.PartitionManager = storePartitions{}
+var (
+	_ controller.PartitionManager = storePartitions{}
+	_ controller.ConfigUpdater    = storePartitions{}
+)
+
+// UpdatePartitionConfig applies a topic's changed configs to a local
+// partition.
+func (p storePartitions) UpdatePartitionConfig(ctx context.Context, topic string, partition int32, cfg map[string]string) error {
+	pc, err := partitionConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return p.st.SetPartitionConfig(ctx, topic, partition, pc)
+}
 
 func (p storePartitions) CreatePartition(ctx context.Context, topic string, partition int32, cfg map[string]string) error {
 	pc, err := partitionConfig(cfg)
@@ -258,6 +271,8 @@ func partitionConfig(cfg map[string]string) (logstore.PartitionConfig, error) {
 		{"retention.ms", func(n int64) { pc.RetentionMs = ms(n) }}, // -1 stays negative: forever
 		{"retention.bytes", func(n int64) { pc.RetentionBytes = n }},
 		{"max.message.bytes", func(n int64) { pc.MaxMessageBytes = int32(n) }},
+		{"local.retention.bytes", func(n int64) { pc.LocalRetentionBytes = n }}, // -2: as retention.bytes
+		{"local.retention.ms", func(n int64) { pc.LocalRetentionMs = ms(n) }},
 	} {
 		n, ok, err := num(f.name)
 		if err != nil {

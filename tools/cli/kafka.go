@@ -112,11 +112,21 @@ func (c *kafkaCluster) onDelta(_ context.Context, v *controller.View, _ controll
 	return nil
 }
 
-// waitReady waits for the first metadata from the controller.
+// waitReady waits (at most 10s, so a client request does not hang on an
+// unreachable controller) for the first metadata from the controller.
 func (c *kafkaCluster) waitReady(ctx context.Context) error {
 	select {
 	case <-c.ready:
 		return nil
+	default:
+	}
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-c.ready:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w: no metadata from the controller yet", kafka.ErrUnavailable)
 	case <-ctx.Done():
 		return fmt.Errorf("%w: no metadata from the controller yet: %v", kafka.ErrUnavailable, ctx.Err())
 	}
@@ -409,7 +419,7 @@ func (c *kafkaCluster) awaitPartitions(ctx context.Context, topic string, n int3
 }
 
 // configResource maps a Kafka config resource onto the controller's.
-func (c *kafkaCluster) configResource(res kafka.ConfigResource) (controller.ConfigResource, error) {
+func (c *kafkaCluster) configResource(ctx context.Context, res kafka.ConfigResource) (controller.ConfigResource, error) {
 	if res.Type == kafka.ConfigResourceTopic {
 		return controller.ConfigResource{Type: controller.ResourceTopic, Name: res.Name}, nil
 	}
@@ -419,7 +429,7 @@ func (c *kafkaCluster) configResource(res kafka.ConfigResource) (controller.Conf
 		id, err := strconv.ParseInt(res.Name, 10, 32)
 		known := false
 		if err == nil {
-			bs, _ := c.Brokers(context.Background())
+			bs, _ := c.Brokers(ctx)
 			for _, b := range bs {
 				known = known || b.NodeID == int32(id)
 			}
@@ -448,7 +458,7 @@ var configTypes = map[controller.ConfigType]kafka.ConfigType{
 }
 
 func (c *kafkaCluster) DescribeConfigs(ctx context.Context, res kafka.ConfigResource) ([]kafka.ConfigEntry, error) {
-	cr, err := c.configResource(res)
+	cr, err := c.configResource(ctx, res)
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +481,7 @@ func (c *kafkaCluster) DescribeConfigs(ctx context.Context, res kafka.ConfigReso
 }
 
 func (c *kafkaCluster) AlterConfigs(ctx context.Context, res kafka.ConfigResource, set map[string]*string, validateOnly bool) error {
-	cr, err := c.configResource(res)
+	cr, err := c.configResource(ctx, res)
 	if err != nil {
 		return err
 	}
@@ -492,7 +502,7 @@ var configOps = map[kafka.ConfigOpType]string{
 }
 
 func (c *kafkaCluster) IncrementalAlterConfigs(ctx context.Context, res kafka.ConfigResource, ops []kafka.ConfigOp, validateOnly bool) error {
-	cr, err := c.configResource(res)
+	cr, err := c.configResource(ctx, res)
 	if err != nil {
 		return err
 	}

@@ -287,18 +287,7 @@ func (c *tierClient) stream(ctx context.Context, path string, q url.Values, what
 }
 
 func (c *tierClient) ls(ctx context.Context, q url.Values) error {
-	var segs []struct {
-		Topic        string `json:"Topic"`
-		Partition    int32  `json:"Partition"`
-		BaseOffset   int64  `json:"BaseOffset"`
-		EndOffset    int64  `json:"EndOffset"`
-		Bytes        int64  `json:"Bytes"`
-		State        string `json:"state"`
-		Location     string `json:"location"`
-		UploadedAt   string `json:"uploaded_at"`
-		ObjectKey    string `json:"ObjectKey"`
-		MaxTimestamp int64  `json:"MaxTimestamp"`
-	}
+	var segs []segmentView
 	if err := c.getJSON(ctx, "/v1/tier/segments", q, &segs); err != nil {
 		return err
 	}

@@ -1,0 +1,244 @@
+package gateways
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// lineProto is a toy protocol: a frame is a 4-byte big-endian length and
+// that many bytes; the answer echoes it, framed the same way. Frames
+// "panic", "slow" and "file" behave specially.
+type lineProto struct {
+	file *os.File
+}
+
+type lineSession struct {
+	p *lineProto
+	c *Conn
+}
+
+func (p *lineProto) NewSession(c *Conn) Session { return &lineSession{p: p, c: c} }
+
+func (s *lineSession) ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(h[:]))
+	if n > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func (s *lineSession) Handle(ctx context.Context, frame []byte) (*Response, error) {
+	switch string(frame) {
+	case "panic":
+		panic("boom")
+	case "slow":
+		<-ctx.Done() // a long poll cut short by the drain
+		return framed([]byte("drained")), nil
+	case "file":
+		st, _ := s.p.file.Stat()
+		r := framed(nil)
+		binary.BigEndian.PutUint32(r.parts[0].b, uint32(st.Size()))
+		r.AddFile(s.p.file, 0, int(st.Size()))
+		return r, nil
+	case "bad":
+		return nil, fmt.Errorf("%w: bad request", ErrMalformedFrame)
+	}
+	return framed(frame), nil
+}
+
+func (s *lineSession) Close() {}
+
+func framed(b []byte) *Response {
+	h := make([]byte, 4)
+	binary.BigEndian.PutUint32(h, uint32(len(b)))
+	r := NewResponse(h)
+	r.AddBytes(b)
+	return r
+}
+
+type client struct {
+	t  *testing.T
+	nc net.Conn
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { nc.Close() })
+	return &client{t, nc}
+}
+
+func (c *client) send(b []byte) {
+	h := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(h, uint32(len(b)))
+	if _, err := c.nc.Write(append(h, b...)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *client) recv() (string, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(c.nc, h[:]); err != nil {
+		return "", err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(h[:]))
+	_, err := io.ReadFull(c.nc, b)
+	return string(b), err
+}
+
+func startServer(t *testing.T, s *Server) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	return ln.Addr().String(), func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve did not return after cancel")
+		}
+	}
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestServerIsolationAndZeroCopy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	content := strings.Repeat("segment bytes ", 10000)
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Name: "test", Protocol: &lineProto{file: f}, Logger: quiet(), MaxFrameBytes: 1024}
+	addr, stop := startServer(t, s)
+
+	good := dial(t, addr)
+	good.send([]byte("hello"))
+	if got, err := good.recv(); err != nil || got != "hello" {
+		t.Fatalf("echo: %q %v", got, err)
+	}
+
+	for _, bad := range []func(c *client){
+		func(c *client) { c.send([]byte("panic")) },
+		func(c *client) { c.send([]byte("bad")) },
+		func(c *client) { c.send(make([]byte, 2048)) }, // over MaxFrameBytes
+	} {
+		c := dial(t, addr)
+		bad(c)
+		if got, err := c.recv(); err == nil {
+			t.Fatalf("bad request answered %q, want the connection closed", got)
+		}
+		good.send([]byte("still there"))
+		if got, err := good.recv(); err != nil || got != "still there" {
+			t.Fatalf("other connection broke: %q %v", got, err)
+		}
+	}
+
+	good.send([]byte("file"))
+	if got, err := good.recv(); err != nil || got != content {
+		t.Fatalf("file response: %d bytes, %v", len(got), err)
+	}
+	st := s.Stats()
+	if st.SendfileBytes+st.CopiedBytes != int64(len(content)) || st.Panics != 1 || st.ProtocolErrors != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.SendfileBytes == 0 {
+		t.Errorf("the file part was not sent with sendfile: %+v", st)
+	}
+	stop()
+}
+
+// TestServerDrain: on shutdown a request in service is cut short through
+// its context, its response is still delivered, and Serve returns.
+func TestServerDrain(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := &Server{Name: "test", Protocol: &lineProto{}, Logger: quiet()}
+	addr, stop := startServer(t, s)
+	c := dial(t, addr)
+	c.send([]byte("slow"))
+	time.Sleep(100 * time.Millisecond) // let it park
+	go stop()
+	got, err := c.recv()
+	if err != nil || got != "drained" {
+		t.Fatalf("drained response: %q %v", got, err)
+	}
+	if _, err := c.recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the drain: %v, want EOF", err)
+	}
+	// A new connection is refused once the listener is closed.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		nc.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("listener still accepting after the drain")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestServerMaxConns(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := &Server{Name: "test", Protocol: &lineProto{}, Logger: quiet(), MaxConns: 1}
+	addr, stop := startServer(t, s)
+	defer stop()
+	a := dial(t, addr)
+	a.send([]byte("one"))
+	if got, err := a.recv(); err != nil || got != "one" {
+		t.Fatalf("first connection: %q %v", got, err)
+	}
+	b := dial(t, addr)
+	b.send([]byte("two"))
+	if got, err := b.recv(); err == nil {
+		t.Fatalf("connection over MaxConns answered %q", got)
+	}
+}
+
+func TestPrincipalHook(t *testing.T) {
+	c := &Conn{}
+	if c.Principal() != Anonymous {
+		t.Fatalf("new connection is %+v", c.Principal())
+	}
+	c.SetPrincipal(Principal{Mechanism: "SCRAM-SHA-256", Name: "alice"})
+	if p := c.Principal(); p.Name != "alice" {
+		t.Fatalf("principal %+v", p)
+	}
+}
