@@ -17,7 +17,7 @@ STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
 # Time per fuzz target for `make fuzz` (and so `make test`).
 FUZZTIME ?= 15s
 
-.PHONY: help build run test test-unit test-crash test-objstore fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
+.PHONY: help build run test test-unit test-crash test-objstore test-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-crash test-objstore fuzz test-controller test-kafka ## everything CI runs: lint, unit, crash, object stores and a bounded fuzz run, controller failover, real Kafka clients
+test: lint test-unit test-crash test-objstore test-tiered fuzz test-controller test-kafka ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients
 
 test-unit: ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -68,6 +68,11 @@ test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kaf
 # ./tierd/objstore/... runs, so the server-gated credential, missing-bucket
 # and wrong-key tests run beside the acceptance suites.
 OBJSTORE_SERVERS := tierd/objstore/testservers.sh
+test-tiered: build ## tiered storage end to end: serve + MinIO/fake-gcs-server/Azurite + franz-go, kill -9 during uploads, bucket faults
+	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
+	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \
+	$(GO) test -count=1 -timeout 20m -v ./tools/tiertest/
+
 test-objstore: ## object storage acceptance against MinIO, fake-gcs-server and Azurite
 	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
 	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \

@@ -181,29 +181,38 @@ func (n *node) segments(topic string) []segView {
 	return out
 }
 
-// waitTiered waits until every segment but each partition's active one is
-// in the bucket and no longer local.
-func (n *node) waitTiered(topic string, partitions int, timeout time.Duration) []segView {
+// waitTiered waits until every sealed segment is in the bucket and the
+// local copies beyond localRetention bytes per partition are evicted.
+func (n *node) waitTiered(topic string, localRetention int64, timeout time.Duration) []segView {
 	n.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		segs := n.segments(topic)
-		pending := 0
-		remote := 0
+		pending, remote := 0, 0
+		localBytes := map[int32]int64{}
 		for _, s := range segs {
 			switch s.State {
 			case "active":
 			case "remote":
 				remote++
+			case "local+remote":
+				localBytes[s.Partition] += s.Bytes
 			default:
 				pending++
 			}
 		}
-		if pending == 0 && remote > 0 {
+		over := 0
+		for _, b := range localBytes {
+			if b > localRetention {
+				over++
+			}
+		}
+		if pending == 0 && over == 0 && remote > 0 {
 			return segs
 		}
 		if time.Now().After(deadline) {
-			n.t.Fatalf("after %v: %d segments not yet uploaded and evicted (%d remote)\n%s", timeout, pending, remote, tail(n.logText(), 40))
+			n.t.Fatalf("after %v: %d segments not uploaded, %d partitions above local retention, %d remote\n%s",
+				timeout, pending, over, remote, tail(n.logText(), 40))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -22,6 +22,9 @@ func volume(def int64) int64 {
 // a small local retention, waits until every sealed segment is uploaded and
 // evicted, then reads everything back from offset 0 and compares digests.
 func roundTrip(t *testing.T, p provider, total int64, segmentBytes int64) {
+	if total/8 < 3*segmentBytes {
+		t.Fatalf("%d bytes over 8 partitions do not roll %d-byte segments enough to tier anything", total, segmentBytes)
+	}
 	dir := t.TempDir()
 	n := newNode(t, dir, p.args, p.env)
 	n.start()
@@ -37,7 +40,7 @@ func roundTrip(t *testing.T, p provider, total int64, segmentBytes int64) {
 	start := time.Now()
 	want := produce(t, n.kafka, topic, partitions, total, 16<<10)
 	produced := time.Since(start)
-	segs := n.waitTiered(topic, partitions, 10*time.Minute)
+	segs := n.waitTiered(topic, segmentBytes, 10*time.Minute)
 	tiered := time.Since(start)
 	remote := 0
 	for _, s := range segs {
