@@ -264,6 +264,11 @@ func (d *digest) add(key, value []byte) {
 // produce writes total bytes of records of size bytes each, spread round
 // robin over the partitions, and returns each partition's digest.
 func produce(t *testing.T, addr, topic string, partitions int32, total int64, size int) map[int32]*digest {
+	return produceMore(t, addr, topic, partitions, total, size, nil)
+}
+
+// produceMore is produce continuing the digests of earlier rounds.
+func produceMore(t *testing.T, addr, topic string, partitions int32, total int64, size int, digests map[int32]*digest) map[int32]*digest {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond), kgo.RequiredAcks(kgo.LeaderAck()),
@@ -272,9 +277,13 @@ func produce(t *testing.T, addr, topic string, partitions int32, total int64, si
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	digests := map[int32]*digest{}
+	if digests == nil {
+		digests = map[int32]*digest{}
+	}
 	for p := int32(0); p < partitions; p++ {
-		digests[p] = &digest{}
+		if digests[p] == nil {
+			digests[p] = &digest{}
+		}
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -285,7 +294,7 @@ func produce(t *testing.T, addr, topic string, partitions int32, total int64, si
 		p := int32(i % int64(partitions))
 		value := make([]byte, size)
 		fill(value, i)
-		key := []byte(fmt.Sprintf("k%d", i))
+		key := []byte(fmt.Sprintf("k%d-%d", digests[p].count, i))
 		digests[p].add(key, value) // records of one partition are acked in order
 		wg.Add(1)
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Key: key, Value: value}, func(_ *kgo.Record, err error) {
