@@ -287,7 +287,8 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	}
 	var adminDone chan error
 	if httpLn != nil {
-		adm := &adminServer{st: st, cat: cat, tier: tier, reg: reg, logger: logger}
+		adm := &adminServer{st: st, cat: cat, tier: tier, reg: reg, logger: logger,
+			restore: topicRegistrar(ctl, splitAddrs(cfg.Controller.Join), logger)}
 		adminDone = make(chan error, 1)
 		go func() { adminDone <- adm.serve(runCtx, httpLn) }()
 		parts = append(parts, "http-admin")

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/fetchcache"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd"
@@ -159,5 +160,40 @@ func (p *tierProxy) Sealed(seg catalog.Segment) {
 func (p *tierProxy) DeleteRemote(seg catalog.Segment) {
 	if d := p.get(); d != nil {
 		d.DeleteRemote(seg)
+	}
+}
+
+// topicRegistrar returns how `tier restore` registers a restored topic with
+// the controller (serve's own, or those of controller.join), so that Kafka
+// clients see it; nil when the store runs without a controller. The
+// partitions exist locally already, so the store agent, told by placement
+// to create them, finds them there and keeps them.
+func topicRegistrar(ctl *controller.Controller, join []string, logger *slog.Logger) func(ctx context.Context, topic string, partitions int32) error {
+	create := func(ctx context.Context, req controller.CreateTopicsRequest) (controller.CreateTopicsResponse, error) {
+		return ctl.CreateTopics(ctx, req)
+	}
+	switch {
+	case ctl != nil:
+	case len(join) > 0:
+		create = func(ctx context.Context, req controller.CreateTopicsRequest) (controller.CreateTopicsResponse, error) {
+			cl := controller.NewClient(join, controller.ClientOptions{Logger: logger})
+			defer cl.Close()
+			return cl.CreateTopics(ctx, req)
+		}
+	default:
+		return nil
+	}
+	return func(ctx context.Context, topic string, partitions int32) error {
+		resp, err := create(ctx, controller.CreateTopicsRequest{Topics: []controller.NewTopic{{Name: topic, Partitions: partitions,
+			ReplicationFactor: 1}}, WaitMs: 10000})
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Topics {
+			if r.Error != nil {
+				return r.Error
+			}
+		}
+		return nil
 	}
 }

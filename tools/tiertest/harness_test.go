@@ -397,3 +397,5 @@ func (n *node) checkBucket() {
 		n.t.Fatalf("tier gc: %v\n%s", err, out)
 	}
 }
+
+func mkdir(dir string) error { return os.MkdirAll(dir, 0o755) }
