@@ -32,6 +32,10 @@ var (
 	// ErrNotLocal: the range lives only in the cold tier and no cold tier is
 	// configured.
 	ErrNotLocal = errors.New("segment not available locally")
+	// ErrColdTier: reading a range from the cold tier failed (the object is
+	// missing, corrupt, or the bucket is unreachable). Only that partition's
+	// fetch fails; produce and local reads go on.
+	ErrColdTier = errors.New("cold tier read failed")
 	// ErrInvalidRequest: a request argument is out of its domain (negative
 	// partition, empty topic, unknown flush policy...).
 	ErrInvalidRequest = errors.New("invalid request")

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
@@ -22,6 +23,20 @@ type Store struct {
 	cancel context.CancelFunc
 	closed chan struct{}
 	once   sync.Once
+
+	// lastColdLog rate-limits the log line of failing cold reads: a missing
+	// object fails every fetch of every consumer reading it.
+	lastColdLog atomic.Int64
+}
+
+func (s *Store) logColdError(topic string, partition int32, c coldRead, err error) {
+	now := time.Now().UnixNano()
+	last := s.lastColdLog.Load()
+	if now-last < int64(time.Second) || !s.lastColdLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.opts.Logger.Error("cold tier read failed", "topic", topic, "partition", partition, "offset", c.offset,
+		"segment", c.seg.BaseOffset, "object", c.seg.ObjectKey, "err", err)
 }
 
 // Open recovers every partition the catalog knows (in parallel, one loader
@@ -273,7 +288,9 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		}
 		b, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
 		if err != nil {
-			p.Err = fmt.Errorf("cold read %s/%d offset %d: %w", p.Topic, p.Partition, c.offset, err)
+			s.logColdError(p.Topic, p.Partition, c, err)
+			p.Err = fmt.Errorf("%w: %s/%d offset %d (segment %d, object %s): %w", ErrColdTier, p.Topic, p.Partition, c.offset,
+				c.seg.BaseOffset, c.seg.ObjectKey, err)
 			continue
 		}
 		p.Records = Records{Bytes: b}

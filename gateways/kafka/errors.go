@@ -18,7 +18,10 @@ var errorTable = []struct {
 	err  error
 	code *kerr.Error
 }{
-	// Store sentinels, through the ring.
+	// Store sentinels, through the ring. A cold-tier read failure comes
+	// first: the cause it wraps (a corrupt object fails its CRC) is the
+	// broker's storage problem, not a bad message from the client.
+	{ring.ErrColdTier, kerr.KafkaStorageError},
 	{ring.ErrCorruptBatch, kerr.CorruptMessage},
 	{ring.ErrBadCRC, kerr.CorruptMessage},
 	{ring.ErrBadMagic, kerr.UnsupportedForMessageFormat},

@@ -80,6 +80,7 @@ var (
 	ErrCorruptIndex         = logstore.ErrCorruptIndex
 	ErrOutOfOrderSequence   = logstore.ErrOutOfOrderSequence
 	ErrInvalidProducerEpoch = logstore.ErrInvalidProducerEpoch
+	ErrColdTier             = logstore.ErrColdTier
 	ErrNotLocal             = logstore.ErrNotLocal
 	ErrInvalidRequest       = logstore.ErrInvalidRequest
 	ErrClosed               = logstore.ErrClosed

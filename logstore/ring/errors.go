@@ -52,6 +52,7 @@ var (
 //	  13  ErrClosed
 //	  16  ErrOutOfOrderSequence
 //	  17  ErrInvalidProducerEpoch
+//	  18  ErrColdTier
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -89,6 +90,7 @@ var errorCodes = []struct {
 	{12, ErrInvalidRequest},
 	{16, ErrOutOfOrderSequence},
 	{17, ErrInvalidProducerEpoch},
+	{18, ErrColdTier},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},

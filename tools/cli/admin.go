@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 	"github.com/aerostream/aerostream/tierd"
 )
 
-// The HTTP admin API (listeners.http): /metrics, and the tier catalog
+// The HTTP admin API (listeners.http): /metrics, /debug/pprof, and the tier catalog
 // operations behind `aerostream tier …` under /v1/tier/. They run in the
 // store process because the catalog (pebble) belongs to one process.
 //
@@ -48,6 +49,11 @@ func newRegistry() *prometheus.Registry {
 func (a *adminServer) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{}))
+	// pprof, for profiling the hot paths under `aerostream bench`.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /v1/tier/segments", a.segments)
 	mux.HandleFunc("GET /v1/tier/segment", a.segment)
 	mux.HandleFunc("POST /v1/tier/verify", a.verify)

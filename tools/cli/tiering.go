@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -37,21 +39,39 @@ type tierStack struct {
 
 // openBucket builds the configured provider. Secrets stay in cfg; Name()
 // and every log line show only the location.
+//
+// A bucket that is missing or refuses the credentials at start does not stop
+// the store: produce must never depend on the cold tier. The problem is
+// logged as an error naming the bucket, uploads fail and are retried by the
+// rescan (each failure logged, the backlog gauge growing), and tiering
+// catches up once the bucket is fixed. A configuration error (a bad key)
+// still fails the start, naming the key.
 func openBucket(ctx context.Context, cfg config.Config, logger *slog.Logger) (objstore.Bucket, error) {
+	b, err := openProvider(ctx, cfg, logger, false)
+	if errors.Is(err, objstore.ErrBucketNotFound) || errors.Is(err, objstore.ErrAccessDenied) {
+		logger.Error("tiered storage: the bucket is unusable; the store runs, and uploads are retried until it is fixed",
+			"provider", cfg.TieredStorage.Provider, "err", err)
+		return openProvider(ctx, cfg, logger, true)
+	}
+	return b, err
+}
+
+func openProvider(ctx context.Context, cfg config.Config, logger *slog.Logger, skipCheck bool) (objstore.Bucket, error) {
 	ts := cfg.TieredStorage
 	switch ts.Provider {
 	case "s3":
 		c := ts.S3
 		return s3.New(ctx, s3.Config{Bucket: c.Bucket, Prefix: c.Prefix, Region: c.Region, EndpointURL: c.EndpointURL,
-			AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, ForcePathStyle: c.ForcePathStyle}, s3.Options{Logger: logger})
+			AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, ForcePathStyle: c.ForcePathStyle},
+			s3.Options{Logger: logger, SkipBucketCheck: skipCheck})
 	case "gcs":
 		c := ts.GCS
 		return gcs.New(ctx, gcs.Config{Bucket: c.Bucket, Prefix: c.Prefix, ServiceAccountPath: c.ServiceAccountPath,
-			Endpoint: c.Endpoint}, gcs.Options{Logger: logger})
+			Endpoint: c.Endpoint}, gcs.Options{Logger: logger, SkipBucketCheck: skipCheck})
 	case "azure":
 		c := ts.Azure
 		return azure.New(ctx, azure.Config{ContainerName: c.ContainerName, AccountName: c.AccountName, Prefix: c.Prefix,
-			AccessKey: c.AccessKey, Endpoint: c.Endpoint}, azure.Options{Logger: logger})
+			AccessKey: c.AccessKey, Endpoint: c.Endpoint}, azure.Options{Logger: logger, SkipContainerCheck: skipCheck})
 	case "local":
 		root := ts.Local.RootPath
 		if root == "" {
@@ -102,7 +122,7 @@ func (t *tierStack) storeHooks(o *logstore.Options) {
 // start makes the daemon for st and runs it until ctx ends.
 func (t *tierStack) start(ctx context.Context, cfg config.Config, st *logstore.Store, cat *catalog.Catalog, logger *slog.Logger) error {
 	d, err := tierd.New(tierd.Options{Bucket: t.bucket, Store: st, Catalog: cat, Uploaders: cfg.TieredStorage.Uploaders,
-		Metrics: t.metrics, Logger: logger})
+		RescanInterval: time.Duration(cfg.TieredStorage.RescanIntervalMs) * time.Millisecond, Metrics: t.metrics, Logger: logger})
 	if err != nil {
 		return err
 	}

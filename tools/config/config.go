@@ -39,6 +39,7 @@ type TieredStorage struct {
 	CacheChunkBytes   int    `toml:"cache_chunk_bytes" help:"size of the aligned chunks cold reads fetch and cache"`
 	ColdReadGets      int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
 	ColdReadBytesPerS int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
+	RescanIntervalMs  int64  `toml:"rescan_interval_ms" help:"how often tierd rescans the catalog for uploads and deletions to retry"`
 
 	S3    TierS3    `toml:"s3"`
 	GCS   TierGCS   `toml:"gcs"`
@@ -187,12 +188,13 @@ func Default() Config {
 			RetentionCheckIntervalMs: 30000,
 		},
 		TieredStorage: TieredStorage{
-			Enabled:         true,
-			Provider:        "local",
-			Uploaders:       2,
-			CacheBytes:      256 << 20,
-			CacheChunkBytes: 4 << 20,
-			ColdReadGets:    8,
+			Enabled:          true,
+			Provider:         "local",
+			Uploaders:        2,
+			CacheBytes:       256 << 20,
+			CacheChunkBytes:  4 << 20,
+			ColdReadGets:     8,
+			RescanIntervalMs: 60000,
 		},
 		TopicDefaults: TopicDefaults{
 			SegmentBytes:    128 << 20,

@@ -172,6 +172,7 @@ func (c *Config) validate() []fieldError {
 	positive("tiered_storage.cache_bytes", ts.CacheBytes)
 	positive("tiered_storage.cache_chunk_bytes", int64(ts.CacheChunkBytes))
 	positive("tiered_storage.cold_read_gets", int64(ts.ColdReadGets))
+	positive("tiered_storage.rescan_interval_ms", ts.RescanIntervalMs)
 	if ts.ColdReadBytesPerS < 0 {
 		bad("tiered_storage.cold_read_bytes_per_sec", "must be 0 (no limit) or positive")
 	}

@@ -189,21 +189,29 @@ func (n *node) waitTiered(topic string, localRetention int64, timeout time.Durat
 	for {
 		segs := n.segments(topic)
 		pending, remote := 0, 0
+		// Per partition: bytes on local disk, and the oldest uploaded local
+		// segment, which the store evicts while the rest of the local log
+		// still reaches local.retention.bytes.
 		localBytes := map[int32]int64{}
+		oldest := map[int32]int64{}
 		for _, s := range segs {
 			switch s.State {
 			case "active":
+				localBytes[s.Partition] += s.Bytes
 			case "remote":
 				remote++
 			case "local+remote":
 				localBytes[s.Partition] += s.Bytes
+				if _, ok := oldest[s.Partition]; !ok {
+					oldest[s.Partition] = s.Bytes
+				}
 			default:
 				pending++
 			}
 		}
 		over := 0
-		for _, b := range localBytes {
-			if b > localRetention {
+		for p, size := range oldest {
+			if localBytes[p]-size >= localRetention {
 				over++
 			}
 		}
