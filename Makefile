@@ -17,7 +17,7 @@ STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
 # Time per fuzz target for `make fuzz` (and so `make test`).
 FUZZTIME ?= 15s
 
-.PHONY: help build run test test-unit test-crash test-objstore test-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
+.PHONY: help build run test test-unit test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -72,6 +72,11 @@ test-tiered: build ## tiered storage end to end: serve + MinIO/fake-gcs-server/A
 	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
 	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \
 	$(GO) test -count=1 -timeout 20m -v ./tools/tiertest/
+
+measure-tiered: build ## tiered storage figures against MinIO: cold fetch vs plain GET, warm cache, produce p99 with tiering on/off
+	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
+	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \
+	$(GO) test -tags measure -count=1 -timeout 30m -run Measure -v ./tools/tiertest/
 
 test-objstore: ## object storage acceptance against MinIO, fake-gcs-server and Azurite
 	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
