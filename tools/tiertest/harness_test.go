@@ -53,28 +53,54 @@ func freeAddr(t *testing.T) string {
 
 // node is one `aerostream serve` process.
 type node struct {
-	t           *testing.T
-	dir         string
-	args, env   []string
-	kafka, http string
-	cmd         *exec.Cmd
-	logMu       sync.Mutex
-	log         strings.Builder
-	running     chan struct{}
+	t                   *testing.T
+	dir                 string
+	args, env, tierArgs []string
+	kafka, http         string
+	cmd                 *exec.Cmd
+	logMu               sync.Mutex
+	log                 strings.Builder
+	running             chan struct{}
+	exited              chan struct{} // closed when the process has been reaped
 }
 
 func newNode(t *testing.T, dir string, tierArgs, env []string) *node {
-	n := &node{t: t, dir: dir, env: env, kafka: freeAddr(t), http: freeAddr(t)}
-	n.args = append([]string{"serve", "--data-dir", filepath.Join(dir, "data"),
-		"--kafka-listen", n.kafka, "--http-listen", n.http,
-		"--ring-listen", freeAddr(t), "--controller-listen", freeAddr(t), "--native-listen", "",
-		"--logstore.retention_check_interval_ms", "500", "--log_level", "info"}, tierArgs...)
+	n := &node{t: t, dir: dir, env: env, tierArgs: tierArgs}
+	n.pickPorts()
 	return n
 }
 
+// pickPorts chooses fresh loopback ports. A port found free can be taken
+// by another test before serve binds it; start then picks again.
+func (n *node) pickPorts() {
+	n.kafka, n.http = freeAddr(n.t), freeAddr(n.t)
+	n.args = append([]string{"serve", "--data-dir", filepath.Join(n.dir, "data"),
+		"--kafka-listen", n.kafka, "--http-listen", n.http,
+		"--ring-listen", freeAddr(n.t), "--controller-listen", freeAddr(n.t), "--native-listen", "",
+		"--logstore.retention_check_interval_ms", "500", "--log_level", "info"}, n.tierArgs...)
+}
+
 func (n *node) start() {
+	n.t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := n.startOnce()
+		if err == nil {
+			return
+		}
+		if attempt < 3 && strings.Contains(err.Error(), "address already in use") {
+			n.pickPorts()
+			continue
+		}
+		n.t.Fatal(err)
+	}
+}
+
+func (n *node) startOnce() error {
 	t := n.t
 	t.Helper()
+	n.logMu.Lock()
+	n.log.Reset()
+	n.logMu.Unlock()
 	n.cmd = exec.Command(binPath, n.args...)
 	n.cmd.Dir = n.dir
 	n.cmd.Env = append(os.Environ(), n.env...)
@@ -87,7 +113,15 @@ func (n *node) start() {
 		t.Fatal(err)
 	}
 	n.running = make(chan struct{})
+	n.exited = make(chan struct{})
+	scanned := make(chan struct{})
 	go func() {
+		<-scanned // Wait closes the pipe: read it to the end first
+		_ = n.cmd.Wait()
+		close(n.exited)
+	}()
+	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(stderr)
 		once := sync.Once{}
 		for sc.Scan() {
@@ -102,8 +136,10 @@ func (n *node) start() {
 	}()
 	select {
 	case <-n.running:
+	case <-n.exited:
+		return fmt.Errorf("serve exited before running:\n%s", n.logText())
 	case <-time.After(60 * time.Second):
-		t.Fatalf("serve did not start:\n%s", n.logText())
+		return fmt.Errorf("serve did not start in 60s:\n%s", n.logText())
 	}
 	// The store registers with its controller and learns the topics a
 	// moment after it runs; wait until the Kafka side answers metadata.
@@ -115,10 +151,10 @@ func (n *node) start() {
 			cl.Close()
 		}
 		if err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kafka listener not answering: %v\n%s", err, n.logText())
+			return fmt.Errorf("kafka listener not answering: %v\n%s", err, n.logText())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -132,15 +168,13 @@ func (n *node) logText() string {
 
 func (n *node) kill() {
 	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	_, _ = n.cmd.Process.Wait()
+	<-n.exited
 }
 
 func (n *node) stop() {
 	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _, _ = n.cmd.Process.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-n.exited:
 	case <-time.After(30 * time.Second):
 		n.kill()
 	}
