@@ -235,9 +235,14 @@ func (s *Store) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, erro
 // fetchOnce sends each shard its share of the partitions in one request.
 func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool) (FetchResult, []chan struct{}, error) {
 	res := FetchResult{Partitions: make([]FetchPartitionResult, len(req.Partitions))}
-	var perShard [64]*request
+	var perShard, byShardArr [64]*request
 	reqs := perShard[:0]
-	byShard := make(map[int]*request, 2)
+	// Indexed by shard id, not a map: fetchOnce runs on every long-poll
+	// wakeup, and a map was a per-fetch allocation.
+	byShard := byShardArr[:]
+	if len(s.shards) > len(byShardArr) {
+		byShard = make([]*request, len(s.shards))
+	}
 	for i := range req.Partitions {
 		fp := &req.Partitions[i]
 		if err := validName(fp.Topic, fp.Partition); err != nil {
@@ -248,7 +253,7 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		r := byShard[id]
 		if r == nil {
 			r = getRequest(reqFetch)
-			r.fetch, r.fetchRes, r.wantWait = req, &res, wantWait
+			r.fetch, r.fetchRes, r.wantWait, r.shardID = req, &res, wantWait, id
 			byShard[id] = r
 			reqs = append(reqs, r)
 		}
@@ -257,8 +262,8 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 	var waits []chan struct{}
 	var firstErr error
 	var colds []coldRead
-	for id, r := range byShard {
-		sh := s.shards[id]
+	for _, r := range reqs {
+		sh := s.shards[r.shardID]
 		select {
 		case sh.reqs <- r:
 		case <-s.closed:

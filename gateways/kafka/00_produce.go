@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,11 +114,17 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 		}
 	}
 
+	// abandoned counts the calls that returned with an error: the backend
+	// may have let go of such a call before it was done with the records
+	// (a ctx ending while the shard still has it), so the frame holding
+	// them must not be recycled.
+	var abandoned atomic.Int32
 	run := func(jb job) {
 		res, err := g.backend.Produce(ctx, &ring.ProduceRequest{
 			Topic: jb.topic, Partition: jb.rp.Partition, Acks: ring.Acks(req.Acks), Records: jb.records,
 		})
 		if err != nil {
+			abandoned.Add(1)
 			jb.rp.ErrorCode = errorCode(err)
 			if req.Version >= 8 {
 				jb.rp.ErrorMessage = errorMessage(err)
@@ -143,6 +150,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 		wg.Wait()
 	}
 
+	rc.frameDone = abandoned.Load() == 0
 	if req.Acks == 0 {
 		rc.noResponse = true
 		for _, st := range resp.Topics {

@@ -121,13 +121,12 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 
 	// Resolve topics and check what can be checked here.
 	topics := map[sessionKey]*Topic{} // by key with partition 0
-	leaderEpochs := map[int]int32{}
-	if full {
-		i := 0
+	var leaderEpochs []int32          // by item, for a full fetch without a session
+	if full && fs == nil {
+		leaderEpochs = make([]int32, 0, len(items))
 		for _, rt := range req.Topics {
 			for _, rp := range rt.Partitions {
-				leaderEpochs[i] = rp.CurrentLeaderEpoch
-				i++
+				leaderEpochs = append(leaderEpochs, rp.CurrentLeaderEpoch)
 			}
 		}
 	}
@@ -157,8 +156,8 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 		epoch := int32(-1)
 		if it.sp != nil {
 			epoch = it.sp.epoch
-		} else if e, ok := leaderEpochs[i]; ok {
-			epoch = e
+		} else if i < len(leaderEpochs) {
+			epoch = leaderEpochs[i]
 		}
 		switch {
 		case t == nil && byID:

@@ -11,11 +11,11 @@ import (
 // errNoSendfile: the connection or platform cannot sendfile; copy instead.
 var errNoSendfile = errors.New("sendfile not available")
 
-// sendRange writes n bytes of f from pos to nc: with sendfile(2) where it
+// SendRange writes n bytes of f from pos to nc: with sendfile(2) where it
 // can, so hot segment bytes go from the page cache to the socket without a
 // user-space copy, and through a pooled buffer for whatever sendfile did not
 // send (a connection without a descriptor, a file system that refuses).
-func sendRange(nc net.Conn, f *os.File, pos int64, n int) (sent, copied int, err error) {
+func SendRange(nc net.Conn, f *os.File, pos int64, n int) (sent, copied int, err error) {
 	sent, err = sendfile(nc, f, pos, n)
 	if err == nil {
 		return sent, 0, nil
@@ -25,7 +25,7 @@ func sendRange(nc net.Conn, f *os.File, pos int64, n int) (sent, copied int, err
 		// the same way.
 		return sent, 0, err
 	}
-	copied, err = copyRange(nc, f, pos+int64(sent), n-sent)
+	copied, err = CopyRange(nc, f, pos+int64(sent), n-sent)
 	return sent, copied, err
 }
 
@@ -34,8 +34,8 @@ var copyBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// copyRange is the fallback: ReadAt into a pooled buffer, then write.
-func copyRange(w io.Writer, f *os.File, pos int64, n int) (int, error) {
+// CopyRange is the fallback: ReadAt into a pooled buffer, then write.
+func CopyRange(w io.Writer, f *os.File, pos int64, n int) (int, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp

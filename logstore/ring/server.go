@@ -548,7 +548,7 @@ func (c *serverConn) writeMsg(bw *bufio.Writer, msg *outMsg) error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		sent, copied, err := sendRange(c.nc, r.File, r.Pos, r.Len)
+		sent, copied, err := SendRange(c.nc, r.File, r.Pos, r.Len)
 		c.srv.stats.sendfileBytes.Add(int64(sent))
 		c.srv.stats.copiedBytes.Add(int64(copied))
 		if err != nil {

@@ -222,7 +222,7 @@ func TestSendRange(t *testing.T) {
 			b, _ := io.ReadAll(io.LimitReader(r, n))
 			got <- b
 		}()
-		sent, copied, err := sendRange(w, f, pos, n)
+		sent, copied, err := SendRange(w, f, pos, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestSendRange(t *testing.T) {
 		defer w.Close()
 		defer r.Close()
 		go io.Copy(io.Discard, r)
-		if _, _, err := sendRange(w, f, int64(len(content))-10, 100); !errors.Is(err, io.ErrUnexpectedEOF) {
+		if _, _, err := SendRange(w, f, int64(len(content))-10, 100); !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("range past the end of the file: %v", err)
 		}
 	})
