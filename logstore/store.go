@@ -285,20 +285,36 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		res.Release()
 		return res, nil, firstErr
 	}
-	for _, c := range colds {
+	// Cold reads wait on the network; a fetch spanning several cold
+	// partitions reads them at once, each in its own goroutine (the cache
+	// bounds the GETs in flight).
+	readCold := func(c coldRead) {
 		p := &res.Partitions[c.idx]
 		if s.opts.Cold == nil {
 			p.Err = fmt.Errorf("%w: %s/%d offset %d is in the cold tier", ErrNotLocal, p.Topic, p.Partition, c.offset)
-			continue
+			return
 		}
 		b, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
 		if err != nil {
 			s.logColdError(p.Topic, p.Partition, c, err)
 			p.Err = fmt.Errorf("%w: %s/%d offset %d (segment %d, object %s): %w", ErrColdTier, p.Topic, p.Partition, c.offset,
 				c.seg.BaseOffset, c.seg.ObjectKey, err)
-			continue
+			return
 		}
 		p.Records = Records{Bytes: b}
+	}
+	if len(colds) == 1 {
+		readCold(colds[0])
+	} else if len(colds) > 1 {
+		var wg sync.WaitGroup
+		for _, c := range colds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				readCold(c)
+			}()
+		}
+		wg.Wait()
 	}
 	return res, waits, nil
 }

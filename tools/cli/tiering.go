@@ -100,7 +100,7 @@ func openTierStack(ctx context.Context, cfg config.Config, reg prometheus.Regist
 	b = objstore.Instrumented(b, m)
 	ts := cfg.TieredStorage
 	cache, err := fetchcache.New(b, fetchcache.Options{ChunkSize: ts.CacheChunkBytes, MaxBytes: ts.CacheBytes,
-		MaxConcurrentGets: ts.ColdReadGets, MaxBytesPerSec: ts.ColdReadBytesPerS, Logger: logger})
+		MaxConcurrentGets: ts.ColdReadGets, MaxBytesPerSec: ts.ColdReadBytesPerS, Readahead: readahead(ts.CacheReadahead), Logger: logger})
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("tiered storage cache: %w", err)
@@ -111,6 +111,15 @@ func openTierStack(ctx context.Context, cfg config.Config, reg prometheus.Regist
 		}
 	}
 	return &tierStack{bucket: b, cache: cache, metrics: m, proxy: &tierProxy{}}, nil
+}
+
+// readahead maps the config (0 = none) onto fetchcache's (negative = none,
+// 0 = its default).
+func readahead(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // storeHooks sets the store options that connect logstore to the tier.

@@ -40,6 +40,7 @@ type TieredStorage struct {
 	ColdReadGets      int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
 	ColdReadBytesPerS int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
 	RescanIntervalMs  int64  `toml:"rescan_interval_ms" help:"how often tierd rescans the catalog for uploads and deletions to retry"`
+	CacheReadahead    int    `toml:"cache_readahead_chunks" help:"chunks fetched ahead of a sequential cold reader; 0 = none"`
 
 	S3    TierS3    `toml:"s3"`
 	GCS   TierGCS   `toml:"gcs"`
@@ -195,6 +196,7 @@ func Default() Config {
 			CacheChunkBytes:  4 << 20,
 			ColdReadGets:     8,
 			RescanIntervalMs: 60000,
+			CacheReadahead:   4,
 		},
 		TopicDefaults: TopicDefaults{
 			SegmentBytes:    128 << 20,
