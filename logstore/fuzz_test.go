@@ -3,7 +3,6 @@ package logstore
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aerostream/aerostream/logstore/logtest"
@@ -111,6 +110,5 @@ func FuzzRecoverSegment(f *testing.F) {
 			t.Fatalf("second recovery differs: %d/%d vs %d/%d", seg2.size, seg2.next, size, next)
 		}
 		seg2.closeFiles()
-		_ = filepath.Join
 	})
 }

@@ -3,7 +3,6 @@ package logstore
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"runtime"
 	"sync"
@@ -118,8 +117,6 @@ func ShardFor(topic string, partition int32, shards int) int {
 	}
 	return int(h % uint32(shards))
 }
-
-var _ = fnv.New32a // FNV-1a as specified in hash/fnv; inlined above to avoid allocating a hasher
 
 // syncItem asks the flusher to make one segment durable up to size.
 type syncItem struct {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -328,5 +327,3 @@ func FuzzDecodeManifest(f *testing.F) {
 		_ = m.Records()
 	})
 }
-
-var _ = os.Remove

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +217,3 @@ func fetchError(t *testing.T, addr, topic string, p int32) error {
 	}
 	return nil
 }
-
-var _ = strconv.Itoa

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -204,5 +203,4 @@ func TestS3FaultsDoNotBlockProduce(t *testing.T) {
 	// Once the bucket recovers the backlog drains and nothing is missing.
 	n.waitTiered(topic, 256<<10, 5*time.Minute)
 	n.checkBucket()
-	_ = os.Getenv
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +128,4 @@ func TestMeasureTiered(t *testing.T) {
 	off := measure([]string{"--tiered_storage.enabled=false"}, nil)
 	t.Logf("produce at 2000 msg/s: tiering on p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
 		pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
-	_ = strings.TrimSpace
 }
