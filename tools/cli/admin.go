@@ -188,8 +188,22 @@ func (a *adminServer) segments(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusInternalServerError, err)
 			return
 		}
+		// The catalog records the active segment when it is created and
+		// again when it seals, not on every append; its live end and size
+		// come from the partition.
+		info, ierr := a.st.DescribePartition(r.Context(), p.Topic, p.Partition)
+		var sealedLocal int64
 		for _, rec := range recs {
-			out = append(out, viewOf(rec))
+			if rec.State != catalog.StateActive && rec.LocalPath != "" {
+				sealedLocal += rec.Bytes
+			}
+		}
+		for _, rec := range recs {
+			v := viewOf(rec)
+			if rec.State == catalog.StateActive && ierr == nil {
+				v.EndOffset, v.Bytes = info.LogEndOffset, info.Size-sealedLocal
+			}
+			out = append(out, v)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
