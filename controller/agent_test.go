@@ -21,7 +21,20 @@ type fakeStore struct {
 	fail  bool
 }
 
-var _ PartitionManager = (*fakeStore)(nil)
+var (
+	_ PartitionManager = (*fakeStore)(nil)
+	_ ConfigUpdater    = (*fakeStore)(nil)
+)
+
+func (s *fakeStore) UpdatePartitionConfig(_ context.Context, topic string, p int32, cfg map[string]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.parts[LocalPartition{topic, p}]; !ok {
+		return fmt.Errorf("no partition %s/%d", topic, p)
+	}
+	s.parts[LocalPartition{topic, p}] = cfg
+	return nil
+}
 
 func newFakeStore() *fakeStore { return &fakeStore{parts: map[LocalPartition]map[string]string{}} }
 
@@ -127,6 +140,14 @@ func TestStoreAgent(t *testing.T) {
 	if cfg := s2.config("spread", 0); cfg["retention.ms"] != "60000" || cfg["segment.bytes"] != "1048576" {
 		t.Errorf("partition config %v", cfg)
 	}
+	// A topic config change reaches the partitions the stores hold.
+	if _, err := c.AlterConfigs(ctx, AlterConfigsRequest{Resources: []AlterConfigsResource{{Type: ResourceTopic, Name: "spread",
+		Incremental: true, Ops: []ConfigOp{{Name: "retention.ms", Op: OpSet, Value: "120000"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "altered config applied on both stores", func() bool {
+		return s1.config("spread", 2)["retention.ms"] == "120000" && s2.config("spread", 3)["retention.ms"] == "120000"
+	})
 
 	// With WaitMs the answer comes once the stores have the partitions.
 	resp, err = c.CreateTopics(ctx, CreateTopicsRequest{WaitMs: 10000, Topics: []NewTopic{{Name: "waited", Partitions: 2, ReplicationFactor: 1}}})
