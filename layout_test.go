@@ -50,6 +50,24 @@ func gatewaySubtree(pkg string) string {
 
 var importRules = []importRule{
 	{
+		why:      "controller imports no aerostream package but catalog (stores are reached through PartitionManager)",
+		importer: func(p string) bool { return under(p, "controller") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "controller") && !under(i, "catalog") },
+	},
+	{
+		why:      "tierd/objstore and its providers import no other aerostream package",
+		importer: func(p string) bool { return under(p, "tierd/objstore") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "tierd/objstore") },
+	},
+	{
+		why:      "the objstore contract package imports no cloud SDK (only its providers do)",
+		importer: func(p string) bool { return p == "tierd/objstore" },
+		forbids: func(_, i string, ours bool) bool {
+			return !ours && (strings.HasPrefix(i, "github.com/minio/") || strings.HasPrefix(i, "cloud.google.com/") ||
+				strings.HasPrefix(i, "google.golang.org/api") || strings.HasPrefix(i, "github.com/Azure/"))
+		},
+	},
+	{
 		why:      "catalog imports no other aerostream package",
 		importer: func(p string) bool { return under(p, "catalog") },
 		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "catalog") },
@@ -231,6 +249,12 @@ func TestImportRulesBite(t *testing.T) {
 		bad      bool
 	}{
 		{"catalog", "logstore", false, true},
+		{"controller", "logstore", false, true},
+		{"controller", "catalog", false, false},
+		{"tierd/objstore/s3", "tierd/objstore", false, false},
+		{"tierd/objstore/s3", "catalog", false, true},
+		{"tierd/objstore", "github.com/minio/minio-go/v7", false, true},
+		{"tierd/objstore/s3", "github.com/minio/minio-go/v7", false, false},
 		{"catalog", "tools/config", true, true},
 		{"catalog", pebble + "/v2", false, false},
 		{"catalog/internal/x", pebble + "/v2/vfs", false, false},

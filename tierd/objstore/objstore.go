@@ -2,12 +2,14 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -278,4 +280,39 @@ func (c *CountingReader) Checksum() string { return FormatCRC32C(c.Sum.Sum32()) 
 // input cannot fix, so IsTransient is false for it.
 func ShortError(key string, got, want int64) error {
 	return fmt.Errorf("objstore: put %q: reader gave %d of %d bytes: %w (%w)", key, got, want, ErrInvalidArgument, io.ErrUnexpectedEOF)
+}
+
+// DeleteEach is DeleteMany for providers without a batch delete (GCS,
+// Azure): it validates every key first, then calls del for each, at most
+// concurrency at a time, and joins the failures.
+func DeleteEach(ctx context.Context, keys []string, concurrency int, del func(ctx context.Context, key string) error) error {
+	for _, k := range keys {
+		if err := ValidateKey(k); err != nil {
+			return err
+		}
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, concurrency)
+	)
+	for _, k := range keys {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := del(ctx, k); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

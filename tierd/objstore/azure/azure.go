@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -395,35 +394,9 @@ func (b *bucket) Delete(ctx context.Context, key string) error {
 }
 
 func (b *bucket) DeleteMany(ctx context.Context, keys []string) error {
-	for _, k := range keys {
-		if err := objstore.ValidateKey(k); err != nil {
-			return fmt.Errorf("azure: delete: %w", err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, deleteConcurrency)
-	)
-	for _, k := range keys {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return fmt.Errorf("azure: delete: %w", ctx.Err())
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := b.Delete(ctx, k); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	// Neither service has a batch delete this client uses; b.Delete names
+	// the provider and key in its errors.
+	return objstore.DeleteEach(ctx, keys, deleteConcurrency, b.Delete)
 }
 
 func (b *bucket) NewMultipartWriter(ctx context.Context, key string, opts objstore.MultipartOptions) (objstore.MultipartWriter, error) {

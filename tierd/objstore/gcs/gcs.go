@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/storage"
@@ -371,35 +370,9 @@ func (b *bucket) Delete(ctx context.Context, key string) error {
 }
 
 func (b *bucket) DeleteMany(ctx context.Context, keys []string) error {
-	for _, k := range keys {
-		if err := objstore.ValidateKey(k); err != nil {
-			return fmt.Errorf("gcs: delete: %w", err)
-		}
-	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, deleteConcurrency)
-	)
-	for _, k := range keys {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return fmt.Errorf("gcs: delete: %w", ctx.Err())
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := b.Delete(ctx, k); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	// Neither service has a batch delete this client uses; b.Delete names
+	// the provider and key in its errors.
+	return objstore.DeleteEach(ctx, keys, deleteConcurrency, b.Delete)
 }
 
 func (b *bucket) NewMultipartWriter(ctx context.Context, key string, opts objstore.MultipartOptions) (objstore.MultipartWriter, error) {
