@@ -31,7 +31,9 @@
 // exchange (Kafka SASL, later) calls once it has verified a client; nothing
 // sets another principal today, since no mechanism is built yet.
 //
-// Imports: gateways imports no other aerostream package. Gateways live in
+// Imports: of AeroStream's packages, gateways imports only logstore/ring,
+// whose Backend every gateway consumes and whose SendRange is the one
+// sendfile-or-copy path for segment ranges. Gateways live in
 // subpackages (gateways/kafka, gateways/native) and import this one; no
 // gateway imports another, and nothing outside tools/ imports a gateway.
 package gateways
