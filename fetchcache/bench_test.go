@@ -136,3 +136,164 @@ func consumeBench(b *testing.B, c *Cache, rec catalog.Segment) {
 		off = lastNext(b, got)
 	}
 }
+
+// sharedLink caps the bytes per second of every GET of a wireBucket
+// together, as one MinIO on a small machine does: parallel GETs share its
+// CPU instead of each streaming at full speed.
+type sharedLink struct {
+	mu   sync.Mutex
+	next time.Time
+	rate float64 // bytes per second
+}
+
+func (l *sharedLink) wait(n int) {
+	l.mu.Lock()
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	l.next = l.next.Add(time.Duration(float64(n) / l.rate * float64(time.Second)))
+	due := l.next
+	l.mu.Unlock()
+	// Sleeping is coarse: let small reads run into debt and pay it off
+	// in millisecond steps.
+	if d := time.Until(due); d > time.Millisecond {
+		time.Sleep(d)
+	}
+}
+
+type linkBucket struct {
+	objstore.Bucket
+	latency time.Duration
+	link    *sharedLink
+}
+
+func (w *linkBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	time.Sleep(w.latency)
+	rc, err := w.Bucket.GetRange(ctx, key, off, length)
+	if err != nil {
+		return nil, err
+	}
+	return &linkReader{ReadCloser: rc, link: w.link}, nil
+}
+
+type linkReader struct {
+	io.ReadCloser
+	link *sharedLink
+}
+
+func (r *linkReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p[:min(len(p), 256<<10)])
+	r.link.wait(n)
+	return n, err
+}
+
+var multiSegs = sync.OnceValue(func() []*testSeg {
+	var segs []*testSeg
+	base := int64(0)
+	for i := range 3 {
+		s := buildSegment(&testing.B{}, base, 16<<20, uint64(90+i))
+		segs = append(segs, s)
+		base = s.end
+	}
+	return segs
+})
+
+// BenchmarkColdPartitions models the cold pass of make measure-tiered: four
+// partitions, each a run of 16 MiB segments (one object each), read by one
+// consumer from offset 0 in rounds of one 8 MiB read per partition at once
+// (a Kafka fetch), with time between rounds for sending and decoding the
+// response. The store serves every GET together at a fixed rate, and the
+// peer is one plain GET after the other of the same objects. Compare the
+// MiB/s.
+func BenchmarkColdPartitions(b *testing.B) {
+	const partitions = 4
+	const fetchBytes = 8 << 20
+	const consumerRate = 2 << 30 // bytes per second the client takes in
+	segs := multiSegs()
+	mem := objstore.NewMemBucket()
+	recs := make([][]catalog.Segment, partitions)
+	var total int64
+	for p := range partitions {
+		for _, s := range segs {
+			key := fmt.Sprintf("prefix/multi/%d/%020d-seg1.log", p, s.base)
+			rec := put(b, mem, key, s, true)
+			rec.Partition = int32(p)
+			recs[p] = append(recs[p], rec)
+			total += int64(len(s.log))
+		}
+	}
+	store := &linkBucket{Bucket: mem, latency: time.Millisecond, link: &sharedLink{rate: 1 << 30}}
+	b.Run("plain-get", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			for _, rs := range recs {
+				for _, rec := range rs {
+					rc, err := store.GetRange(context.Background(), rec.ObjectKey, 0, -1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.Copy(io.Discard, rc); err != nil {
+						b.Fatal(err)
+					}
+					rc.Close()
+				}
+			}
+		}
+		b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds()/(1<<20), "MiB/s")
+	})
+	for _, ra := range []int{1, 4} {
+		b.Run(fmt.Sprintf("readahead=%d", ra), func(b *testing.B) {
+			var st Stats
+			for i := 0; i < b.N; i++ {
+				c, err := New(store, Options{Readahead: ra, MaxBytes: 1 << 30, Logger: quietLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				type cursor struct {
+					seg int
+					off int64
+				}
+				cur := make([]cursor, partitions)
+				for {
+					var wg sync.WaitGroup
+					var got [partitions]int
+					for p := range partitions {
+						if cur[p].seg == len(recs[p]) {
+							continue
+						}
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							rec := recs[p][cur[p].seg]
+							out, err := c.ReadRemote(context.Background(), rec, max(cur[p].off, rec.BaseOffset), fetchBytes)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							got[p] = len(out)
+							if cur[p].off = lastNext(b, out); cur[p].off >= rec.EndOffset {
+								cur[p].seg++
+							}
+						}()
+					}
+					wg.Wait()
+					n := 0
+					for _, g := range got {
+						n += g
+					}
+					if n == 0 {
+						break
+					}
+					time.Sleep(time.Duration(float64(n) / consumerRate * float64(time.Second)))
+				}
+				st = c.Stats()
+				c.Close()
+			}
+			b.ReportMetric(float64(total)*float64(b.N)/b.Elapsed().Seconds()/(1<<20), "MiB/s")
+			b.ReportMetric(float64(st.ReadaheadHits), "readahead-hits")
+			b.ReportMetric(float64(st.Misses), "misses")
+			b.ReportMetric(float64(st.BytesFetched)/float64(total), "fetched/read")
+			b.ReportMetric(float64(st.ReadaheadSkipped), "ra-skipped")
+		})
+	}
+}

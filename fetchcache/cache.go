@@ -62,7 +62,8 @@ type Cache struct {
 	scan    *lru[*scanEntry]
 	ghosts  *ghostList
 	idx     *lru[[]byte]
-	sizes   *lru[int64] // object sizes learnt by Head, for records without ObjectSize
+	sizes   *lru[int64]     // object sizes learnt by Head, for records without ObjectSize
+	nexts   *lru[nextEntry] // the object after each one, for readahead (next.go)
 
 	sem     chan struct{} // the cold I/O budget: one token per GET in flight
 	raSem   chan struct{} // the part of it readahead may take
@@ -124,7 +125,7 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 	n := max(opts.MaxConcurrentGets, 1)
 	c.raSem = make(chan struct{}, max(1, n-max(1, n/4)))
 	c.flights.m = map[string]*flight{}
-	c.streams.m = map[string]*[streamDepth]int64{}
+	c.streams.m = map[string]*stream{}
 	c.retry = opts.Retry
 	userOnRetry := c.retry.OnRetry
 	c.retry.OnRetry = func(attempt int, err error, wait time.Duration) {
@@ -178,6 +179,7 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 	})
 	c.idx = newLRU[[]byte](opts.IndexBytes, nil)
 	c.sizes = newLRU[int64](4096, nil)
+	c.nexts = newLRU[nextEntry](4096, nil)
 	c.life, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -297,7 +299,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	// A range over several chunks fetches them in parallel, not one after
 	// the other.
 	for k := k0 + 1; k <= k1; k++ {
-		c.prefetch(o, k, false)
+		c.prefetch(o, k, nil)
 	}
 	out := make([]byte, end-pos)
 	if err := r.readAt(ctx, out, pos); err != nil {
@@ -310,19 +312,34 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	if err != nil {
 		return nil, err
 	}
-	if c.opts.Readahead > 0 && c.streams.sequential(o.key, k0, k1, pos == 0) {
+	if c.opts.Readahead > 0 && c.streams.sequential(o, k0, k1, pos == 0) {
 		c.readahead(o, k1)
 	}
 	return out, nil
 }
 
-// readahead prefetches the Options.Readahead chunks after chunk k, as far
-// as free readahead slots allow.
+// readahead prefetches the Options.Readahead chunks after chunk k of o, as
+// far as free readahead slots allow. A window that runs past o's end goes
+// on into the object of the next segment, its index first (next.go).
 func (c *Cache) readahead(o *object, k int64) {
-	for n := k + 1; n <= k+int64(c.opts.Readahead) && n < o.chunks; n++ {
-		if !c.prefetch(o, n, true) {
+	last := k + int64(c.opts.Readahead)
+	for n := k + 1; n <= last; n++ {
+		if n < o.chunks {
+			if !c.prefetch(o, n, o) {
+				return
+			}
+			continue
+		}
+		nx := c.nextObject(o, o)
+		if nx == nil || !c.prefetchIndex(nx, o) {
 			return
 		}
+		for m := int64(0); m <= last-n && m < nx.chunks; m++ {
+			if !c.prefetch(nx, m, o) {
+				return
+			}
+		}
+		return
 	}
 }
 
@@ -602,7 +619,7 @@ func (c *Cache) chunk(ctx context.Context, o *object, k int64) (data []byte, fro
 	data, hit, joined, err := c.join(ctx, key, func() ([]byte, bool) { return c.scanGet(key) }, func() *flight {
 		return c.startLocked(key, 1, false,
 			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, false) },
-			func(data []byte) { c.fillDemand(key, data) })
+			func(data []byte) { c.fillDemand(key, data) }, nil)
 	})
 	switch {
 	case hit:
@@ -716,11 +733,14 @@ func (c *Cache) mainSet(key string, data []byte, reserved bool) {
 	}
 }
 
-// prefetch starts a background GET of chunk k unless it is in memory or in
-// flight. A readahead GET needs a free I/O slot now and gives up otherwise
-// (it returns false then), so it never queues ahead of demand reads; a span
-// prefetch (a chunk of the range being read) waits for a slot.
-func (c *Cache) prefetch(o *object, k int64, readahead bool) bool {
+// prefetch starts a background GET of chunk k of o unless it is in memory
+// or in flight. origin non-nil makes it a readahead for the sequential
+// reader of origin: it needs a free I/O slot now and gives up otherwise
+// (it returns false then), so it never queues ahead of demand reads, and
+// when it completes it tops up origin's window (pump). origin nil is a
+// span prefetch (a chunk of the range being read), which waits for a slot.
+func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
+	readahead := origin != nil
 	key := c.chunkKey(o.key, k)
 	// GetTTL looks without counting an access: a prefetch must not raise
 	// the chunk's TinyLFU frequency.
@@ -748,12 +768,17 @@ func (c *Cache) prefetch(o *object, k int64, readahead bool) bool {
 			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, true) },
 			func(data []byte) {
 				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true}, int64(len(data)))
+			},
+			func(err error) {
+				if err == nil {
+					c.pump(origin)
+				}
 			})
 		f.readahead = true
 	} else {
 		c.startLocked(key, 0, true,
 			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, false) },
-			func(data []byte) { c.fillDemand(key, data) })
+			func(data []byte) { c.fillDemand(key, data) }, nil)
 	}
 	return true
 }
@@ -865,16 +890,35 @@ func (c *Cache) throttle(ctx context.Context, n int) error {
 func (t *streamTracker) follows(obj string, k int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	recent := t.m[obj]
-	if recent == nil || k == 0 {
+	s := t.m[obj]
+	if s == nil || k == 0 {
 		return false
 	}
-	for _, r := range recent {
+	for _, r := range s.recent {
 		if r == k-1 {
 			return true
 		}
 	}
 	return false
+}
+
+// latest returns the chunk of obj that the most recent read ended in;
+// ok is false when no read of obj is remembered.
+func (t *streamTracker) latest(obj string) (k int64, ok bool) {
+	k, o := t.latestObject(obj)
+	return k, o != nil
+}
+
+// latestObject is latest with the object as that read saw it (its record
+// included), nil when no read of obj is remembered.
+func (t *streamTracker) latestObject(obj string) (int64, *object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.m[obj]
+	if s == nil || s.recent[0] < 0 {
+		return 0, nil
+	}
+	return s.recent[0], s.o
 }
 
 // streamDepth is how many recently read chunks are remembered per object,
@@ -890,25 +934,33 @@ const maxStreams = 4096
 // right after chunk k-1 of the same object was read.
 type streamTracker struct {
 	mu sync.Mutex
-	m  map[string]*[streamDepth]int64 // recent chunks, most recent first; -1 empty
+	m  map[string]*stream
 }
 
-// sequential records a read of chunks first..last of obj and reports
-// whether it just entered last coming from the chunk before it. A read from
-// the object's first byte counts as sequential too: it is a consumer
-// starting at the segment's first offset or moving on from the segment
-// before, and fetching its second chunk early halves its first wait.
-func (t *streamTracker) sequential(obj string, first, last int64, fromStart bool) bool {
+// stream is what the tracker remembers of one object's readers.
+type stream struct {
+	recent [streamDepth]int64 // recent chunks, most recent first; -1 empty
+	o      *object            // the object as the latest read saw it
+}
+
+// sequential records a read of chunks first..last of o and reports whether
+// it just entered last coming from the chunk before it. A read from the
+// object's first byte counts as sequential too: it is a consumer starting
+// at the segment's first offset or moving on from the segment before, and
+// fetching its second chunk early halves its first wait.
+func (t *streamTracker) sequential(o *object, first, last int64, fromStart bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	recent := t.m[obj]
-	if recent == nil {
+	s := t.m[o.key]
+	if s == nil {
 		if len(t.m) >= maxStreams {
 			clear(t.m)
 		}
-		recent = &[streamDepth]int64{-1, -1, -1, -1}
-		t.m[obj] = recent
+		s = &stream{recent: [streamDepth]int64{-1, -1, -1, -1}}
+		t.m[o.key] = s
 	}
+	s.o = o
+	recent := &s.recent
 	has := func(k int64) bool {
 		for _, r := range recent {
 			if r == k {

@@ -36,11 +36,13 @@ type flightGroup struct {
 // cache's lifetime context (not the caller's: the GET serves every waiter).
 // fill stores a successful result in the cache as the flight leaves the
 // group, under the group lock, so a reader that finds no flight finds the
-// data; fill must not take the group lock. The caller holds
-// c.flights.mu and is inside enter/leave, which orders c.bg.Add before
-// Close's Wait.
+// data; fill must not take the group lock. then, when non-nil, runs last,
+// after the waiters are released and outside every lock, with the fetch's
+// error (readahead uses it to keep its window full). The caller holds
+// c.flights.mu and is either inside enter/leave or in another flight's
+// goroutine, which orders c.bg.Add before Close's Wait.
 func (c *Cache) startLocked(key string, waiters int, detached bool,
-	fetch func(ctx context.Context) ([]byte, error), fill func([]byte)) *flight {
+	fetch func(ctx context.Context) ([]byte, error), fill func([]byte), then func(error)) *flight {
 	ctx, cancel := context.WithCancel(c.life)
 	f := &flight{done: make(chan struct{}), waiters: waiters, detached: detached, cancel: cancel}
 	c.flights.m[key] = f
@@ -63,6 +65,9 @@ func (c *Cache) startLocked(key string, waiters int, detached bool,
 		}
 		c.flights.mu.Unlock()
 		close(f.done)
+		if then != nil {
+			then(err)
+		}
 	}()
 	return f
 }

@@ -33,8 +33,8 @@ func (c *Cache) index(ctx context.Context, o *object) ([]byte, error) {
 	}
 	x, hit, joined, err := c.join(ctx, o.idxKey, func() ([]byte, bool) { return c.idx.get(o.idxKey, nil) }, func() *flight {
 		return c.startLocked(o.idxKey, 1, false,
-			func(ctx context.Context) ([]byte, error) { return c.fetchIndex(ctx, o) },
-			func(x []byte) { c.idx.add(o.idxKey, x, int64(len(x))+64) })
+			func(ctx context.Context) ([]byte, error) { return c.fetchIndex(ctx, o, false) },
+			func(x []byte) { c.idx.add(o.idxKey, x, int64(len(x))+64) }, nil)
 	})
 	switch {
 	case hit:
@@ -48,16 +48,13 @@ func (c *Cache) index(ctx context.Context, o *object) ([]byte, error) {
 	return x, err
 }
 
-// fetchIndex GETs and validates o's index object.
-func (c *Cache) fetchIndex(ctx context.Context, o *object) ([]byte, error) {
+// fetchIndex GETs and validates o's index object. readahead says the caller
+// holds a readahead slot, which this call releases; readahead is not
+// retried.
+func (c *Cache) fetchIndex(ctx context.Context, o *object, readahead bool) ([]byte, error) {
 	var data []byte
 	missing := false
-	err := objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
-		release, err := c.acquire(ctx)
-		if err != nil {
-			return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, o.idxKey, err)
-		}
-		defer release()
+	get := func(ctx context.Context) error {
 		c.st.gets.Add(1)
 		rc, err := c.bucket.GetRange(ctx, o.idxKey, 0, -1)
 		if objstore.IsNotFound(err) {
@@ -79,7 +76,21 @@ func (c *Cache) fetchIndex(ctx context.Context, o *object) ([]byte, error) {
 			return fmt.Errorf("fetchcache: %s %q (index): rate limit: %w", objstore.OpGetRange, o.idxKey, err)
 		}
 		return nil
-	})
+	}
+	var err error
+	if readahead {
+		err = get(ctx)
+		c.releaseReadahead()
+	} else {
+		err = objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
+			release, err := c.acquire(ctx)
+			if err != nil {
+				return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, o.idxKey, err)
+			}
+			defer release()
+			return get(ctx)
+		})
+	}
 	if err != nil {
 		c.st.getErrors.Add(1)
 		return nil, err

@@ -39,6 +39,10 @@ type partition struct {
 
 	// producers is the idempotent-producer state (producer.go).
 	producers map[int64]*producerState
+
+	// Paced writeback's view of the readers (writeback.go): the lowest read
+	// since the last step, and the hold it refreshes.
+	fresh, hold readHold
 }
 
 func partitionDir(root, topic string, id int32) string {
@@ -76,7 +80,8 @@ func decodeConfig(b []byte, d PartitionConfig) PartitionConfig {
 // leaves a record that load() completes; a crash after leaves nothing stray.
 func createPartition(s *shard, topic string, id int32, cfg PartitionConfig) (*partition, error) {
 	opts := s.opts
-	p := &partition{topic: topic, id: id, dir: partitionDir(opts.Dir, topic, id), cfg: cfg.withDefaults(opts.Defaults)}
+	p := &partition{topic: topic, id: id, dir: partitionDir(opts.Dir, topic, id), cfg: cfg.withDefaults(opts.Defaults),
+		fresh: readHold{base: -1}, hold: readHold{base: -1}}
 	if err := opts.Catalog.PutPartition(catalog.Partition{Topic: topic, Partition: id, Config: encodeConfig(p.cfg),
 		CreatedAt: time.Now().UnixNano()}); err != nil {
 		return nil, err
@@ -167,7 +172,8 @@ func sealedState(seg *segment) catalog.State {
 func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 	opts := s.opts
 	p := &partition{topic: meta.Topic, id: meta.Partition, dir: partitionDir(opts.Dir, meta.Topic, meta.Partition),
-		cfg: decodeConfig(meta.Config, opts.Defaults), logStart: meta.LogStartOffset}
+		cfg: decodeConfig(meta.Config, opts.Defaults), logStart: meta.LogStartOffset,
+		fresh: readHold{base: -1}, hold: readHold{base: -1}}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -44,9 +44,8 @@ type segment struct {
 	cloud catalog.Segment
 
 	// Paced writeback state (see writeback.go).
-	wbPos      int64 // sync_file_range has been started up to here
-	dropPos    int64 // page cache dropped up to here
-	minReadPos int64 // lowest position read since the last writeback step
+	wbPos   int64 // sync_file_range has been started up to here
+	dropPos int64 // page cache dropped up to here
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }
@@ -72,7 +71,7 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 		return nil, err
 	}
 	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: time.Now(),
-		minTs: -1, maxTs: -1, maxTsOffset: -1, minReadPos: -1}
+		minTs: -1, maxTs: -1, maxTsOffset: -1}
 	// Stale indexes from an earlier incarnation of this base must not be
 	// reused; O_TRUNC on the log alone would leave them pointing at nothing.
 	_ = os.Remove(idxPath)
@@ -336,7 +335,7 @@ func recoverSegment(dir string, base int64, opts *Options, full, active bool) (*
 		return nil, err
 	}
 	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: st.ModTime(),
-		minTs: -1, maxTs: -1, maxTsOffset: -1, minReadPos: -1}
+		minTs: -1, maxTs: -1, maxTsOffset: -1}
 	if !full {
 		if err := s.loadSealedIndexes(idxPath, tidxPath, st.Size(), opts); err == nil {
 			return s, nil

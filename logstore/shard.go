@@ -216,8 +216,8 @@ func (s *shard) writeback() {
 // paceWriteback hands the segment's next writeback step to the writeback
 // goroutine. When that goroutine is behind, the step runs here, which is
 // the backpressure.
-func (s *shard) paceWriteback(seg *segment) {
-	j, ok := seg.writebackStep(s.opts.WritebackBytes)
+func (s *shard) paceWriteback(p *partition, seg *segment) {
+	j, ok := p.writebackStep(seg, s.opts.WritebackBytes, time.Now().UnixNano())
 	if !ok {
 		return
 	}
@@ -516,7 +516,7 @@ func (s *shard) produce(r *request) {
 		idem.BaseOffset = r.produced.BaseOffset
 		p.recordProducer(&idem)
 	}
-	s.paceWriteback(seg)
+	s.paceWriteback(p, seg)
 	r.produced.LogStartOffset = p.logStart
 	r.produced.LogAppendTime = -1
 	r.endOffset = next
@@ -602,9 +602,7 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 			}
 			seg.log.acquire()
 			res.Records = Records{File: seg.log.f, Pos: pos, Len: int(n), ref: seg.log}
-			if seg.minReadPos < 0 || pos < seg.minReadPos {
-				seg.minReadPos = pos
-			}
+			p.noteRead(seg.base, pos)
 			return
 		}
 		// The offset falls past this segment's data (a gap left by an

@@ -291,7 +291,15 @@ func (d *Daemon) Drain(ctx context.Context) error {
 		idle := len(d.mu.queue) == 0 && len(d.mu.pending) == 0
 		d.mu.Unlock()
 		if idle {
-			return nil
+			// Drained includes the manifests: a caller that drains and
+			// then reads them (tests, restore drills) sees every upload.
+			d.flushManifests(ctx)
+			d.dirty.Lock()
+			clean := len(d.dirty.m) == 0
+			d.dirty.Unlock()
+			if clean {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():

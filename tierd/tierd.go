@@ -45,6 +45,13 @@ type Options struct {
 	// MultipartThreshold: files at least this big go multipart; default
 	// 16 MiB.
 	MultipartThreshold int64
+	// ManifestInterval is how long a partition's manifest may lag its
+	// uploads: uploads mark the partition, and a flusher rewrites each
+	// marked manifest at most once per interval (and at Drain and
+	// shutdown). With small segments rolling many times a second, a
+	// rewrite per upload was a catalog scan and a growing PUT per segment,
+	// CPU and object-store I/O taken from producers. Default 1 s.
+	ManifestInterval time.Duration
 	Retry              objstore.RetryPolicy
 	Metrics            *Metrics // optional
 	Logger             *slog.Logger
@@ -60,6 +67,11 @@ const (
 type job struct {
 	kind jobKind
 	rec  catalog.Segment
+}
+
+type partKey struct {
+	topic     string
+	partition int32
 }
 
 type jobKey struct {
@@ -81,8 +93,15 @@ type Daemon struct {
 		pending map[jobKey]bool
 		closed  bool
 	}
-	wake  chan struct{}
-	ready chan struct{} // closed once Run's first rescan has queued its work
+	wakes []chan struct{} // one per worker, so none misses a wakeup
+	ready chan struct{}   // closed once Run's first rescan has queued its work
+
+	// dirty holds the partitions whose manifest is behind the catalog;
+	// flushManifests empties it.
+	dirty struct {
+		sync.Mutex
+		m map[partKey]bool
+	}
 
 	manifestMu sync.Map // partition -> *sync.Mutex: one manifest writer per partition
 	wg         sync.WaitGroup
@@ -105,6 +124,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.MultipartThreshold <= 0 {
 		opts.MultipartThreshold = 16 << 20
 	}
+	if opts.ManifestInterval <= 0 {
+		opts.ManifestInterval = time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -116,8 +138,13 @@ func New(opts Options) (*Daemon, error) {
 			log.Warn("object store operation failed; retrying", "attempt", attempt, "wait", wait, "err", err)
 		}
 	}
-	d := &Daemon{opts: opts, log: opts.Logger.With("component", "tierd"), wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	d := &Daemon{opts: opts, log: opts.Logger.With("component", "tierd"), ready: make(chan struct{})}
+	d.wakes = make([]chan struct{}, opts.Uploaders)
+	for i := range d.wakes {
+		d.wakes[i] = make(chan struct{}, 1)
+	}
 	d.mu.pending = map[jobKey]bool{}
+	d.dirty.m = map[partKey]bool{}
 	return d, nil
 }
 
@@ -141,9 +168,11 @@ func (d *Daemon) enqueue(j job) {
 	n := len(d.mu.queue)
 	d.mu.Unlock()
 	d.opts.Metrics.backlog(n)
-	select {
-	case d.wake <- struct{}{}:
-	default:
+	for _, w := range d.wakes {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -154,10 +183,18 @@ func (d *Daemon) Backlog() int {
 	return len(d.mu.queue)
 }
 
-func (d *Daemon) next() (job, bool) {
+// backlogPerWorker is the backlog that each worker beyond the first waits
+// for before it helps. Uploads share the machine with the produce path; a
+// small backlog is drained by one worker one segment after the other,
+// which keeps the object store's load (and its CPU and disk bursts) even,
+// while a growing backlog still gets every worker.
+const backlogPerWorker = 4
+
+// next returns the next job for worker i, if the backlog calls for it.
+func (d *Daemon) next(i int) (job, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.mu.queue) == 0 {
+	if len(d.mu.queue) == 0 || len(d.mu.queue) <= i*backlogPerWorker {
 		return job{}, false
 	}
 	j := d.mu.queue[0]
@@ -183,13 +220,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("tierd staging dir: %w", err)
 	}
 	d.Rescan(ctx)
+	// A crash may have come between recording an upload and rewriting
+	// its manifest: bring every manifest up to date once.
+	d.markAllManifests()
 	close(d.ready)
 	for i := 0; i < d.opts.Uploaders; i++ {
 		d.wg.Add(1)
-		go d.worker(ctx)
+		go d.worker(ctx, i)
 	}
 	t := time.NewTicker(d.opts.RescanInterval)
 	defer t.Stop()
+	mt := time.NewTicker(d.opts.ManifestInterval)
+	defer mt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -197,29 +239,31 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.mu.closed = true
 			d.mu.Unlock()
 			d.wg.Wait()
+			// Manifests marked by the last uploads are written before
+			// returning, under a context of their own.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			d.flushManifests(fctx)
+			cancel()
 			return nil
 		case <-t.C:
 			d.Rescan(ctx)
+		case <-mt.C:
+			d.flushManifests(ctx)
 		}
 	}
 }
 
-func (d *Daemon) worker(ctx context.Context) {
+func (d *Daemon) worker(ctx context.Context, i int) {
 	defer d.wg.Done()
 	for {
-		j, ok := d.next()
+		j, ok := d.next(i)
 		if !ok {
 			select {
 			case <-ctx.Done():
 				return
-			case <-d.wake:
+			case <-d.wakes[i]:
 				continue
 			}
-		}
-		// Let another idle worker see the rest of the queue.
-		select {
-		case d.wake <- struct{}{}:
-		default:
 		}
 		var err error
 		switch j.kind {
@@ -266,13 +310,62 @@ func (d *Daemon) partitionLock(topic string, partition int32) *sync.Mutex {
 	return m.(*sync.Mutex)
 }
 
+// markManifest notes that a partition's manifest is behind the catalog;
+// the flusher rewrites it within ManifestInterval.
+func (d *Daemon) markManifest(topic string, partition int32) {
+	d.dirty.Lock()
+	d.dirty.m[partKey{topic, partition}] = true
+	d.dirty.Unlock()
+}
+
+// markAllManifests marks every partition with a cloud copy.
+func (d *Daemon) markAllManifests() {
+	parts, err := d.opts.Catalog.Partitions()
+	if err != nil {
+		d.log.Error("listing partitions for their manifests", "err", err)
+		return
+	}
+	for _, p := range parts {
+		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
+		if err != nil {
+			continue
+		}
+		for _, r := range recs {
+			if r.ObjectKey != "" {
+				d.markManifest(p.Topic, p.Partition)
+				break
+			}
+		}
+	}
+}
+
+// flushManifests rewrites the marked manifests. A partition whose write
+// fails stays marked and is tried again on the next flush.
+func (d *Daemon) flushManifests(ctx context.Context) {
+	d.dirty.Lock()
+	todo := d.dirty.m
+	d.dirty.m = map[partKey]bool{}
+	d.dirty.Unlock()
+	for p := range todo {
+		if err := d.writeManifest(ctx, p.topic, p.partition); err != nil {
+			if ctx.Err() == nil {
+				d.log.Error("manifest write failed; retrying on the next flush", "topic", p.topic, "partition", p.partition, "err", err)
+			}
+			d.markManifest(p.topic, p.partition)
+		}
+	}
+}
+
 // writeManifest rewrites a partition's manifest from the catalog. Writes
-// for one partition are serialized so an older view never lands last.
+// for one partition are serialized so an older view never lands last. The
+// records are read from the catalog itself, not through the partition's
+// shard: a read of pebble needs no owner, and the shard's goroutine is the
+// produce path.
 func (d *Daemon) writeManifest(ctx context.Context, topic string, partition int32) error {
 	mu := d.partitionLock(topic, partition)
 	mu.Lock()
 	defer mu.Unlock()
-	recs, err := d.opts.Store.Segments(ctx, topic, partition)
+	recs, err := d.opts.Catalog.Segments(topic, partition)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -35,6 +36,20 @@ func fileChecksum(path string) (string, int64, error) {
 		return "", 0, err
 	}
 	return objstore.FormatCRC32C(h.Sum32()), n, nil
+}
+
+// hashingReader computes the CRC32C of what is read through it.
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash32
+	n int64
+}
+
+func (r *hashingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	r.h.Write(p[:n])
+	r.n += int64(n)
+	return n, err
 }
 
 // upload runs stage -> upload -> verify -> record -> manifest for one
@@ -87,17 +102,25 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 	d.opts.Metrics.uploaded(rec.Topic, total, time.Since(start))
 	d.log.Debug("segment uploaded", "topic", rec.Topic, "partition", rec.Partition, "base", rec.BaseOffset,
 		"key", rec.ObjectKey, "bytes", total, "took", time.Since(start))
-	return d.writeManifest(ctx, rec.Topic, rec.Partition)
+	d.markManifest(rec.Topic, rec.Partition)
+	return nil
 }
 
 // putFile uploads one staged file under key unless an identical object is
 // already there, and verifies it: the CRC32C of the bytes sent must equal
 // the file's, and the stored size must match.
+//
+// The file's CRC32C is computed from the bytes as they are read for the
+// upload, not in a read pass of its own: the staged file is a hard link to
+// a sealed segment, so what was read is the file, and the second pass was
+// CPU and I/O taken from the produce path for every segment.
 func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.ObjectInfo, error) {
-	sum, size, err := fileChecksum(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
+	size := st.Size()
+	var sum string
 	var info objstore.ObjectInfo
 	conditional := true
 	err = objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
@@ -106,7 +129,23 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 			return err
 		}
 		defer f.Close()
-		info, err = d.send(ctx, f, key, size, conditional)
+		hr := &hashingReader{r: f, h: crc32.New(castagnoli)}
+		info, err = d.send(ctx, hr, key, size, conditional)
+		if err != nil && !objstore.IsPreconditionFailed(err) {
+			return err
+		}
+		if hr.n == size {
+			sum = objstore.FormatCRC32C(hr.h.Sum32())
+		} else {
+			// The provider stopped reading early (a refused conditional
+			// put need not read the body): read the file itself.
+			var n int64
+			if sum, n, err = fileChecksum(path); err != nil {
+				return err
+			} else if n != size {
+				return fmt.Errorf("%w: %s changed size while staged (%d, then %d bytes)", ErrVerify, path, size, n)
+			}
+		}
 		if objstore.IsPreconditionFailed(err) {
 			// Uploaded by an earlier attempt whose answer was lost, or
 			// before a crash. Same name means same segment id, so it should
@@ -123,7 +162,7 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 			conditional = false
 			return fmt.Errorf("%w: replacing %s", objstore.ErrTransient, key)
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return info, err

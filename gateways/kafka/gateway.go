@@ -127,6 +127,7 @@ type Gateway struct {
 	sessions *fetchSessions
 	groups   *coordinator
 	pids     *producerIDs
+	metrics  *requestMetrics
 }
 
 // New builds a Gateway. Serve runs it.
@@ -146,6 +147,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.sessions = newFetchSessions(opts.FetchSessionCacheSlots)
 	g.groups = newCoordinator(g)
+	g.metrics = newRequestMetrics()
 	g.pids = &producerIDs{alloc: opts.ProducerIDs}
 	if g.pids.alloc == nil {
 		g.pids.alloc = &logProducerIDs{g: g}
@@ -370,6 +372,8 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		}
 		return nil, err
 	}
+	start := time.Now()
+	defer s.g.metrics.observe(h.key, start)
 	rc := &reqCtx{s: s, key: h.key, version: h.version, corr: h.corr, clientID: h.clientID, req: req}
 	resp, err := apiKeys[h.key].fn(s.g, ctx, rc)
 	if err != nil {

@@ -58,9 +58,11 @@ listeners.controller (bootstrapped on the first start, state in
 <data_dir>/raft) with which the store registers, so that
 "aerostream topic" creates partitions in it, and the Kafka wire-protocol
 gateway on listeners.kafka (advertised as listeners.advertised_kafka, else
-the listen address with 127.0.0.1 for an unspecified host). The native
-gateway and the HTTP admin API are not built yet: serve does not open their
-ports.
+the listen address with 127.0.0.1 for an unspecified host), tiered storage
+(tierd and the cold-read cache, on by default to a directory under the data
+dir) and the HTTP admin API on listeners.http (/metrics, /debug/pprof,
+/v1/tier). The native gateway is not built yet: serve does not open its
+port.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
@@ -315,7 +317,7 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	}
 	var kafkaGW *runningKafka
 	if kafkaLn != nil {
-		kafkaGW, err = startKafkaGateway(runCtx, cfg, kafkaLn, backend, ctl, logger)
+		kafkaGW, err = startKafkaGateway(runCtx, cfg, kafkaLn, backend, ctl, reg, logger)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/aerostream/aerostream/controller"
@@ -119,7 +120,7 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	gw, err := startKafkaGateway(runCtx, cfg, ln, backend, api, logger)
+	gw, err := startKafkaGateway(runCtx, cfg, ln, backend, api, nil, logger)
 	if err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (r *runningKafka) wait() error {
 
 // startKafkaGateway starts the Kafka gateway on ln, in front of backend,
 // with its metadata from api, until ctx ends.
-func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, logger *slog.Logger) (*runningKafka, error) {
+func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, reg prometheus.Registerer, logger *slog.Logger) (*runningKafka, error) {
 	adv, err := advertisedKafka(cfg, ln)
 	if err != nil {
 		return nil, err
@@ -190,6 +191,9 @@ func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, 
 	})
 	if err != nil {
 		return nil, err
+	}
+	if reg != nil {
+		reg.MustRegister(gw.Collectors()...)
 	}
 	r := &runningKafka{advertised: adv, done: make(chan error, 1), member: make(chan struct{})}
 	go func() {

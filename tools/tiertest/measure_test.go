@@ -4,7 +4,11 @@ package tiertest
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -22,7 +26,12 @@ import (
 //   - produce p99 at a fixed rate with tiering on (uploads running all the
 //     time) against the same load with tiering off.
 //
-// make measure-tiered runs it.
+// make measure-tiered runs it. With AEROSTREAM_MEASURE_PPROF set to a
+// folder, it also saves CPU profiles of the node under test there: the cold
+// pass (cold.pprof) and the produce run with tiering on (produce.pprof).
+//
+// A profile costs the node a few percent of CPU, so figures from a
+// profiled run are slightly pessimistic.
 func TestMeasureTiered(t *testing.T) {
 	mc := minioAdmin(t)
 	p := s3Provider(t, "")
@@ -72,10 +81,12 @@ func TestMeasureTiered(t *testing.T) {
 	}
 	plain := float64(plainBytes) / (1 << 20) / time.Since(start).Seconds()
 
+	stopProfile := profileNode(t, n, "cold.pprof", 2*time.Second)
 	start = time.Now()
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, 10*time.Minute))
 	cold := float64(remoteBytes) / (1 << 20) / time.Since(start).Seconds()
 	hitCold := n.metric("aerostream_fetchcache_hit_ratio")
+	stopProfile()
 
 	start = time.Now()
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, 10*time.Minute))
@@ -119,6 +130,9 @@ func TestMeasureTiered(t *testing.T) {
 		}
 		defer cl.Close()
 		latencies(t, cl, "p99", 2*time.Second, 500)
+		if len(env) > 0 { // the tiering-on run
+			defer profileNode(t, n, "produce.pprof", 15*time.Second)()
+		}
 		l := latencies(t, cl, "p99", 20*time.Second, 2000)
 		close(stop)
 		<-done
@@ -128,4 +142,42 @@ func TestMeasureTiered(t *testing.T) {
 	off := measure([]string{"--tiered_storage.enabled=false"}, nil)
 	t.Logf("produce at 2000 msg/s: tiering on p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
 		pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
+}
+
+// profileNode starts a CPU profile of n lasting d, saved under
+// $AEROSTREAM_MEASURE_PPROF/name; the function returned waits for it. It
+// does nothing without that variable.
+func profileNode(t *testing.T, n *node, name string, d time.Duration) (wait func()) {
+	dir := os.Getenv("AEROSTREAM_MEASURE_PPROF")
+	if dir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := func() error {
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", n.http, int(d.Seconds())))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %s", resp.Status)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+			f, err := os.Create(filepath.Join(dir, name))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(f, resp.Body)
+			return err
+		}()
+		if err != nil {
+			t.Logf("profile %s: %v", name, err)
+		}
+	}()
+	return func() { <-done }
 }
