@@ -8,40 +8,56 @@ import (
 // TestWritebackHold checks which pages paced writeback drops: everything
 // behind the writer when nobody reads, nothing above a tailing reader's
 // lowest position (in its segment or any later one) while the reader was
-// seen within readerHold, and everything again once it lapsed.
+// seen within readerHold, never more than holdWindows windows behind the
+// writer, and everything again once the hold lapsed.
 func TestWritebackHold(t *testing.T) {
 	const w = 8 << 20
 	p := &partition{fresh: readHold{base: -1}, hold: readHold{base: -1}}
 	seg := &segment{base: 100}
 	now := time.Now().UnixNano()
-	step := func(wantFrom, wantLen int64) {
+	var dropped, synced int64
+	// step writes a window and checks the drop: up to limit (-1: up to
+	// what was synced before), but never keeping more than holdWindows.
+	step := func(what string, limit int64) {
 		t.Helper()
 		seg.size += w
 		j, ok := p.writebackStep(seg, w, now)
 		if !ok {
-			t.Fatal("no step with a full window behind the writer")
+			t.Fatalf("%s: no step with a full window behind the writer", what)
 		}
-		if j.dropFrom != wantFrom || j.dropLen != wantLen {
-			t.Fatalf("drop [%d,+%d), want [%d,+%d)", j.dropFrom, j.dropLen, wantFrom, wantLen)
+		end := limit
+		if end < 0 || end > synced {
+			end = synced
 		}
+		if floor := synced - holdWindows*w; end < floor {
+			end = floor
+		}
+		var from, n int64
+		if end > dropped {
+			from, n, dropped = dropped, end-dropped, end
+		}
+		if j.dropFrom != from || j.dropLen != n {
+			t.Fatalf("%s: drop [%d,+%d), want [%d,+%d)", what, j.dropFrom, j.dropLen, from, n)
+		}
+		synced = seg.size
 	}
 	if _, ok := p.writebackStep(seg, w, now); ok {
 		t.Fatal("a step before a full window")
 	}
-	step(0, 0)    // first window: synced, nothing behind it yet
-	step(0, w)    // no reader: the synced window goes
+	step("first window", -1)
+	step("no reader", -1)
 	p.noteRead(100, w+4096)
 	p.noteRead(100, w+1024) // the lowest read counts
-	step(w, 1024) // only what lies below the reader
+	step("reader in this segment", w+1024)
 	now += int64(readerHold / 2)
-	step(0, 0) // not seen this window, but still held
-	// A reader in an earlier segment holds all of this one.
+	step("reader not seen this window, still held", w+1024)
 	p.noteRead(50, 0)
-	step(0, 0)
-	now += int64(readerHold) + 1
-	seg.size += w
-	j, _ := p.writebackStep(seg, w, now) // the hold lapsed
-	if j.dropFrom != w+1024 || j.dropLen != 5*w-(w+1024) { // up to the last synced window
-		t.Fatalf("after the hold lapsed: drop [%d,+%d)", j.dropFrom, j.dropLen)
+	for i := 0; i < holdWindows+2; i++ {
+		step("reader in an earlier segment", 0)
 	}
+	if dropped <= w+1024 {
+		t.Fatal("the hold was never bounded")
+	}
+	now += int64(readerHold) + 1
+	step("hold lapsed", -1)
 }

@@ -17,10 +17,15 @@
 #   deploy/bench/compare.sh --duration 60s --warmup 15s --out /tmp/cmp
 #   deploy/bench/compare.sh --wait-quiet 300   # on a shared machine: before
 #       each run, wait up to 300 s for CPU pressure (PSI some avg10) < 10%
+#   deploy/bench/compare.sh --aero-tiering     # AeroStream with its default
+#       tiered storage on (uploads to a directory on the same disk)
 #
 # Kafka comes from deploy/kafka-peer (Maven Central jars; set up on first
-# use). AeroStream is `aerostream serve`, built from this tree, with its
-# Kafka listener and the controller it needs. When AeroStream's Kafka
+# use) and keeps its defaults, so without tiered storage. AeroStream is
+# `aerostream serve`, built from this tree, with its Kafka listener and the
+# controller it needs, and, like for like, without tiered storage unless
+# --aero-tiering is given: serve's default tiers to a local directory on the
+# same disk, which writes every byte twice. When AeroStream's Kafka
 # listener does not answer, its side is reported as missing and Kafka is
 # still measured.
 #
@@ -35,6 +40,7 @@ rate=${BENCH_RATE:-50000}
 out=""
 only=""
 quiet_wait=0
+aero_tiering=false
 aero_addr=${AEROSTREAM_KAFKA_ADDR:-127.0.0.1:9092}
 # serve's Kafka gateway takes its metadata from serve's own controller.
 aero_ctl_addr=${AEROSTREAM_CONTROLLER_ADDR:-127.0.0.1:8001}
@@ -48,6 +54,7 @@ while (($#)); do
 	--out) out=$2; shift 2 ;;
 	--only) only=$2; shift 2 ;;
 	--wait-quiet) quiet_wait=$2; shift 2 ;;
+	--aero-tiering) aero_tiering=true; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -167,7 +174,8 @@ if [[ $only != kafka ]]; then
 	# defaults, as `make run` has them.
 	(cd "$aero_dir" && exec env -u AEROSTREAM_CONFIG "$bench" serve --data-dir "$aero_dir/data" \
 		--kafka-listen "$aero_addr" --controller-listen "$aero_ctl_addr" \
-		--native-listen '' --http-listen '' --ring-listen '' >"$out/aerostream-serve.log" 2>&1) &
+		--native-listen '' --http-listen '' --ring-listen '' \
+		--tiered_storage.enabled="$aero_tiering" >"$out/aerostream-serve.log" 2>&1) &
 	aero_pid=$!
 	if wait_port "$aero_addr" 30 "$aero_pid" &&
 		timeout 90 "$bench" bench --brokers "$aero_addr" --partitions 1 --rate 100 \
@@ -182,7 +190,7 @@ if [[ $only != kafka ]]; then
 	aero_pid=""
 	rm -rf "$aero_dir"
 	aero_dir=""
-	"$bench" version >"$out/aerostream-version.txt"
+	echo "$("$bench" version) tiered_storage.enabled=$aero_tiering" >"$out/aerostream-version.txt"
 	settle
 fi
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +74,23 @@ stops at once.`,
 	},
 }
 
+// daemonGCPercent is the Go GC target of the daemons when GOGC is not set.
+// A broker's live heap is small (request structs and maps; indexes are
+// mmap'd and record bytes live in the page cache), yet it allocates per
+// request, so at Go's default of 100 it collected several times a second
+// at 50,000 msg/s (134 cycles a minute, 7 MiB live heap). Measured with
+// aerostream bench on 2 cores: 200 cut publish p99 at 50,000 msg/s by
+// about a tenth for 10 MiB more RSS; 400 did no better there and, at full
+// load, grew RSS to 700 MiB and cost CPU (fresh pages are dear on a VM).
+const daemonGCPercent = 200
+
+// tuneGC applies daemonGCPercent unless the operator set GOGC.
+func tuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(daemonGCPercent)
+	}
+}
+
 var storeCmd = daemonKind{
 	use:   "store",
 	short: "Run a storage node: logstore + catalog serving the shard ring",
@@ -112,6 +130,7 @@ func newDaemonCmd(env Env, kind daemonKind) *cobra.Command {
 // listeners are bound and the data directory is locked, so that a start
 // that fails on those prints only its one-line reason.
 func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loaded) (err error) {
+	tuneGC()
 	cfg := loaded.Config
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

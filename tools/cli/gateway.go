@@ -67,6 +67,7 @@ func newGatewayCmd(env Env) *cobra.Command {
 
 // runKafkaGateway runs `aerostream gateway kafka` until a signal.
 func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error {
+	tuneGC()
 	cfg := loaded.Config
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
