@@ -27,9 +27,13 @@
 //     Options.Readahead chunks beyond the end of each read fetched in the
 //     background, started before the read waits for anything. A prefetch
 //     runs only if an I/O slot of readahead's share is free at once, so it
-//     never delays the caller or queues ahead of demand reads. It stops at
-//     the object's end: the cache does not know which object holds the
-//     next segment.
+//     never delays the caller or queues ahead of demand reads; each
+//     prefetch that completes tops the window up again (from the reader's
+//     latest position), so slots freed while the consumer is busy do not
+//     sit idle until its next fetch. A window that runs past the object's
+//     end continues into the object of the next segment (its index, then
+//     its first chunks), found by one List of the key prefix that names
+//     the next base offset (next.go).
 //   - The cold I/O budget: at most Options.MaxConcurrentGets GETs at a time
 //     and, optionally, Options.MaxBytesPerSec. These are separate from
 //     whatever tierd uses for uploads, so cold readers cannot starve

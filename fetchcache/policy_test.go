@@ -307,3 +307,59 @@ func TestIndexKey(t *testing.T) {
 		}
 	}
 }
+
+// TestReadaheadNextObject: a sequential reader nearing the end of a
+// segment's object has the next segment's index and first chunks fetched
+// before it gets there, and every chunk of both is fetched once.
+func TestReadaheadNextObject(t *testing.T) {
+	const chunk = 4096
+	s1 := buildSegment(t, 0, 12*chunk, 53)
+	s2 := buildSegment(t, s1.end, 12*chunk, 54)
+	counted, gets := countGets(objstore.NewMemBucket())
+	rec1 := put(t, counted, segKey("ranext", s1.base), s1, true)
+	rec2 := put(t, counted, segKey("ranext", s2.base), s2, true)
+	// An unrelated object under the same folder must not be taken for the
+	// next segment.
+	put(t, counted, segKey("ranext", s2.end+100), s2, true)
+	c := newCache(t, counted, Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: 3})
+	if got := consume(t, c, rec1, s1.base, 3000); !bytes.Equal(got, s1.log) {
+		t.Fatal("first segment: wrong bytes")
+	}
+	waitFor(t, func() bool {
+		return gets.of(IndexKey(rec2.ObjectKey)) == 1 && gets.of(rec2.ObjectKey) >= 1 && c.Stats().InflightGets == 0
+	}, "the next segment's index and first chunk")
+	if got := consume(t, c, rec2, s2.base, 3000); !bytes.Equal(got, s2.log) {
+		t.Fatal("second segment: wrong bytes")
+	}
+	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
+	if n, want := gets.of(rec1.ObjectKey)+gets.of(rec2.ObjectKey), chunksOf(s1, chunk)+chunksOf(s2, chunk); n != want {
+		t.Errorf("%d GETs for %d chunks", n, want)
+	}
+	if n := gets.of(IndexKey(rec2.ObjectKey)); n != 1 {
+		t.Errorf("next index fetched %d times", n)
+	}
+	if n := gets.of(segKey("ranext", s2.end+100)); n != 0 {
+		t.Errorf("an unrelated object was prefetched (%d GETs)", n)
+	}
+}
+
+// TestNextPrefix documents which keys readahead can follow to the next
+// segment's object.
+func TestNextPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		end  int64
+		want string
+	}{
+		{"p/t/0/00000000000000000000-ab.log", 42, "p/t/0/00000000000000000042-"},
+		{"t/3/00000000000000000100-x.log", 200, "t/3/00000000000000000200-"},
+		{"t/3/100-x.log", 200, ""},
+		{"t/3/0000000000000000010a-x.log", 200, ""},
+		{"t/3/00000000000000000100-x.idx", 200, ""},
+	} {
+		got, ok := nextPrefix(tc.key, tc.end)
+		if ok != (tc.want != "") || got != tc.want {
+			t.Errorf("nextPrefix(%q, %d) = %q, %v; want %q", tc.key, tc.end, got, ok, tc.want)
+		}
+	}
+}

@@ -8,13 +8,17 @@
 //     deletes the segment meanwhile);
 //  2. upload: PutIfAbsent, or a conditional multipart upload for large
 //     files, retried with exponential backoff and jitter;
-//  3. verify: the CRC32C of the bytes sent must match the CRC32C of the
-//     staged file, and Head must report the expected size;
+//  3. verify: the CRC32C of the bytes sent (computed as they are read from
+//     the staged file, in the same pass as the upload) must match the
+//     provider's, and Head must report the expected size;
 //  4. record: Store.SetRemote writes the cloud pointer into the catalog
 //     (through the partition's shard, the only writer of its records);
-//  5. manifest: <topic>/<partition>/manifest.json is rewritten from the
-//     catalog, so it is always enough to rebuild the catalog on an empty
-//     node (Restore).
+//  5. manifest: the partition is marked, and <topic>/<partition>/manifest.json
+//     is rewritten from the catalog at most once per
+//     Options.ManifestInterval (1 s), at Drain, at shutdown and, for every
+//     partition, at start (which repairs a crash between 4 and 5), so it
+//     is enough to rebuild the catalog on an empty node (Restore) up to the
+//     last interval's uploads. Remote deletions rewrite it at once.
 //
 // Eviction of local copies and remote retention are decided by the store
 // (logstore) under local.retention.* and retention.*; tierd performs the
@@ -28,7 +32,10 @@
 // never finished.
 //
 // Produce is never blocked: Sealed and DeleteRemote only enqueue; uploads run
-// on a bounded worker pool and the backlog is reported as a metric.
+// on a bounded worker pool and the backlog is reported as a metric. Workers
+// beyond the first join in only as the backlog grows (4 jobs per worker),
+// so a trickle of small segments is uploaded one at a time, evenly, rather
+// than in bursts that compete with producers for CPU and disk.
 //
 // tierd imports catalog and tierd/objstore, never logstore: the store side
 // is the small Store interface below, which tools/ satisfies with

@@ -52,9 +52,9 @@ type Options struct {
 	// rewrite per upload was a catalog scan and a growing PUT per segment,
 	// CPU and object-store I/O taken from producers. Default 1 s.
 	ManifestInterval time.Duration
-	Retry              objstore.RetryPolicy
-	Metrics            *Metrics // optional
-	Logger             *slog.Logger
+	Retry            objstore.RetryPolicy
+	Metrics          *Metrics // optional
+	Logger           *slog.Logger
 }
 
 type jobKind uint8

@@ -130,9 +130,10 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 		}
 		defer f.Close()
 		hr := &hashingReader{r: f, h: crc32.New(castagnoli)}
-		info, err = d.send(ctx, hr, key, size, conditional)
-		if err != nil && !objstore.IsPreconditionFailed(err) {
-			return err
+		var sendErr error
+		info, sendErr = d.send(ctx, hr, key, size, conditional)
+		if sendErr != nil && !objstore.IsPreconditionFailed(sendErr) {
+			return sendErr
 		}
 		if hr.n == size {
 			sum = objstore.FormatCRC32C(hr.h.Sum32())
@@ -146,7 +147,7 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 				return fmt.Errorf("%w: %s changed size while staged (%d, then %d bytes)", ErrVerify, path, size, n)
 			}
 		}
-		if objstore.IsPreconditionFailed(err) {
+		if sendErr != nil { // a refused conditional put
 			// Uploaded by an earlier attempt whose answer was lost, or
 			// before a crash. Same name means same segment id, so it should
 			// be these bytes; check before trusting it.
