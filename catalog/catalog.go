@@ -76,7 +76,17 @@ func (c *Catalog) enter() error {
 
 // PutSegment creates or replaces the record for s's segment. It is durable
 // when it returns.
-func (c *Catalog) PutSegment(s Segment) error {
+func (c *Catalog) PutSegment(s Segment) error { return c.putSegment(s, pebble.Sync) }
+
+// PutSegmentUnsynced is PutSegment without waiting for the disk: the record
+// is visible at once and becomes durable with the next synced write (the
+// write-ahead log is ordered, so that write's sync covers it) or at Close.
+// It is for records that recovery can do without: a crash may lose it, so
+// nothing irreversible may be done on its strength alone (delete files only
+// after a synced write that follows it).
+func (c *Catalog) PutSegmentUnsynced(s Segment) error { return c.putSegment(s, pebble.NoSync) }
+
+func (c *Catalog) putSegment(s Segment, sync *pebble.WriteOptions) error {
 	if err := checkSegmentID(s.Topic, s.Partition, s.BaseOffset); err != nil {
 		return err
 	}
@@ -91,7 +101,7 @@ func (c *Catalog) PutSegment(s Segment) error {
 	}
 	defer c.mu.RUnlock()
 	key := segmentKey(s.Topic, s.Partition, s.BaseOffset)
-	if err := c.db.Set(key, appendSegment(nil, &s), pebble.Sync); err != nil {
+	if err := c.db.Set(key, appendSegment(nil, &s), sync); err != nil {
 		return fmt.Errorf("catalog: put segment %s/%d@%d: %w", s.Topic, s.Partition, s.BaseOffset, err)
 	}
 	return nil

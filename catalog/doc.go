@@ -46,6 +46,9 @@
 // # Durability
 //
 // Every mutation is committed with pebble.Sync before it returns: callers
-// (tierd in particular) act on a catalog write as a fact, e.g. they delete a
-// staged file only after the cloud pointer is durable.
+// act on a catalog write as a fact, e.g. the store deletes an evicted
+// segment's files only after its remote-only record is durable. The one
+// exception is PutSegmentUnsynced, for records that recovery can do
+// without (a cloud pointer that tierd's rescan records again); the next
+// synced write makes it durable too, as the write-ahead log is ordered.
 package catalog

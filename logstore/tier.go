@@ -101,7 +101,15 @@ func (s *Store) SetRemote(ctx context.Context, rec catalog.Segment) error {
 			}
 			seg.cloud.SegmentID, seg.cloud.ObjectKey, seg.cloud.ObjectSize = rec.SegmentID, rec.ObjectKey, rec.ObjectSize
 			seg.cloud.Checksum, seg.cloud.ETag, seg.cloud.Epoch, seg.cloud.UploadedAt = rec.Checksum, rec.ETag, rec.Epoch, rec.UploadedAt
-			return sh.opts.Catalog.PutSegment(p.record(seg, catalog.StateLocalRemote))
+			// Unsynced: this runs on the shard goroutine, the produce
+			// path, and a sync here would stall every produce of the
+			// shard for an fsync per upload (milliseconds on a network
+			// disk). A crash may lose the pointer; tierd's rescan then
+			// finds the segment unrecorded and records its object again
+			// (same name, bytes checked). Eviction, the one step that
+			// relies on the pointer, deletes files only after a synced
+			// write of its own, which makes this one durable too.
+			return sh.opts.Catalog.PutSegmentUnsynced(p.record(seg, catalog.StateLocalRemote))
 		}
 		return fmt.Errorf("%w: %s/%d has no local segment at %d", ErrUnknownSegment, p.topic, p.id, rec.BaseOffset)
 	})

@@ -3,13 +3,17 @@
 package tiertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,6 +69,7 @@ func TestMeasureTiered(t *testing.T) {
 
 	// Plain read of the same objects from the same MinIO, one object after
 	// the other, as a single reader.
+	cpu := newCPUMeter(t, n)
 	start := time.Now()
 	var plainBytes int64
 	for _, k := range keys {
@@ -80,17 +85,20 @@ func TestMeasureTiered(t *testing.T) {
 		plainBytes += nr
 	}
 	plain := float64(plainBytes) / (1 << 20) / time.Since(start).Seconds()
+	cpuPlain := cpu.lap()
 
 	stopProfile := profileNode(t, n, "cold.pprof", 2*time.Second)
 	start = time.Now()
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, 10*time.Minute))
 	cold := float64(remoteBytes) / (1 << 20) / time.Since(start).Seconds()
+	cpuCold := cpu.lap()
 	hitCold := n.metric("aerostream_fetchcache_hit_ratio")
 	stopProfile()
 
 	start = time.Now()
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, 10*time.Minute))
 	warm := float64(remoteBytes) / (1 << 20) / time.Since(start).Seconds()
+	cpuWarm := cpu.lap()
 	hitWarm := n.metric("aerostream_fetchcache_hit_ratio")
 	n.stop()
 
@@ -98,6 +106,9 @@ func TestMeasureTiered(t *testing.T) {
 		cold, len(keys), plainBytes>>20, plain, cold/plain)
 	t.Logf("warm cache: %.0f MiB/s (%.2fx the plain GET); cache hit ratio after the cold pass %.3f, after the warm pass %.3f",
 		warm, warm/plain, hitCold, hitWarm)
+	gib := float64(remoteBytes) / (1 << 30)
+	t.Logf("CPU seconds per GiB read (2 cores shared): plain GET %s; cold pass %s; warm pass %s",
+		cpuPlain.per(gib, "reader"), cpuCold.per(gib, "client"), cpuWarm.per(gib, "client"))
 
 	// Produce p99 with tiering on and off, same load: 2,000 msg/s of 1 KiB,
 	// small segments so uploads never stop.
@@ -136,6 +147,8 @@ func TestMeasureTiered(t *testing.T) {
 		l := latencies(t, cl, "p99", 20*time.Second, 2000)
 		close(stop)
 		<-done
+		t.Logf("tiering %v: the gateway's own Produce time p99 <= %v (its histogram's bucket), client p99 %v",
+			len(env) > 0, n.produceP99(), pct(l, 0.99))
 		return l
 	}
 	on := measure(p.args, p.env)
@@ -180,4 +193,91 @@ func profileNode(t *testing.T, n *node, name string, d time.Duration) (wait func
 		}
 	}()
 	return func() { <-done }
+}
+
+// cpuMeter reads the CPU time (user + system, from /proc) of MinIO, the
+// node and this test process (the reader or consumer), so each phase shows
+// what it cost every process sharing the machine's cores.
+type cpuMeter struct {
+	t                 *testing.T
+	minio, node, self int
+	last              cpuUse
+}
+
+type cpuUse struct{ minio, node, self float64 }
+
+func newCPUMeter(t *testing.T, n *node) *cpuMeter {
+	m := &cpuMeter{t: t, node: n.cmd.Process.Pid, self: os.Getpid(), minio: -1}
+	// testservers.sh keeps its servers' pids beside the binaries.
+	if b, err := os.ReadFile(filepath.Join("..", "..", "bin", "testservers", "minio.pid")); err == nil {
+		m.minio, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	}
+	m.last = m.read()
+	return m
+}
+
+// cpuSeconds is a process's user + system time; -1 if it cannot be read.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if pid <= 0 || err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+func (m *cpuMeter) read() cpuUse {
+	return cpuUse{minio: cpuSeconds(m.minio), node: cpuSeconds(m.node), self: cpuSeconds(m.self)}
+}
+
+// lap returns the CPU used since the last lap.
+func (m *cpuMeter) lap() cpuUse {
+	now := m.read()
+	d := cpuUse{minio: now.minio - m.last.minio, node: now.node - m.last.node, self: now.self - m.last.self}
+	m.last = now
+	return d
+}
+
+func (u cpuUse) per(gib float64, self string) string {
+	return fmt.Sprintf("MinIO %.2f, node %.2f, %s %.2f", u.minio/gib, u.node/gib, self, u.self/gib)
+}
+
+// produceP99 reads the node's Produce request-duration histogram and
+// returns the upper bound of the bucket that holds its 99th percentile:
+// the broker's own share of a produce's latency, without the client's and
+// the network's.
+func (n *node) produceP99() time.Duration {
+	resp, err := http.Get("http://" + n.http + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	re := regexp.MustCompile(`(?m)^aerostream_kafka_request_duration_seconds_bucket\{api="Produce",le="([^"]+)"\} (\S+)$`)
+	type bucket struct{ le, n float64 }
+	var bs []bucket
+	for _, m := range re.FindAllSubmatch(body, -1) {
+		le, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			le = math.Inf(1)
+		}
+		c, _ := strconv.ParseFloat(string(m[2]), 64)
+		bs = append(bs, bucket{le, c})
+	}
+	if len(bs) == 0 || bs[len(bs)-1].n == 0 {
+		return -1
+	}
+	total := bs[len(bs)-1].n
+	for _, b := range bs {
+		if b.n >= 0.99*total {
+			return time.Duration(b.le * float64(time.Second))
+		}
+	}
+	return -1
 }
