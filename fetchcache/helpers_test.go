@@ -68,16 +68,22 @@ func buildSegment(t testing.TB, base int64, size int, seed uint64) *testSeg {
 	return s
 }
 
-// expect is what ReadRemote must return: whole batches from the one
-// holding offset, as many as fit in maxBytes, at least one.
-func (s *testSeg) expect(offset int64, maxBytes int) []byte {
+// expect is what ReadRemote must return with chunks of chunk bytes: whole
+// batches from the one holding offset, as many as fit in maxBytes, at
+// least one, and no further than the end of the chunk the first one lies
+// in; a first batch over two chunks comes alone.
+func (s *testSeg) expect(offset int64, maxBytes int, chunk int64) []byte {
 	for i, b := range s.batches {
 		if b.last < offset {
 			continue
 		}
 		end := b.pos + b.len
+		lim := int(min((int64(b.pos)/chunk+1)*chunk, int64(len(s.log))))
+		if end > lim {
+			return s.log[b.pos:end]
+		}
 		for _, n := range s.batches[i+1:] {
-			if n.pos+n.len-b.pos > maxBytes {
+			if n.pos+n.len-b.pos > maxBytes || n.pos+n.len > lim {
 				break
 			}
 			end = n.pos + n.len
@@ -138,7 +144,7 @@ func checkRead(t testing.TB, c *Cache, rec catalog.Segment, s *testSeg, offset i
 	if err != nil {
 		t.Fatalf("offset %d max %d: %v", offset, maxBytes, err)
 	}
-	if want := s.expect(offset, maxBytes); !bytes.Equal(got, want) {
+	if want := s.expect(offset, maxBytes, c.chunkSize); !bytes.Equal(got, want) {
 		t.Fatalf("offset %d max %d: got %d bytes, want %d (first batch at %d)", offset, maxBytes, len(got), len(want), s.batches[s.batchAt(offset)].pos)
 	}
 }

@@ -201,6 +201,7 @@ type ColdTier interface {
 	// ReadRemote returns record batches of the remote segment seg starting
 	// with the batch that holds offset, at most maxBytes (but at least one
 	// whole batch), ending anywhere. It is called outside the shard
-	// goroutine, so it may block on the network.
+	// goroutine, so it may block on the network. The slice is read-only:
+	// it may be the tier's cache memory.
 	ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error)
 }

@@ -25,7 +25,8 @@ import (
 // one run against MinIO on loopback:
 //   - cold fetch throughput through the Kafka gateway (a franz-go consumer
 //     from offset 0, every segment only in the bucket, cache cold) against a
-//     plain sequential GET of the same objects from the same MinIO;
+//     single reader's plain GETs of the same objects from the same MinIO
+//     (4 MiB range GETs, the requests the cache makes, and whole objects);
 //   - the same consumer again with the cache warm, and the hit ratio;
 //   - produce p99 at a fixed rate with tiering on (uploads running all the
 //     time) against the same load with tiering off.
@@ -60,35 +61,61 @@ func TestMeasureTiered(t *testing.T) {
 	segs := n.waitTiered(topic, 1, 5*time.Minute)
 	var remoteBytes int64
 	var keys []string
+	var sizes []int64
 	for _, s := range segs {
 		if s.State == "remote" {
 			remoteBytes += s.Bytes
 			keys = append(keys, prefix+"/"+s.ObjectKey)
+			sizes = append(sizes, s.Bytes)
 		}
 	}
 
-	// Plain read of the same objects from the same MinIO, one object after
-	// the other, as a single reader.
+	// Plain reads of the same objects from the same MinIO by a single
+	// reader, one object after the other: range GETs of the cache's chunk
+	// size (the "plain range-GET read": the requests the cache
+	// makes, without the broker), and whole-object GETs (fewer requests,
+	// cheaper for MinIO).
 	cpu := newCPUMeter(t, n)
-	start := time.Now()
-	var plainBytes int64
-	for _, k := range keys {
-		obj, err := mc.GetObject(context.Background(), testBucket, k, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
+	plainRead := func(rangeSize int64) (float64, int64) {
+		start := time.Now()
+		var read int64
+		for i, k := range keys {
+			size := sizes[i]
+			step := rangeSize
+			if step <= 0 {
+				step = size
+			}
+			for off := int64(0); off < size; off += step {
+				var opts minio.GetObjectOptions
+				if rangeSize > 0 {
+					if err := opts.SetRange(off, min(off+step, size)-1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				obj, err := mc.GetObject(context.Background(), testBucket, k, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nr, err := io.Copy(io.Discard, obj)
+				obj.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				read += nr
+			}
 		}
-		nr, err := io.Copy(io.Discard, obj)
-		obj.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		plainBytes += nr
+		return float64(read) / (1 << 20) / time.Since(start).Seconds(), read
 	}
-	plain := float64(plainBytes) / (1 << 20) / time.Since(start).Seconds()
+	plainWhole, plainBytes := plainRead(0)
+	cpuWhole := cpu.lap()
+	plain, rangeBytes := plainRead(4 << 20) // fetchcache.DefaultChunkSize
 	cpuPlain := cpu.lap()
+	if rangeBytes != plainBytes || plainBytes != remoteBytes {
+		t.Fatalf("plain reads: %d bytes in ranges, %d whole, %d in the catalog", rangeBytes, plainBytes, remoteBytes)
+	}
 
 	stopProfile := profileNode(t, n, "cold.pprof", 2*time.Second)
-	start = time.Now()
+	start := time.Now()
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, 10*time.Minute))
 	cold := float64(remoteBytes) / (1 << 20) / time.Since(start).Seconds()
 	cpuCold := cpu.lap()
@@ -102,13 +129,13 @@ func TestMeasureTiered(t *testing.T) {
 	hitWarm := n.metric("aerostream_fetchcache_hit_ratio")
 	n.stop()
 
-	t.Logf("cold fetch through the Kafka gateway: %.0f MiB/s; plain GET of the same %d objects (%d MiB): %.0f MiB/s; ratio %.2f",
-		cold, len(keys), plainBytes>>20, plain, cold/plain)
-	t.Logf("warm cache: %.0f MiB/s (%.2fx the plain GET); cache hit ratio after the cold pass %.3f, after the warm pass %.3f",
-		warm, warm/plain, hitCold, hitWarm)
+	t.Logf("cold fetch through the Kafka gateway: %.0f MiB/s; plain 4 MiB range GETs of the same %d objects (%d MiB): %.0f MiB/s, ratio %.2f; whole-object GETs: %.0f MiB/s, ratio %.2f",
+		cold, len(keys), plainBytes>>20, plain, cold/plain, plainWhole, cold/plainWhole)
+	t.Logf("warm cache: %.0f MiB/s (%.2fx the range GETs, %.2fx the whole-object GETs); cache hit ratio after the cold pass %.3f, after the warm pass %.3f",
+		warm, warm/plain, warm/plainWhole, hitCold, hitWarm)
 	gib := float64(remoteBytes) / (1 << 30)
-	t.Logf("CPU seconds per GiB read (2 cores shared): plain GET %s; cold pass %s; warm pass %s",
-		cpuPlain.per(gib, "reader"), cpuCold.per(gib, "client"), cpuWarm.per(gib, "client"))
+	t.Logf("CPU seconds per GiB read (2 cores shared): whole-object GETs %s; range GETs %s; cold pass %s; warm pass %s",
+		cpuWhole.per(gib, "reader"), cpuPlain.per(gib, "reader"), cpuCold.per(gib, "client"), cpuWarm.per(gib, "client"))
 
 	// Produce p99 with tiering on and off, same load: 2,000 msg/s of 1 KiB,
 	// small segments so uploads never stop.
