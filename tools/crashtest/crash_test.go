@@ -49,6 +49,9 @@ func (n *node) start(t *testing.T) {
 	n.cmd = exec.Command(n.bin, "store",
 		"--data-dir", n.dir,
 		"--ring-listen", "unix:"+n.sock,
+		// No admin listener: the default :9001 may be taken on the
+		// machine running the tests.
+		"--http-listen", "",
 		"--logstore.flush", "always",
 		"--logstore.shards", "2",
 		// Small segments so kills land during rolls too.
