@@ -347,15 +347,29 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 }
 
 // readahead prefetches the Options.Readahead chunks after chunk k of o, as
-// far as free readahead slots allow. A window that runs past o's end goes
+// far as free readahead slots allow, in spans of several chunks a GET
+// (span.go). A window that runs past o's end goes
 // on into the object of the next segment, its index first (next.go).
 func (c *Cache) readahead(o *object, k int64) {
 	last := k + int64(c.opts.Readahead)
+	span := c.spanChunks()
 	for n := k + 1; n <= last; n++ {
 		if n < o.chunks {
-			if !c.prefetch(o, n, o) {
+			end := min(last, o.chunks-1)
+			run := c.missing(o, n, min(end, n+span-1))
+			if run == 0 {
+				continue
+			}
+			// A short run at the end of the window waits to grow into a
+			// whole span (span.go); the chunks before it are already
+			// coming, so the reader does not wait for it.
+			if run < span && n+run-1 == end && end < o.chunks-1 && n > k+1 {
 				return
 			}
+			if !c.prefetchSpan(o, n, run, o) {
+				return
+			}
+			n += run - 1
 			continue
 		}
 		nx := c.nextObject(o, o)

@@ -51,25 +51,31 @@ func (c *Cache) startLocked(key string, waiters int, detached bool,
 		defer c.bg.Done()
 		defer cancel()
 		data, err := fetch(ctx)
-		f.data, f.err = data, err
-		c.flights.mu.Lock()
-		// Storing and leaving the group are one step under the lock, so a
-		// reader finds either the flight or the data. A flight that has
-		// already left (its last waiter gave up, or purge dropped what it
-		// was fetching) stores nothing.
-		if c.flights.m[key] == f {
-			delete(c.flights.m, key)
-			if err == nil && fill != nil {
-				fill(data)
-			}
-		}
-		c.flights.mu.Unlock()
-		close(f.done)
+		c.land(key, f, data, err, fill)
 		if then != nil {
 			then(err)
 		}
 	}()
 	return f
+}
+
+// land ends flight f for key with its result: fill stores a success as the
+// flight leaves the group, then the waiters are released.
+func (c *Cache) land(key string, f *flight, data []byte, err error, fill func([]byte)) {
+	f.data, f.err = data, err
+	c.flights.mu.Lock()
+	// Storing and leaving the group are one step under the lock, so a
+	// reader finds either the flight or the data. A flight that has
+	// already left (its last waiter gave up, or purge dropped what it was
+	// fetching) stores nothing.
+	if c.flights.m[key] == f {
+		delete(c.flights.m, key)
+		if err == nil && fill != nil {
+			fill(data)
+		}
+	}
+	c.flights.mu.Unlock()
+	close(f.done)
 }
 
 // join waits for the flight loading key, starting it with start when none
@@ -80,7 +86,11 @@ func (c *Cache) join(ctx context.Context, key string, recheck func() ([]byte, bo
 	for attempt := 0; ; attempt++ {
 		c.flights.mu.Lock()
 		f := c.flights.m[key]
-		if f != nil {
+		// After a failed readahead, the reader GETs the chunk itself
+		// (with retries) rather than join the next readahead of it,
+		// which may fail the same way: its own flight takes the key, and
+		// the readahead, when it ends, stores nothing.
+		if f != nil && !(attempt > 0 && f.readahead) {
 			f.waiters++
 			joined = true
 		} else {

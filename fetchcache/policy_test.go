@@ -178,6 +178,30 @@ func TestReadahead(t *testing.T) {
 	}
 }
 
+// TestReadaheadSpans: with a window of four chunks, readahead fetches two
+// chunks a GET, so a sequential replay makes about half as many requests
+// as it reads chunks, and gets the same bytes.
+func TestReadaheadSpans(t *testing.T) {
+	s := buildSegment(t, 0, 400<<10, 52)
+	counted, gets := countGets(objstore.NewMemBucket())
+	rec := put(t, counted, segKey("span", 0), s, true)
+	c := newCache(t, counted, Options{ChunkSize: 4096, MaxBytes: 2 << 20, Readahead: 4})
+	if got := consume(t, c, rec, 0, 1000); !bytes.Equal(got, s.log) {
+		t.Fatal("wrong bytes")
+	}
+	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
+	chunks := chunksOf(s, 4096)
+	n := gets.of(rec.ObjectKey)
+	if n > chunks/2+4 {
+		t.Errorf("%d GETs for %d chunks, want about half", n, chunks)
+	}
+	st := c.Stats()
+	if st.ReadaheadGets < int64(chunks)-5 || st.Gets < int64(n) { // Gets also counts the index GET
+		t.Errorf("readahead fetched %d of %d chunks; %d GETs counted, %d seen", st.ReadaheadGets, chunks, st.Gets, n)
+	}
+	t.Logf("%d chunks in %d GETs; %d readahead hits, %d misses", chunks, n, st.ReadaheadHits, st.Misses)
+}
+
 // TestReadaheadNeverBlocks: a readahead GET that hangs delays no reader, a
 // reader that needs its chunk waits for it (and may give up), and
 // readahead takes only free I/O slots of its share.
