@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -14,8 +15,8 @@ import (
 func newBenchCmd(env Env) *cobra.Command {
 	cfg := bench.DefaultConfig()
 	var (
-		jsonPath string
-		mode     string
+		jsonPath, cpuProfile string
+		mode                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -64,6 +65,19 @@ signal exits at once.`,
 				<-ctx.Done()
 				stop()
 			}()
+			if cpuProfile != "" {
+				// The client's own profile: on a shared machine its CPU is
+				// part of what the run measures.
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := bench.Run(ctx, cfg, env.Stderr)
 			if res != nil {
 				if jsonPath != "" {
@@ -108,6 +122,7 @@ signal exits at once.`,
 	f.StringVar(&cfg.Compression, "compression", cfg.Compression, "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&cfg.BrokerPID, "broker-pid", 0, "local broker process to sample CPU and RSS of (/proc)")
 	f.StringVar(&jsonPath, "json", "", "write the result as JSON to this file")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this client (the bench process) to this file")
 	f.DurationVar(&cfg.Progress, "progress-interval", cfg.Progress, "interval of the progress line")
 	return cmd
 }
