@@ -250,10 +250,11 @@ func (c *Cache) chunkKey(obj string, k int64) string {
 // object and the record does not say the segment reaches offset.
 //
 // The caller may keep the slice but must not write to it: it may be the
-// cache's own memory. A read returns at most the rest of the chunk its first batch lies in
-// (or, when that batch straddles two chunks, that batch alone), so that it
-// can be served without a copy; a consumer gets the rest on its next
-// fetch, as Kafka allows a broker to return less than the maximum.
+// cache's own memory. A read returns at most the rest of the chunk its
+// first batch lies in (or, when that batch straddles two chunks, that
+// batch alone), so that it can be served without a copy; a consumer gets
+// the rest on its next fetch, as Kafka allows a broker to return less than
+// the maximum.
 func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -348,8 +349,8 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 
 // readahead prefetches the Options.Readahead chunks after chunk k of o, as
 // far as free readahead slots allow, in spans of several chunks a GET
-// (span.go). A window that runs past o's end goes
-// on into the object of the next segment, its index first (next.go).
+// (span.go). A window that runs past o's end goes on into the object of
+// the next segment, its index first (next.go).
 func (c *Cache) readahead(o *object, k int64) {
 	last := k + int64(c.opts.Readahead)
 	span := c.spanChunks()

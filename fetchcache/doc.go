@@ -33,7 +33,10 @@
 //     sit idle until its next fetch. A window that runs past the object's
 //     end continues into the object of the next segment (its index, then
 //     its first chunks), found by one List of the key prefix that names
-//     the next base offset (next.go).
+//     the next base offset (next.go). Readahead waits until half its
+//     window is missing and fetches that half with one ranged GET (span.go),
+//     so a replay makes half as many requests (or fewer, with a larger
+//     window) as it reads chunks.
 //   - The cold I/O budget: at most Options.MaxConcurrentGets GETs at a time
 //     and, optionally, Options.MaxBytesPerSec. These are separate from
 //     whatever tierd uses for uploads, so cold readers cannot starve
@@ -44,6 +47,9 @@
 //     bad batch are dropped from memory, so corrupted bytes are never
 //     served and a corruption that happened in transit heals on the next
 //     read.
+//   - Zero copy: a read is served from the cached chunk's own memory (read
+//     only to the caller), up to the end of that chunk; only a first batch
+//     that straddles two chunks is copied, alone.
 //   - Its metrics: Stats and Collectors (Prometheus).
 //
 // # What it must not import
