@@ -18,7 +18,12 @@
 //   - Retry and RetryPolicy: exponential backoff with full jitter over
 //     errors IsTransient classifies as worth retrying;
 //   - AcceptanceTest, the conformance suite every provider runs against a
-//     real server (MinIO, fake-gcs-server, Azurite, a local directory).
+//     real server (MinIO, fake-gcs-server, Azurite, a local directory);
+//   - the pieces the cloud providers share rather than each write again:
+//     CheckPut (Put's argument check), PutMultipart (a large Put through a
+//     MultipartWriter), RangeAtEnd (the empty read at an object's end that
+//     the services refuse with a 416) and DeleteEach (DeleteMany without a
+//     batch API).
 //
 // The providers live below, one per folder (filesystem, s3, gcs, azure), and
 // each owns its SDK: this package imports no cloud SDK, so a program that

@@ -226,6 +226,58 @@ func ValidateSize(size int64) error {
 	return nil
 }
 
+// CheckPut is the check a provider's Put and PutIfAbsent make before they
+// send anything: a valid key and size and a live ctx. Its errors name the
+// provider, the operation and the key.
+func CheckPut(ctx context.Context, provider string, op Op, key string, size int64) error {
+	if err := ValidateKey(key); err != nil {
+		return fmt.Errorf("%s: %s: %w", provider, op, err)
+	}
+	if err := ValidateSize(size); err != nil {
+		return fmt.Errorf("%s: %s %q: %w", provider, op, key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %s %q: %w", provider, op, key, err)
+	}
+	return nil
+}
+
+// RangeAtEnd resolves a GetRange the service refused as not satisfiable
+// (416, rangeErr): the contract gives an empty read for a start exactly at
+// the object's end (a reader that consumed the whole object asks for the
+// rest), which S3, GCS and Azure refuse like any start past it. head is the
+// provider's Head.
+func RangeAtEnd(ctx context.Context, head func(context.Context, string) (ObjectInfo, error),
+	provider, key string, off int64, rangeErr error) (io.ReadCloser, error) {
+	info, err := head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off == info.Size {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	return nil, fmt.Errorf("%s: get %q offset %d of %d: %w", provider, key, off, info.Size, rangeErr)
+}
+
+// PutMultipart stores size bytes of r through w, a multipart writer just
+// opened for key: the path of a provider's Put for objects too large for
+// one request. A reader shorter than size aborts the upload (ShortError),
+// so nothing is stored.
+func PutMultipart(ctx context.Context, w MultipartWriter, provider, key string, r io.Reader, size int64) (ObjectInfo, error) {
+	defer w.Abort(ctx)
+	n, err := io.Copy(w, io.LimitReader(r, size))
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("%s: put %q: %w", provider, key, err)
+	}
+	if n != size {
+		return ObjectInfo{}, ShortError(key, n, size)
+	}
+	if err := w.Close(); err != nil {
+		return ObjectInfo{}, err
+	}
+	return w.Info(), nil
+}
+
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // NewCRC32C returns the hash behind ObjectInfo.Checksum. CRC32C because

@@ -238,14 +238,8 @@ func (b *bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 }
 
 func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reader, size int64, ifAbsent bool) (objstore.ObjectInfo, error) {
-	if err := objstore.ValidateKey(key); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("azure: %s: %w", op, err)
-	}
-	if err := objstore.ValidateSize(size); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("azure: %s %q: %w", op, key, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("azure: %s %q: %w", op, key, err)
+	if err := objstore.CheckPut(ctx, "azure", op, key, size); err != nil {
+		return objstore.ObjectInfo{}, err
 	}
 	if size > singlePutMax {
 		return b.putBlocks(ctx, key, r, size, ifAbsent)
@@ -275,18 +269,7 @@ func (b *bucket) putBlocks(ctx context.Context, key string, r io.Reader, size in
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	defer w.Abort(ctx)
-	n, err := io.Copy(w, io.LimitReader(r, size))
-	if err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("azure: put %q: %w", key, err)
-	}
-	if n != size {
-		return objstore.ObjectInfo{}, objstore.ShortError(key, n, size)
-	}
-	if err := w.Close(); err != nil {
-		return objstore.ObjectInfo{}, err
-	}
-	return w.Info(), nil
+	return objstore.PutMultipart(ctx, w, "azure", key, r, size)
 }
 
 func (b *bucket) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
@@ -326,24 +309,11 @@ func (b *bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 	if err != nil {
 		err = mapErr(ctx, err)
 		if objstore.IsInvalidRange(err) {
-			return b.rangeAtEnd(ctx, key, off, err)
+			return objstore.RangeAtEnd(ctx, b.Head, "azure", key, off, err)
 		}
 		return nil, fmt.Errorf("azure: get %q: %w", key, err)
 	}
 	return resp.Body, nil
-}
-
-// rangeAtEnd resolves a 416: the contract gives an empty read for a start
-// exactly at the end, which Azure refuses like any start past it.
-func (b *bucket) rangeAtEnd(ctx context.Context, key string, off int64, rangeErr error) (io.ReadCloser, error) {
-	info, err := b.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if off == info.Size {
-		return io.NopCloser(strings.NewReader("")), nil
-	}
-	return nil, fmt.Errorf("azure: get %q offset %d of %d: %w", key, off, info.Size, rangeErr)
 }
 
 func (b *bucket) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {

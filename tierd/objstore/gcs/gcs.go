@@ -200,14 +200,8 @@ func (b *bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 }
 
 func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reader, size int64, ifAbsent bool) (objstore.ObjectInfo, error) {
-	if err := objstore.ValidateKey(key); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("gcs: %s: %w", op, err)
-	}
-	if err := objstore.ValidateSize(size); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("gcs: %s %q: %w", op, key, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("gcs: %s %q: %w", op, key, err)
+	if err := objstore.CheckPut(ctx, "gcs", op, key, size); err != nil {
+		return objstore.ObjectInfo{}, err
 	}
 	chunk := googleapi.DefaultUploadChunkSize
 	cr := objstore.NewCountingReader(r, size)
@@ -323,24 +317,11 @@ func (b *bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 	if err != nil {
 		err = mapErr(ctx, err)
 		if objstore.IsInvalidRange(err) {
-			return b.rangeAtEnd(ctx, key, off, err)
+			return objstore.RangeAtEnd(ctx, b.Head, "gcs", key, off, err)
 		}
 		return nil, fmt.Errorf("gcs: get %q: %w", key, err)
 	}
 	return r, nil
-}
-
-// rangeAtEnd resolves a 416: the contract gives an empty read for a start
-// exactly at the end, which GCS refuses like any start past it.
-func (b *bucket) rangeAtEnd(ctx context.Context, key string, off int64, rangeErr error) (io.ReadCloser, error) {
-	info, err := b.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if off == info.Size {
-		return io.NopCloser(strings.NewReader("")), nil
-	}
-	return nil, fmt.Errorf("gcs: get %q offset %d of %d: %w", key, off, info.Size, rangeErr)
 }
 
 func (b *bucket) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {

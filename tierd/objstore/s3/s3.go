@@ -184,14 +184,8 @@ func (b *bucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size 
 }
 
 func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reader, size int64, ifAbsent bool) (objstore.ObjectInfo, error) {
-	if err := objstore.ValidateKey(key); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("s3: %s: %w", op, err)
-	}
-	if err := objstore.ValidateSize(size); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("s3: %s %q: %w", op, key, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("s3: %s %q: %w", op, key, err)
+	if err := objstore.CheckPut(ctx, "s3", op, key, size); err != nil {
+		return objstore.ObjectInfo{}, err
 	}
 	if size > maxSinglePut {
 		return b.putMultipart(ctx, key, r, size, ifAbsent)
@@ -233,18 +227,7 @@ func (b *bucket) putMultipart(ctx context.Context, key string, r io.Reader, size
 	if err != nil {
 		return objstore.ObjectInfo{}, err
 	}
-	defer w.Abort(ctx)
-	n, err := io.Copy(w, io.LimitReader(r, size))
-	if err != nil {
-		return objstore.ObjectInfo{}, fmt.Errorf("s3: put %q: %w", key, err)
-	}
-	if n != size {
-		return objstore.ObjectInfo{}, objstore.ShortError(key, n, size)
-	}
-	if err := w.Close(); err != nil {
-		return objstore.ObjectInfo{}, err
-	}
-	return w.Info(), nil
+	return objstore.PutMultipart(ctx, w, "s3", key, r, size)
 }
 
 func (b *bucket) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
@@ -285,25 +268,11 @@ func (b *bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 	if err != nil {
 		err = mapErr(ctx, err)
 		if objstore.IsInvalidRange(err) {
-			return b.rangeAtEnd(ctx, key, off, err)
+			return objstore.RangeAtEnd(ctx, b.Head, "s3", key, off, err)
 		}
 		return nil, fmt.Errorf("s3: get %q: %w", key, err)
 	}
 	return body, nil
-}
-
-// rangeAtEnd resolves a 416: S3 refuses any range starting at or past the
-// end, but the contract gives an empty read for a start exactly at the end
-// (a reader that has consumed the whole object asks for the rest).
-func (b *bucket) rangeAtEnd(ctx context.Context, key string, off int64, rangeErr error) (io.ReadCloser, error) {
-	info, err := b.Head(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if off == info.Size {
-		return io.NopCloser(strings.NewReader("")), nil
-	}
-	return nil, fmt.Errorf("s3: get %q offset %d of %d: %w", key, off, info.Size, rangeErr)
 }
 
 func (b *bucket) List(ctx context.Context, prefix string) iter.Seq2[objstore.ObjectInfo, error] {
