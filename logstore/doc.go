@@ -29,7 +29,16 @@
 // removed, so Open can always reconcile the two after a crash: finishing
 // deletions, adopting unrecorded files, dropping records of vanished local
 // segments, truncating the torn tail of the last segment after validating
-// every batch's CRC32C, and rebuilding missing or corrupt indexes.
+// every batch's CRC32C, and rebuilding missing or corrupt indexes. One
+// record is written unsynced: the cloud pointer SetRemote records on the
+// shard goroutine (tier.go says why that is safe).
+//
+// # Paced writeback
+//
+// Each full window (WritebackBytes) behind the writer is handed to the
+// kernel with sync_file_range, and the window before it is dropped from the
+// page cache unless a reader seen in the last 30 s still needs it, up to two
+// windows behind the writer (writeback.go).
 //
 // # What it must not import
 //

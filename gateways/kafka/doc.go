@@ -32,6 +32,8 @@
 //     future work.
 //   - Producer id allocation for idempotent producers (producer_ids.go).
 //     The sequence checks themselves live in the store, per partition.
+//   - Its request metrics (metrics.go): the time spent on each request,
+//     per API, from the parsed frame to the built response (Collectors).
 //
 // # Membership is soft state
 //
