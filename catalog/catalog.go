@@ -86,6 +86,21 @@ func (c *Catalog) PutSegment(s Segment) error { return c.putSegment(s, pebble.Sy
 // after a synced write that follows it).
 func (c *Catalog) PutSegmentUnsynced(s Segment) error { return c.putSegment(s, pebble.NoSync) }
 
+// Sync makes every write before it durable: the write-ahead log is
+// ordered, so syncing it covers the unsynced writes that precede the sync.
+// It lets a caller write unsynced on a latency-critical goroutine and wait
+// for the disk on another.
+func (c *Catalog) Sync() error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.mu.RUnlock()
+	if err := c.db.LogData(nil, pebble.Sync); err != nil {
+		return fmt.Errorf("catalog: sync: %w", err)
+	}
+	return nil
+}
+
 func (c *Catalog) putSegment(s Segment, sync *pebble.WriteOptions) error {
 	if err := checkSegmentID(s.Topic, s.Partition, s.BaseOffset); err != nil {
 		return err

@@ -29,9 +29,20 @@
 // removed, so Open can always reconcile the two after a crash: finishing
 // deletions, adopting unrecorded files, dropping records of vanished local
 // segments, truncating the torn tail of the last segment after validating
-// every batch's CRC32C, and rebuilding missing or corrupt indexes. One
-// record is written unsynced: the cloud pointer SetRemote records on the
-// shard goroutine (tier.go says why that is safe).
+// every batch's CRC32C, and rebuilding missing or corrupt indexes.
+//
+// Not every record is synced by the shard goroutine that writes it, since
+// an fsync there stalls every produce of the shard. The cloud pointer
+// SetRemote records is written unsynced (tier.go says why that is safe).
+// A roll writes the sealed and the new active record unsynced too; so does
+// an eviction, its remote record. A per-shard chore goroutine then does the
+// slow part in order (shard.go, later): it shrinks the sealed indexes to
+// their used entries, syncs the catalog and only then tells tierd to upload,
+// writes the producer snapshot, and removes evicted files only after the
+// sync that makes their remote record durable. A crash in between leaves
+// files that recovery adopts, or a sealed index still at its preallocated
+// size, which recovery rebuilds. Deleting a partition drains the chores
+// first, so none outlives the directory.
 //
 // # Paced writeback
 //

@@ -110,7 +110,11 @@ func (p *partition) roll(s *shard, base int64) error {
 			old.durable = old.size
 			p.advanceHW(old.next)
 		}
-		if err := old.seal(); err != nil {
+		shrinks, err := old.sealLater()
+		// The shrinks run as a chore even on error: each owns a descriptor.
+		chore := rollChore{shrinks: shrinks}
+		if err != nil {
+			s.later(chore.run(s))
 			return err
 		}
 		if old.cloud.SegmentID == "" {
@@ -119,20 +123,22 @@ func (p *partition) roll(s *shard, base int64) error {
 			old.cloud.SegmentID = newSegmentID()
 		}
 		rec := p.record(old, sealedState(old))
-		if err := opts.Catalog.PutSegment(rec); err != nil {
+		// Unsynced: the chore syncs the catalog, off the produce path, and
+		// only then tells tierd, so that no object is named after a record
+		// a crash could lose. A lost record is harmless: recovery adopts
+		// the files and reseals the segment.
+		if err := opts.Catalog.PutSegmentUnsynced(rec); err != nil {
+			s.later(chore.run(s))
 			return err
 		}
 		if opts.Tier != nil && rec.ObjectKey == "" {
-			opts.Tier.Sealed(rec)
+			chore.sealed = &rec
 		}
-	}
-	if err := p.writeProducerSnapshot(base); err != nil {
-		// Without the snapshot recovery rescans older segments; slower, not
-		// wrong, so the roll goes on.
-		opts.Logger.Warn("writing producer snapshot", "topic", p.topic, "partition", p.id, "err", err)
+		chore.snapshotPath, chore.snapshot = p.producerSnapshot(base)
+		s.later(chore.run(s))
 	}
 	logPath, _, _ := segmentPaths(p.dir, base)
-	if err := opts.Catalog.PutSegment(catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: base,
+	if err := opts.Catalog.PutSegmentUnsynced(catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: base,
 		EndOffset: base, State: catalog.StateActive, LocalPath: logPath, MinTimestamp: -1, MaxTimestamp: -1}); err != nil {
 		return err
 	}
@@ -142,6 +148,43 @@ func (p *partition) roll(s *shard, base int64) error {
 	}
 	p.segs = append(p.segs, seg)
 	return nil
+}
+
+// rollChore is a roll's work off the shard goroutine, in this order:
+// shrink the sealed indexes (before tierd stages the files), make the
+// catalog durable, then queue the upload; the producer snapshot last.
+type rollChore struct {
+	shrinks      []indexShrink
+	sealed       *catalog.Segment // for tierd, nil when not tiering
+	snapshotPath string           // "" when there is no producer state
+	snapshot     []byte
+}
+
+func (c rollChore) run(s *shard) func() {
+	return func() {
+		log := s.opts.Logger
+		for _, j := range c.shrinks {
+			if err := j.run(); err != nil {
+				log.Warn("shrinking a sealed index", "err", err)
+			}
+		}
+		if c.sealed != nil {
+			if err := s.opts.Catalog.Sync(); err != nil {
+				// Not queued: tierd's rescan at the next start finds the
+				// segment sealed and not uploaded.
+				log.Error("catalog sync after roll; upload deferred to the next start", "err", err)
+			} else {
+				s.opts.Tier.Sealed(*c.sealed)
+			}
+		}
+		if c.snapshotPath != "" {
+			if err := writeSnapshot(c.snapshotPath, c.snapshot); err != nil {
+				// Without the snapshot recovery rescans older segments;
+				// slower, not wrong.
+				log.Warn("writing producer snapshot", "path", c.snapshotPath, "err", err)
+			}
+		}
+	}
 }
 
 func (p *partition) record(seg *segment, st catalog.State) catalog.Segment {
@@ -472,8 +515,9 @@ func (p *partition) evict(s *shard, now time.Time) (int, error) {
 	if locMs == -2 {
 		locMs = -1
 	}
-	evicted := 0
+	var gone []*segment
 	local := p.size()
+	var err error
 	for len(p.segs) > 1 {
 		seg := p.segs[0]
 		if seg.cloud.ObjectKey == "" || !seg.sealed {
@@ -484,24 +528,40 @@ func (p *partition) evict(s *shard, now time.Time) (int, error) {
 		}
 		rec := p.record(seg, catalog.StateRemote)
 		rec.LocalPath = ""
-		// The catalog moves first: a crash before the files go leaves a
-		// remote record with files on disk, which load() cleans up.
-		if err := s.opts.Catalog.PutSegment(rec); err != nil {
-			return evicted, err
-		}
-		if err := seg.remove(); err != nil {
-			s.opts.Logger.Warn("removing evicted segment files", "segment", seg.logPath, "err", err)
+		// The catalog moves first, unsynced here; the chore syncs it before
+		// the files go. A crash before the sync leaves the files and a
+		// record that still names them (or the remote one, and load()
+		// removes the files).
+		if err = s.opts.Catalog.PutSegmentUnsynced(rec); err != nil {
+			break
 		}
 		local -= seg.size
 		p.segs[0] = nil
 		p.segs = p.segs[1:]
 		p.remote = append(p.remote, rec)
-		evicted++
+		gone = append(gone, seg)
 	}
-	if evicted > 0 {
-		p.pruneSnapshots()
+	if len(gone) > 0 {
+		dir, first, log, cat := p.dir, p.segs[0].base, s.opts.Logger, s.opts.Catalog
+		s.later(func() {
+			if err := cat.Sync(); err != nil {
+				// Keep the files: the next start reconciles them with
+				// whichever record survived.
+				log.Error("catalog sync before removing evicted segments; files kept", "err", err)
+				for _, seg := range gone {
+					seg.closeFiles()
+				}
+				return
+			}
+			for _, seg := range gone {
+				if err := seg.remove(); err != nil {
+					log.Warn("removing evicted segment files", "segment", seg.logPath, "err", err)
+				}
+			}
+			pruneSnapshots(dir, first)
+		})
 	}
-	return evicted, nil
+	return len(gone), err
 }
 
 func (p *partition) close() {

@@ -181,19 +181,25 @@ func decodeProducers(b []byte) (map[int64]*producerState, error) {
 	return m, nil
 }
 
-// writeProducerSnapshot saves the state as of offset base (the start of a
-// new segment), atomically: temp file, fsync, rename.
-func (p *partition) writeProducerSnapshot(base int64) error {
+// producerSnapshot encodes the state as of offset base (the start of a new
+// segment) and names its file; writeSnapshot saves it. The path is "" when
+// there is no state to save.
+func (p *partition) producerSnapshot(base int64) (path string, data []byte) {
 	if len(p.producers) == 0 {
-		return nil
+		return "", nil
 	}
-	path := snapshotPath(p.dir, base)
+	return snapshotPath(p.dir, base), encodeProducers(p.producers)
+}
+
+// writeSnapshot saves a producer snapshot atomically: temp file, fsync,
+// rename.
+func writeSnapshot(path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(encodeProducers(p.producers)); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return err
 	}
@@ -264,8 +270,12 @@ func (p *partition) pruneSnapshots() {
 	if len(p.segs) == 0 {
 		return
 	}
-	first := p.segs[0].base
-	entries, _ := os.ReadDir(p.dir)
+	pruneSnapshots(p.dir, p.segs[0].base)
+}
+
+// pruneSnapshots removes the snapshot files in dir below base first.
+func pruneSnapshots(dir string, first int64) {
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		name := e.Name()
 		if !strings.HasSuffix(name, ".snapshot") || len(name) != 29 {
@@ -273,7 +283,7 @@ func (p *partition) pruneSnapshots() {
 		}
 		var base int64
 		if _, err := fmt.Sscanf(name[:20], "%d", &base); err == nil && base < first {
-			_ = os.Remove(filepath.Join(p.dir, name))
+			_ = os.Remove(filepath.Join(dir, name))
 		}
 	}
 }

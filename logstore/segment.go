@@ -202,17 +202,32 @@ func (s *segment) findTimestamp(ts, limit int64, scratch []byte) (off, foundTs i
 
 // seal trims the indexes and marks the segment immutable.
 func (s *segment) seal() error {
+	shrinks, err := s.sealLater()
+	for _, j := range shrinks {
+		if jerr := j.run(); err == nil {
+			err = jerr
+		}
+	}
+	return err
+}
+
+// sealLater seals the segment's indexes and returns the shrinks of their
+// files, which must run before anything reads the files themselves (tierd
+// uploads them).
+func (s *segment) sealLater() ([]indexShrink, error) {
 	if s.sealed {
-		return nil
+		return nil, nil
 	}
-	if err := s.idx.trim(); err != nil {
-		return err
+	j1, err := s.idx.seal()
+	if err != nil {
+		return nil, err
 	}
-	if err := s.tidx.trim(); err != nil {
-		return err
+	j2, err := s.tidx.seal()
+	if err != nil {
+		return []indexShrink{j1}, err
 	}
 	s.sealed = true
-	return nil
+	return []indexShrink{j1, j2}, nil
 }
 
 // syncData makes the log and the index mappings durable.

@@ -290,6 +290,17 @@ func TestRollRetentionDeleteRecords(t *testing.T) {
 }
 
 // runOnShard runs f on the shard goroutine that owns the partition.
+// settle waits until every shard's chores handed over so far have run:
+// the seal notices of rolls, and the removal of evicted files.
+func settle(s *Store) {
+	for _, sh := range s.shards {
+		r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
+		r.hook = func(sh *shard) { sh.drainChores() }
+		sh.reqs <- r
+		<-r.done
+	}
+}
+
 func runOnShard(t testing.TB, s *Store, topic string, id int32, f func(*shard, *partition)) {
 	t.Helper()
 	sh := s.shardFor(topic, id)
@@ -393,7 +404,7 @@ func TestRecoveryTornTailAndIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sent [][]byte
-	for i := 0; i < 60; i++ {
+	for i := 0; i < 90; i++ {
 		b := logtest.Filler(int64(i), 3, 100, byte(i))
 		sent = append(sent, append([]byte(nil), b...))
 		produce(t, ts.Store, "c", 0, b)
@@ -407,7 +418,7 @@ func TestRecoveryTornTailAndIndexes(t *testing.T) {
 			logs = append(logs, filepath.Join(pdir, e.Name()))
 		}
 	}
-	if len(logs) < 3 {
+	if len(logs) < 4 {
 		t.Fatalf("want several segments, have %d", len(logs))
 	}
 	// Corrupt the first segment's index, delete the second's, tear the tail
@@ -419,6 +430,14 @@ func TestRecoveryTornTailAndIndexes(t *testing.T) {
 	second := logs[1][:len(logs[1])-4]
 	os.Remove(second + ".index")
 	os.Remove(second + ".timeindex")
+	// The third's indexes were sealed but never shrunk (a crash before the
+	// chore that shrinks them ran): zero entries past the used ones.
+	third := logs[2][:len(logs[2])-4]
+	for _, ext := range []string{".index", ".timeindex"} {
+		if err := os.Truncate(third+ext, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f, _ := os.OpenFile(logs[len(logs)-1], os.O_WRONLY|os.O_APPEND, 0)
 	f.Write(sent[0][:40])
 	f.Close()
@@ -427,7 +446,7 @@ func TestRecoveryTornTailAndIndexes(t *testing.T) {
 	got := readAll(t, ts.Store, "c", 0, 0)
 	checkBatches(t, sent, got)
 	// Random reads through the rebuilt indexes land on the right batch.
-	for off := int64(0); off < 180; off += 7 {
+	for off := int64(0); off < int64(3*len(sent)); off += 7 {
 		res, err := ts.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: "c", Partition: 0, Offset: off, MaxBytes: 1}}})
 		if err != nil || res.Partitions[0].Err != nil {
 			t.Fatal(err, res.Partitions[0].Err)
@@ -438,6 +457,9 @@ func TestRecoveryTornTailAndIndexes(t *testing.T) {
 		if err != nil || off < h.BaseOffset || off > h.LastOffset() {
 			t.Fatalf("fetch %d returned batch %d..%d (%v)", off, h.BaseOffset, h.LastOffset(), err)
 		}
+	}
+	if st, err := os.Stat(third + ".index"); err != nil || st.Size() >= 1<<20 {
+		t.Fatalf("the unshrunk index was not rebuilt: %v %v", st.Size(), err)
 	}
 }
 

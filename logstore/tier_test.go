@@ -41,6 +41,7 @@ func (f *fakeTier) DeleteRemote(seg catalog.Segment) {
 }
 
 func (f *fakeTier) upload(t *testing.T, s *Store) int {
+	settle(s)
 	f.mu.Lock()
 	todo := f.sealed
 	f.sealed = nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,10 +137,29 @@ func TestMeasureTiered(t *testing.T) {
 	gib := float64(remoteBytes) / (1 << 30)
 	t.Logf("CPU seconds per GiB read (2 cores shared): whole-object GETs %s; range GETs %s; cold pass %s; warm pass %s",
 		cpuWhole.per(gib, "reader"), cpuPlain.per(gib, "reader"), cpuCold.per(gib, "client"), cpuWarm.per(gib, "client"))
+}
 
-	// Produce p99 with tiering on and off, same load: 2,000 msg/s of 1 KiB,
-	// small segments so uploads never stop.
-	measure := func(args []string, env []string) []time.Duration {
+// TestMeasureTieredProduce prints produce p99 at a fixed rate with tiering
+// on (uploads, eviction and manifests running all the time) against the
+// same load with tiering off. make measure-tiered runs it after
+// TestMeasureTiered, in the same go test run.
+//
+// The two modes alternate for several rounds, each on a fresh node, and the
+// p99 is taken over all rounds of a mode: a single 20 s run of each was
+// seen to swing the ratio between 0.8 and 1.9 with nothing changed, since
+// the p99 sits where a few hundred samples decide it and the VM's
+// background noise comes and goes.
+func TestMeasureTieredProduce(t *testing.T) {
+	p := s3Provider(t, "")
+	const rounds = 3
+	// measure produces 2,000 msg/s of 1 KiB for 10 s, sequentially, on a
+	// fresh node, with a background load that keeps 1 MiB segments rolling
+	// (so uploads never stop when tiering is on).
+	measure := func(round int, on bool) []time.Duration {
+		args, env := []string{"--tiered_storage.enabled=false"}, []string(nil)
+		if on {
+			args, env = p.args, p.env
+		}
 		n := newNode(t, t.TempDir(), args, env)
 		n.start()
 		defer n.stop()
@@ -147,7 +167,7 @@ func TestMeasureTiered(t *testing.T) {
 			"local.retention.bytes": ptr(strconv.Itoa(1 << 20))})
 		stop := make(chan struct{})
 		done := make(chan struct{})
-		go func() { // background load that keeps segments rolling
+		go func() {
 			defer close(done)
 			cl, _ := kgo.NewClient(kgo.SeedBrokers(n.kafka), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
 			defer cl.Close()
@@ -168,20 +188,25 @@ func TestMeasureTiered(t *testing.T) {
 		}
 		defer cl.Close()
 		latencies(t, cl, "p99", 2*time.Second, 500)
-		if len(env) > 0 { // the tiering-on run
-			defer profileNode(t, n, "produce.pprof", 15*time.Second)()
+		if on && round == 0 {
+			defer profileNode(t, n, "produce.pprof", 8*time.Second)()
 		}
-		l := latencies(t, cl, "p99", 20*time.Second, 2000)
+		l := latencies(t, cl, "p99", 10*time.Second, 2000)
 		close(stop)
 		<-done
-		t.Logf("tiering %v: the gateway's own Produce time p99 <= %v (its histogram's bucket), client p99 %v",
-			len(env) > 0, n.produceP99(), pct(l, 0.99))
+		t.Logf("round %d, tiering %v: client p99 %v over %d produces; the gateway's own Produce time p99 <= %v (its histogram's bucket)",
+			round, on, pct(l, 0.99), len(l), n.produceP99())
 		return l
 	}
-	on := measure(p.args, p.env)
-	off := measure([]string{"--tiered_storage.enabled=false"}, nil)
-	t.Logf("produce at 2000 msg/s: tiering on p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
-		pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
+	var on, off []time.Duration
+	for r := 0; r < rounds; r++ {
+		on = append(on, measure(r, true)...)
+		off = append(off, measure(r, false)...)
+	}
+	slices.Sort(on)
+	slices.Sort(off)
+	t.Logf("produce at 2000 msg/s, %d rounds pooled: tiering on p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
+		rounds, pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
 }
 
 // profileNode starts a CPU profile of n lasting d, saved under
