@@ -217,6 +217,9 @@ func (s *shard) flusher() {
 func (s *shard) choreLoop() {
 	defer s.wg.Done()
 	for fn := range s.chores {
+		if fn == nil {
+			return // shutdown's sentinel; see Store.Settle for why not close
+		}
 		fn()
 	}
 }
@@ -772,7 +775,9 @@ func (s *shard) shutdown() {
 		p.waitAcks = nil
 		p.close()
 	}
-	close(s.chores)
+	// A sentinel rather than close: Store.Settle may be sending from
+	// another goroutine, and a send on a closed channel panics.
+	s.chores <- nil
 	// Fail whatever is still queued.
 	for {
 		select {

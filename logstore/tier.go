@@ -257,6 +257,37 @@ func (s *Store) PartitionDir(topic string, partition int32) string {
 // on the same filesystem as the logs so links work.
 func (s *Store) StagingDir() string { return filepath.Join(s.opts.Dir, "staging") }
 
+// Settle waits until the chores that rolls and evictions of the shard
+// owning topic/partition have handed over so far have run: after it, every
+// segment sealed before the call has its indexes shrunk and its catalog
+// record durable. tierd calls it before staging a segment, whether a seal
+// notice or a catalog rescan found it, so that it neither uploads index
+// files still at their preallocated size nor names an object after a
+// record a crash could lose. It waits on the chore goroutine only, never
+// on the shard's.
+func (s *Store) Settle(ctx context.Context, topic string, partition int32) error {
+	if err := validName(topic, partition); err != nil {
+		return err
+	}
+	sh := s.shardFor(topic, partition)
+	done := make(chan struct{})
+	select {
+	case sh.chores <- func() { close(done) }:
+	case <-s.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-s.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // RollPartition seals the active segment now if it holds data, so that
 // `tier offload --now` can upload everything written so far.
 func (s *Store) RollPartition(ctx context.Context, topic string, id int32) error {

@@ -3,14 +3,19 @@
 //
 // Pipeline, per sealed segment (DESIGN §3):
 //
-//  1. stage: hard-link the segment's files into the store's staging folder
-//     (no byte copy; the link keeps the bytes alive even if retention
-//     deletes the segment meanwhile);
+//  1. stage: Store.Settle first (the store finishes a seal off its produce
+//     path: index files shrunk, catalog record synced), then hard-link the
+//     segment's files into the store's staging folder (no byte copy; the
+//     link keeps the bytes alive even if retention deletes the segment
+//     meanwhile);
 //  2. upload: PutIfAbsent, or a conditional multipart upload for large
 //     files, retried with exponential backoff and jitter;
 //  3. verify: the CRC32C of the bytes sent (computed as they are read from
 //     the staged file, in the same pass as the upload) must match the
-//     provider's, and Head must report the expected size;
+//     provider's; and unless the provider reports the upload Verified (the
+//     service checked the body against a checksum or signature sent with
+//     it, as S3, GCS and Azure do here), Head must report the expected
+//     size. Skipping that Head saves a billed request per file;
 //  4. record: Store.SetRemote writes the cloud pointer into the catalog
 //     (through the partition's shard, the only writer of its records);
 //  5. manifest: the partition is marked, and <topic>/<partition>/manifest.json

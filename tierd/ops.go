@@ -279,12 +279,23 @@ func (d *Daemon) download(ctx context.Context, r catalog.Segment, path string) e
 }
 
 // Drain waits until the queue is empty or ctx ends: `tier offload --now`
-// seals active segments, rescans and then drains.
+// seals active segments, rescans and then drains. Every segment sealed
+// before the call is uploaded when it returns: seal notices are sent after
+// the store's chores, which Drain first waits for.
 func (d *Daemon) Drain(ctx context.Context) error {
 	select {
 	case <-d.ready:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	parts, err := d.opts.Catalog.Partitions()
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := d.opts.Store.Settle(ctx, p.Topic, p.Partition); err != nil {
+			return fmt.Errorf("drain: %w", err)
+		}
 	}
 	for {
 		d.mu.Lock()

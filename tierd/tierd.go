@@ -27,6 +27,9 @@ type Store interface {
 	PartitionDir(topic string, partition int32) string
 	// StagingDir is a folder on the same filesystem as the logs.
 	StagingDir() string
+	// Settle returns once every segment of the partition sealed before the
+	// call has its files final and its catalog record durable.
+	Settle(ctx context.Context, topic string, partition int32) error
 }
 
 // Options configure a Daemon.

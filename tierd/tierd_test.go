@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,6 +280,84 @@ func TestUploadResumesAfterCrash(t *testing.T) {
 	if uploaded != cleared {
 		t.Fatalf("%d segments re-recorded, want %d", uploaded, cleared)
 	}
+}
+
+// unverifiedBucket reports every put as not Verified, counts Heads, and
+// can make Head report a stored size one byte short.
+type unverifiedBucket struct {
+	objstore.Bucket
+	heads atomic.Int64
+	short atomic.Bool
+}
+
+func (b *unverifiedBucket) PutIfAbsent(ctx context.Context, key string, r io.Reader, size int64) (objstore.ObjectInfo, error) {
+	info, err := b.Bucket.PutIfAbsent(ctx, key, r, size)
+	info.Verified = false
+	return info, err
+}
+
+func (b *unverifiedBucket) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	b.heads.Add(1)
+	info, err := b.Bucket.Head(ctx, key)
+	if b.short.Load() {
+		info.Size--
+	}
+	return info, err
+}
+
+// TestUploadVerification: an upload the provider reports Verified is not
+// read back; one it does not is checked with a Head, and a stored size
+// that differs from the file's fails the upload, which stays sealed.
+func TestUploadVerification(t *testing.T) {
+	ctx := context.Background()
+	cfg := logstore.PartitionConfig{SegmentBytes: 32 << 10, RetentionMs: -1, RetentionBytes: -1}
+	upload := func(b objstore.Bucket) (remote, sealed int) {
+		n := startNode(t, t.TempDir(), b)
+		defer n.stop()
+		if err := n.store.CreatePartition(ctx, "v", 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 20; i++ {
+			n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "v", Partition: 0, Records: logtest.Filler(1, 2, 1000, byte(i))})
+		}
+		dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_ = n.tier.Drain(dctx) // with the lying bucket the uploads keep failing
+		recs, _ := n.store.Segments(ctx, "v", 0)
+		for _, r := range recs {
+			switch {
+			case r.ObjectKey != "":
+				remote++
+			case r.State == catalog.StateSealed:
+				sealed++
+			}
+		}
+		return remote, sealed
+	}
+	var heads atomic.Int64
+	if remote, sealed := upload(&headCounter{Bucket: objstore.NewMemBucket(), n: &heads}); remote == 0 || sealed != 0 || heads.Load() != 0 {
+		t.Fatalf("verified puts: %d uploaded, %d left sealed, %d Heads (want none)", remote, sealed, heads.Load())
+	}
+	plain := &unverifiedBucket{Bucket: objstore.NewMemBucket()}
+	if remote, sealed := upload(plain); remote == 0 || sealed != 0 || plain.heads.Load() < int64(3*remote) {
+		t.Fatalf("unverified puts: %d uploaded, %d left sealed, %d Heads (want one per file)", remote, sealed, plain.heads.Load())
+	}
+	lying := &unverifiedBucket{Bucket: objstore.NewMemBucket()}
+	lying.short.Store(true)
+	if remote, sealed := upload(lying); remote != 0 || sealed == 0 {
+		t.Fatalf("stored size short by a byte: %d uploaded, %d left sealed", remote, sealed)
+	}
+}
+
+// headCounter counts Heads and passes everything through.
+type headCounter struct {
+	objstore.Bucket
+	n *atomic.Int64
+}
+
+func (b *headCounter) Head(ctx context.Context, key string) (objstore.ObjectInfo, error) {
+	b.n.Add(1)
+	return b.Bucket.Head(ctx, key)
 }
 
 func countObjects(t *testing.T, b objstore.Bucket) int {

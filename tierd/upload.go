@@ -62,6 +62,11 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 		cur.ObjectKey != "" || cur.State != catalog.StateSealed {
 		return nil // gone, already uploaded, or no longer eligible
 	}
+	// The seal's index shrink and catalog sync run after the roll, off the
+	// produce path; stage only what they have finished.
+	if err := d.opts.Store.Settle(ctx, rec.Topic, rec.Partition); err != nil {
+		return fmt.Errorf("settle: %w", err)
+	}
 	dir, err := d.stage(rec)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // deleted by retention before we got to it
@@ -108,7 +113,8 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 
 // putFile uploads one staged file under key unless an identical object is
 // already there, and verifies it: the CRC32C of the bytes sent must equal
-// the file's, and the stored size must match.
+// the file's, and the stored size must match (read back with a Head unless
+// the provider reports the upload Verified).
 //
 // The file's CRC32C is computed from the bytes as they are read for the
 // upload, not in a read pass of its own: the staged file is a hard link to
@@ -170,6 +176,13 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 	}
 	if info.Checksum != "" && info.Checksum != sum {
 		return info, fmt.Errorf("%w: %s sent with %s, file has %s", ErrVerify, key, info.Checksum, sum)
+	}
+	if info.Verified && info.Size == size && info.ETag != "" {
+		// The service checked the body it stored against what was sent,
+		// and what was sent has the file's checksum: a Head would cost a
+		// billed request per file and prove nothing more.
+		info.Key, info.Checksum = key, sum
+		return info, nil
 	}
 	head, err := d.opts.Bucket.Head(ctx, key)
 	if err != nil {

@@ -40,7 +40,9 @@
 // start beyond it is ErrInvalidRange. Delete of a missing key succeeds, so
 // retention and garbage collection can be retried blindly. Uploads compute a
 // CRC32C of the bytes sent and return it in ObjectInfo.Checksum, which tierd
-// stores in the catalog and `tier verify` checks on re-read.
+// stores in the catalog and `tier verify` checks on re-read. They also say
+// whether the service itself verified the body it stored
+// (ObjectInfo.Verified), which spares tierd a Head per upload.
 //
 // This package must not import any other aerostream package: it sits at the
 // bottom of the graph beside catalog, and tierd, fetchcache and tools import

@@ -116,6 +116,7 @@ func (b *memBucket) store(key string, data []byte, etag string, ifAbsent bool, c
 	b.mu.objects[key] = o
 	info := o.info(key)
 	info.Checksum = checksum
+	info.Verified = true // stored here, from the bytes given
 	return info, nil
 }
 

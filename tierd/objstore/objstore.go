@@ -92,6 +92,13 @@ type ObjectInfo struct {
 	// reference.
 	Checksum     string
 	LastModified time.Time
+	// Verified is set by Put, PutIfAbsent and a closed MultipartWriter when
+	// the stored object is known to be the bytes Checksum covers: the
+	// service checked the body (or every part) against an integrity value
+	// sent with it, or the provider wrote the bytes itself. Reading the
+	// object back, or a Head, proves nothing more then; tierd skips its
+	// verifying Head, a billed request per file, for such uploads.
+	Verified bool
 }
 
 // MinPartSize is the smallest part S3 accepts except for the last one. Every

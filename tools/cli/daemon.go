@@ -85,9 +85,12 @@ stops at once.`,
 const daemonGCPercent = 200
 
 // tuneGC applies daemonGCPercent unless the operator set GOGC.
-func tuneGC() {
+func tuneGC() { setGCPercent(daemonGCPercent) }
+
+// setGCPercent sets the GC target unless the operator set GOGC.
+func setGCPercent(percent int) {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(daemonGCPercent)
+		debug.SetGCPercent(percent)
 	}
 }
 

@@ -178,6 +178,7 @@ func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reade
 	}
 	info := b.info(key, st)
 	info.Checksum = cr.Checksum()
+	info.Verified = true // written and fsynced here, from the bytes counted
 	return info, nil
 }
 
@@ -512,7 +513,9 @@ func (u *uploader) Complete(ctx context.Context, parts []objstore.Part) (objstor
 	if err := os.RemoveAll(u.dir); err != nil {
 		u.b.log.Warn("local: removing multipart parts", "dir", u.dir, "err", err)
 	}
-	return u.b.info(u.key, st), nil
+	info := u.b.info(u.key, st)
+	info.Verified = true // the parts, concatenated here
+	return info, nil
 }
 
 // appendFile copies src to the end of f; io.Copy between two *os.File uses

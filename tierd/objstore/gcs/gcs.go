@@ -236,6 +236,8 @@ func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reade
 		return objstore.ObjectInfo{}, fmt.Errorf("gcs: %s %q: %w", op, key, mapErr(ctx, err))
 	}
 	info := b.info(key, attrs)
+	// Verified when the server's CRC32C of what it stored is ours.
+	info.Verified = info.Checksum == cr.Checksum()
 	info.Checksum = cr.Checksum()
 	return info, nil
 }
@@ -440,7 +442,9 @@ func (r *resumable) Close() error {
 		return r.err
 	}
 	r.info = r.b.info(r.key, attrs)
-	r.info.Checksum = objstore.FormatCRC32C(r.sum.Sum32())
+	sum := objstore.FormatCRC32C(r.sum.Sum32())
+	r.info.Verified = r.info.Checksum == sum // the server's CRC32C of what it stored
+	r.info.Checksum = sum
 	if r.info.LastModified.IsZero() {
 		r.info.LastModified = time.Now()
 	}
