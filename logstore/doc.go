@@ -34,12 +34,13 @@
 // Not every record is synced by the shard goroutine that writes it, since
 // an fsync there stalls every produce of the shard. The cloud pointer
 // SetRemote records is written unsynced (tier.go says why that is safe).
-// A roll writes the sealed and the new active record unsynced too; so does
-// an eviction, its remote record. A per-shard chore goroutine then does the
-// slow part in order (shard.go, later): it shrinks the sealed indexes to
-// their used entries, syncs the catalog and only then tells tierd to upload,
-// writes the producer snapshot, and removes evicted files only after the
-// sync that makes their remote record durable. A crash in between leaves
+// A roll writes the sealed and the new active record unsynced too; so do
+// an eviction, its remote record, and a retention deletion, its deleting
+// mark. A per-shard chore goroutine then does the slow part in order
+// (shard.go, later): it shrinks the sealed indexes to their used entries,
+// syncs the catalog and only then tells tierd to upload, writes the
+// producer snapshot, and removes evicted or deleted files only after the
+// sync that makes their record durable. A crash in between leaves
 // files that recovery adopts, or a sealed index still at its preallocated
 // size, which recovery rebuilds. Deleting a partition drains the chores
 // first, so none outlives the directory.

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -383,34 +384,59 @@ func (p *partition) segmentFor(offset int64) *segment {
 // crash in between is finished by load(). A segment with a cloud copy keeps
 // its record (still marked deleting) until tierd reports the objects gone.
 func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int64) bool) (int, error) {
-	removed := 0
+	var gone []*segment
+	var recs []catalog.Segment
 	total := p.size() + p.remoteBytes()
+	var err error
 	for len(p.segs) > 1 && len(p.remote) == 0 {
 		seg := p.segs[0]
 		if keep(seg, total) {
 			break
 		}
+		// Marked deleting, unsynced here: the chore syncs the catalog
+		// before any file goes, and recovery finishes a deletion whose
+		// mark survived (or keeps the segment whose mark did not).
 		rec := p.record(seg, catalog.StateDeleting)
-		if err := s.opts.Catalog.PutSegment(rec); err != nil {
-			return removed, err
-		}
-		if err := seg.remove(); err != nil {
-			s.opts.Logger.Warn("removing segment files", "segment", seg.logPath, "err", err)
-		}
-		if rec.ObjectKey != "" {
-			s.deleteRemote(rec)
-		} else if err := s.opts.Catalog.DeleteSegment(p.topic, p.id, seg.base); err != nil {
-			return removed, err
+		if err = s.opts.Catalog.PutSegmentUnsynced(rec); err != nil {
+			break
 		}
 		total -= seg.size
 		p.segs[0] = nil
 		p.segs = p.segs[1:]
-		removed++
+		gone = append(gone, seg)
+		recs = append(recs, rec)
 	}
-	if removed > 0 {
-		p.pruneSnapshots()
+	if len(gone) > 0 {
+		dir, first := p.dir, p.segs[0].base
+		s.later(func() { s.finishDeletes(dir, first, gone, recs) })
 	}
-	return removed, p.raiseLogStart(s)
+	return len(gone), errors.Join(err, p.raiseLogStart(s))
+}
+
+// finishDeletes runs on the chore goroutine: once the deleting marks are
+// durable, it removes the segments' files, then drops their records, or
+// asks tierd to delete their objects first.
+func (s *shard) finishDeletes(dir string, first int64, gone []*segment, recs []catalog.Segment) {
+	log := s.opts.Logger
+	if err := s.opts.Catalog.Sync(); err != nil {
+		log.Error("catalog sync before removing deleted segments; files kept", "err", err)
+		for _, seg := range gone {
+			seg.closeFiles()
+		}
+		return
+	}
+	for i, seg := range gone {
+		if err := seg.remove(); err != nil {
+			log.Warn("removing segment files", "segment", seg.logPath, "err", err)
+		}
+		if recs[i].ObjectKey != "" {
+			s.deleteRemote(recs[i])
+		} else if err := s.opts.Catalog.DeleteSegment(recs[i].Topic, recs[i].Partition, recs[i].BaseOffset); err != nil {
+			// The deleting mark stays; the next start finishes it.
+			log.Warn("dropping the record of a deleted segment", "segment", seg.logPath, "err", err)
+		}
+	}
+	pruneSnapshots(dir, first)
 }
 
 // dropRemoteOldest deletes cold-tier segments, oldest first, while drop

@@ -265,6 +265,14 @@ func TestRollRetentionDeleteRecords(t *testing.T) {
 	if info2.Size > 4*4096 || info2.LogStartOffset == 0 {
 		t.Fatalf("retention.bytes not applied: %+v", info2)
 	}
+	// The files and records of the deleted segments go on the chore
+	// goroutine, after the deleting marks are synced.
+	settle(ts.Store)
+	logs, _ := filepath.Glob(filepath.Join(partitionDir(ts.dir, "r", 0), "*.log"))
+	recs, _ := ts.cat.Segments("r", 0)
+	if len(logs) != info2.Segments || len(recs) != info2.Segments {
+		t.Fatalf("%d segments left, but %d log files and %d records", info2.Segments, len(logs), len(recs))
+	}
 	res, _ := ts.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: "r", Partition: 0, Offset: 0}}})
 	if !errors.Is(res.Partitions[0].Err, ErrOffsetOutOfRange) {
 		t.Fatalf("fetch below log start: %v", res.Partitions[0].Err)
@@ -289,7 +297,6 @@ func TestRollRetentionDeleteRecords(t *testing.T) {
 	}
 }
 
-// runOnShard runs f on the shard goroutine that owns the partition.
 // settle waits until every shard's chores handed over so far have run:
 // the seal notices of rolls, and the removal of evicted files.
 func settle(s *Store) {
@@ -301,6 +308,7 @@ func settle(s *Store) {
 	}
 }
 
+// runOnShard runs f on the shard goroutine that owns the partition.
 func runOnShard(t testing.TB, s *Store, topic string, id int32, f func(*shard, *partition)) {
 	t.Helper()
 	sh := s.shardFor(topic, id)
