@@ -264,16 +264,8 @@ func (p *partition) rebuildProducers(opts *Options) {
 	}
 }
 
-// pruneSnapshots removes snapshot files of segments that no longer exist,
-// keeping those at or above the first local segment.
-func (p *partition) pruneSnapshots() {
-	if len(p.segs) == 0 {
-		return
-	}
-	pruneSnapshots(p.dir, p.segs[0].base)
-}
-
-// pruneSnapshots removes the snapshot files in dir below base first.
+// pruneSnapshots removes the snapshot files in dir of segments that no
+// longer exist: those below first, the first local segment's base.
 func pruneSnapshots(dir string, first int64) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
