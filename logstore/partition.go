@@ -407,36 +407,45 @@ func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int
 		recs = append(recs, rec)
 	}
 	if len(gone) > 0 {
-		dir, first := p.dir, p.segs[0].base
-		s.later(func() { s.finishDeletes(dir, first, gone, recs) })
+		s.removeLater(p.dir, p.segs[0].base, gone, recs)
 	}
 	return len(gone), errors.Join(err, p.raiseLogStart(s))
 }
 
-// finishDeletes runs on the chore goroutine: once the deleting marks are
-// durable, it removes the segments' files, then drops their records, or
-// asks tierd to delete their objects first.
-func (s *shard) finishDeletes(dir string, first int64, gone []*segment, recs []catalog.Segment) {
-	log := s.opts.Logger
-	if err := s.opts.Catalog.Sync(); err != nil {
-		log.Error("catalog sync before removing deleted segments; files kept", "err", err)
-		for _, seg := range gone {
-			seg.closeFiles()
+// removeLater hands segments taken out of a partition to the chore
+// goroutine. Once the records that say so (remote for an eviction,
+// deleting for a deletion) are durable, it removes their files; a deletion
+// (recs given) then drops the records, or asks tierd to delete their
+// objects first. Snapshots below first go too.
+func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []catalog.Segment) {
+	s.later(func() {
+		log := s.opts.Logger
+		if err := s.opts.Catalog.Sync(); err != nil {
+			// Keep the files: the next start reconciles them with whichever
+			// record survived.
+			log.Error("catalog sync before removing segment files; files kept", "err", err)
+			for _, seg := range gone {
+				seg.closeFiles()
+			}
+			return
 		}
-		return
-	}
-	for i, seg := range gone {
-		if err := seg.remove(); err != nil {
-			log.Warn("removing segment files", "segment", seg.logPath, "err", err)
+		for i, seg := range gone {
+			if err := seg.remove(); err != nil {
+				log.Warn("removing segment files", "segment", seg.logPath, "err", err)
+			}
+			switch {
+			case recs == nil:
+			case recs[i].ObjectKey != "":
+				s.deleteRemote(recs[i])
+			default:
+				if err := s.opts.Catalog.DeleteSegment(recs[i].Topic, recs[i].Partition, recs[i].BaseOffset); err != nil {
+					// The deleting mark stays; the next start finishes it.
+					log.Warn("dropping the record of a deleted segment", "segment", seg.logPath, "err", err)
+				}
+			}
 		}
-		if recs[i].ObjectKey != "" {
-			s.deleteRemote(recs[i])
-		} else if err := s.opts.Catalog.DeleteSegment(recs[i].Topic, recs[i].Partition, recs[i].BaseOffset); err != nil {
-			// The deleting mark stays; the next start finishes it.
-			log.Warn("dropping the record of a deleted segment", "segment", seg.logPath, "err", err)
-		}
-	}
-	pruneSnapshots(dir, first)
+		pruneSnapshots(dir, first)
+	})
 }
 
 // dropRemoteOldest deletes cold-tier segments, oldest first, while drop
@@ -568,24 +577,7 @@ func (p *partition) evict(s *shard, now time.Time) (int, error) {
 		gone = append(gone, seg)
 	}
 	if len(gone) > 0 {
-		dir, first, log, cat := p.dir, p.segs[0].base, s.opts.Logger, s.opts.Catalog
-		s.later(func() {
-			if err := cat.Sync(); err != nil {
-				// Keep the files: the next start reconciles them with
-				// whichever record survived.
-				log.Error("catalog sync before removing evicted segments; files kept", "err", err)
-				for _, seg := range gone {
-					seg.closeFiles()
-				}
-				return
-			}
-			for _, seg := range gone {
-				if err := seg.remove(); err != nil {
-					log.Warn("removing evicted segment files", "segment", seg.logPath, "err", err)
-				}
-			}
-			pruneSnapshots(dir, first)
-		})
+		s.removeLater(p.dir, p.segs[0].base, gone, nil)
 	}
 	return len(gone), err
 }
