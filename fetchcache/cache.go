@@ -834,25 +834,34 @@ func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
 func (c *Cache) fetchChunk(ctx context.Context, o *object, k int64, readahead bool) ([]byte, error) {
 	off := k * c.chunkSize
 	buf := make([]byte, min(c.chunkSize, o.size-off))
-	var err error
-	if readahead {
-		err = c.getRange(ctx, o.key, off, buf)
-		c.releaseReadahead()
-	} else {
-		err = objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
-			release, err := c.acquire(ctx)
-			if err != nil {
-				return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, o.key, err)
-			}
-			defer release()
-			return c.getRange(ctx, o.key, off, buf)
-		})
-	}
+	err := c.withSlot(ctx, o.key, readahead, func(ctx context.Context) error {
+		return c.getRange(ctx, o.key, off, buf)
+	})
 	if err != nil {
 		c.st.getErrors.Add(1)
 		return nil, err
 	}
 	return buf, nil
+}
+
+// withSlot runs get, a GET of key, within the cache's I/O budget. A
+// readahead caller already holds a readahead slot, which this releases, and
+// is not retried; any other caller takes an I/O slot for each attempt and
+// is retried on transient errors.
+func (c *Cache) withSlot(ctx context.Context, key string, readahead bool, get func(context.Context) error) error {
+	if readahead {
+		err := get(ctx)
+		c.releaseReadahead()
+		return err
+	}
+	return objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
+		release, err := c.acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, key, err)
+		}
+		defer release()
+		return get(ctx)
+	})
 }
 
 // getRange reads exactly len(buf) bytes of key at off.

@@ -77,21 +77,7 @@ func (c *Cache) fetchIndex(ctx context.Context, o *object, readahead bool) ([]by
 		}
 		return nil
 	}
-	var err error
-	if readahead {
-		err = get(ctx)
-		c.releaseReadahead()
-	} else {
-		err = objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
-			release, err := c.acquire(ctx)
-			if err != nil {
-				return fmt.Errorf("fetchcache: %s %q: waiting for an I/O slot: %w", objstore.OpGetRange, o.idxKey, err)
-			}
-			defer release()
-			return get(ctx)
-		})
-	}
-	if err != nil {
+	if err := c.withSlot(ctx, o.idxKey, readahead, get); err != nil {
 		c.st.getErrors.Add(1)
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/tierd/objstore"
 )
 
@@ -148,20 +149,30 @@ func TestPromotion(t *testing.T) {
 	}
 }
 
-// TestReadahead: a sequential reader finds the next chunks fetched ahead of
-// it, and every chunk is fetched exactly once.
-func TestReadahead(t *testing.T) {
-	s := buildSegment(t, 0, 200<<10, 50)
+// replayCounted stores a segment of size bytes in a bucket that counts
+// GETs, replays it from offset 0 through a cache with opts, checks the
+// bytes, and waits for readahead to settle. It returns the cache, the
+// counting bucket, the segment's record, its number of chunks and the GETs
+// of its log object.
+func replayCounted(t *testing.T, name string, size int, seed uint64, opts Options) (*Cache, objstore.Bucket, catalog.Segment, int, int) {
+	t.Helper()
+	s := buildSegment(t, 0, size, seed)
 	counted, gets := countGets(objstore.NewMemBucket())
-	rec := put(t, counted, segKey("ra", 0), s, true)
-	c := newCache(t, counted, Options{ChunkSize: 4096, MaxBytes: 1 << 20, Readahead: 2})
+	rec := put(t, counted, segKey(name, 0), s, true)
+	c := newCache(t, counted, opts)
 	if got := consume(t, c, rec, 0, 1000); !bytes.Equal(got, s.log) {
 		t.Fatal("wrong bytes")
 	}
 	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
-	chunks := chunksOf(s, 4096)
+	return c, counted, rec, chunksOf(s, 4096), gets.of(rec.ObjectKey)
+}
+
+// TestReadahead: a sequential reader finds the next chunks fetched ahead of
+// it, and every chunk is fetched exactly once.
+func TestReadahead(t *testing.T) {
+	c, counted, rec, chunks, n := replayCounted(t, "ra", 200<<10, 50, Options{ChunkSize: 4096, MaxBytes: 1 << 20, Readahead: 2})
 	st := c.Stats()
-	if n := gets.of(rec.ObjectKey); n != chunks {
+	if n != chunks {
 		t.Errorf("%d GETs for %d chunks", n, chunks)
 	}
 	if st.ReadaheadGets < int64(chunks)-3 || st.ReadaheadHits == 0 {
@@ -182,16 +193,7 @@ func TestReadahead(t *testing.T) {
 // chunks a GET, so a sequential replay makes about half as many requests
 // as it reads chunks, and gets the same bytes.
 func TestReadaheadSpans(t *testing.T) {
-	s := buildSegment(t, 0, 400<<10, 52)
-	counted, gets := countGets(objstore.NewMemBucket())
-	rec := put(t, counted, segKey("span", 0), s, true)
-	c := newCache(t, counted, Options{ChunkSize: 4096, MaxBytes: 2 << 20, Readahead: 4})
-	if got := consume(t, c, rec, 0, 1000); !bytes.Equal(got, s.log) {
-		t.Fatal("wrong bytes")
-	}
-	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
-	chunks := chunksOf(s, 4096)
-	n := gets.of(rec.ObjectKey)
+	c, _, _, chunks, n := replayCounted(t, "span", 400<<10, 52, Options{ChunkSize: 4096, MaxBytes: 2 << 20, Readahead: 4})
 	if n > chunks/2+4 {
 		t.Errorf("%d GETs for %d chunks, want about half", n, chunks)
 	}

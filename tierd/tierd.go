@@ -286,17 +286,7 @@ func (d *Daemon) worker(ctx context.Context, i int) {
 // Rescan queues the work the catalog implies: sealed segments without a
 // cloud copy, and remote deletions that never finished.
 func (d *Daemon) Rescan(ctx context.Context) {
-	parts, err := d.opts.Catalog.Partitions()
-	if err != nil {
-		d.log.Error("rescan: listing partitions", "err", err)
-		return
-	}
-	for _, p := range parts {
-		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
-		if err != nil {
-			d.log.Error("rescan: listing segments", "topic", p.Topic, "partition", p.Partition, "err", err)
-			continue
-		}
+	d.eachPartition("rescan", func(_ catalog.Partition, recs []catalog.Segment) {
 		for _, r := range recs {
 			switch {
 			case r.State == catalog.StateSealed && r.ObjectKey == "":
@@ -305,6 +295,25 @@ func (d *Daemon) Rescan(ctx context.Context) {
 				d.DeleteRemote(r)
 			}
 		}
+	})
+}
+
+// eachPartition calls fn with every partition the catalog holds and its
+// segment records; what names the caller in the log lines of a failed
+// listing.
+func (d *Daemon) eachPartition(what string, fn func(p catalog.Partition, recs []catalog.Segment)) {
+	parts, err := d.opts.Catalog.Partitions()
+	if err != nil {
+		d.log.Error(what+": listing partitions", "err", err)
+		return
+	}
+	for _, p := range parts {
+		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
+		if err != nil {
+			d.log.Error(what+": listing segments", "topic", p.Topic, "partition", p.Partition, "err", err)
+			continue
+		}
+		fn(p, recs)
 	}
 }
 
@@ -323,23 +332,14 @@ func (d *Daemon) markManifest(topic string, partition int32) {
 
 // markAllManifests marks every partition with a cloud copy.
 func (d *Daemon) markAllManifests() {
-	parts, err := d.opts.Catalog.Partitions()
-	if err != nil {
-		d.log.Error("listing partitions for their manifests", "err", err)
-		return
-	}
-	for _, p := range parts {
-		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
-		if err != nil {
-			continue
-		}
+	d.eachPartition("manifests", func(p catalog.Partition, recs []catalog.Segment) {
 		for _, r := range recs {
 			if r.ObjectKey != "" {
 				d.markManifest(p.Topic, p.Partition)
-				break
+				return
 			}
 		}
-	}
+	})
 }
 
 // flushManifests rewrites the marked manifests. A partition whose write
