@@ -119,6 +119,23 @@ func (x *mmapIndex) lookupOffset(target uint32) (rel uint32, pos uint32) {
 	return x.offsetAt(found)
 }
 
+// lookupPosition returns the position of the last entry at or below
+// limit, or ok=false when every entry lies beyond it. Positions grow with
+// offsets, so the entries are sorted by position too.
+func (x *mmapIndex) lookupPosition(limit uint32) (pos uint32, ok bool) {
+	lo, hi := 0, x.entries-1
+	for lo <= hi {
+		mid := int(uint(lo+hi) >> 1)
+		if _, p := x.offsetAt(mid); p <= limit {
+			pos, ok = p, true
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return pos, ok
+}
+
 // lookupTime returns the relative offset of the last entry whose timestamp
 // is below ts, which is a safe place to start scanning for the first batch
 // with a timestamp at or after ts.

@@ -168,6 +168,28 @@ func (s *segment) findPosition(offset, limit int64, scratch []byte) (int64, erro
 	return limit, nil
 }
 
+// wholeBatchesEnd returns the end of the last batch that starts at or
+// after start (a batch boundary) and ends by limit, or start when the
+// first batch alone passes limit. It starts from the sparse index entry
+// nearest below limit, so it reads a few headers, not every one.
+func (s *segment) wholeBatchesEnd(start, limit int64, scratch []byte) (int64, error) {
+	pos := start
+	if p, ok := s.idx.lookupPosition(uint32(limit)); ok && int64(p) > pos {
+		pos = int64(p)
+	}
+	for pos < limit {
+		h, err := s.readHeader(pos, scratch)
+		if err != nil {
+			return 0, err
+		}
+		if pos+int64(h.Length) > limit {
+			break
+		}
+		pos += int64(h.Length)
+	}
+	return pos, nil
+}
+
 // findTimestamp returns the first offset whose timestamp is at or after
 // ts, with that timestamp, or ok=false when none in this segment. Inside an
 // uncompressed batch the records are walked to find the exact record, as

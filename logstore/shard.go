@@ -624,15 +624,26 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 		if pos < seg.durable {
 			n := seg.durable - pos
 			if n > int64(max) {
-				h, err := seg.readHeader(pos, s.scratch[:])
+				// Whole batches only: a consumer drops a partial batch at
+				// the end and fetches it again, so with producer batches
+				// near max.partition.fetch.bytes (1 MiB batches at full
+				// load) up to half of every response was read for nothing,
+				// and a consumer that fell behind stayed behind. Kafka
+				// cuts there; the protocol allows either.
+				end, err := seg.wholeBatchesEnd(pos, pos+int64(max), s.scratch[:])
 				if err != nil {
 					res.Err = err
 					return
 				}
-				// At least one whole batch, as KIP-74 requires, so a batch
-				// larger than max.bytes never stalls a consumer.
-				n = int64(max)
-				if int64(h.Length) > n {
+				n = end - pos
+				if n == 0 {
+					// At least one whole batch, as KIP-74 requires, so a
+					// batch larger than max.bytes never stalls a consumer.
+					h, err := seg.readHeader(pos, s.scratch[:])
+					if err != nil {
+						res.Err = err
+						return
+					}
 					n = int64(h.Length)
 				}
 			}

@@ -575,3 +575,52 @@ func TestListOffsetsPerRecord(t *testing.T) {
 		t.Errorf("ListOffsets after the last record = %+v", r)
 	}
 }
+
+// TestFetchWholeBatches checks a hot fetch's cut: whole batches only, as
+// many as fit in the partition's max bytes (the next one would not), or the
+// first batch alone when it is larger than that.
+func TestFetchWholeBatches(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.IndexIntervalBytes = 2048 })
+	defer ts.close(t)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	var bases []int64
+	for i := 0; i < 80; i++ {
+		b := logtest.Filler(int64(1000+i), 1+(i*7)%23, 300, byte(i))
+		res := produce(t, ts.Store, "t", 0, b)
+		sent = append(sent, append([]byte(nil), b...))
+		bases = append(bases, res.BaseOffset)
+	}
+	for first := 0; first < len(sent); first += 3 {
+		for _, max := range []int{100, 2000, 5000, 12000, 40000} {
+			res, err := ts.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: "t", Partition: 0, Offset: bases[first], MaxBytes: int32(max)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := res.Partitions[0].Records.ReadAll(nil)
+			res.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What fits: whole batches from first on, at least one.
+			want, n := 0, 0
+			for i := first; i < len(sent) && (n == 0 || want+len(sent[i]) <= max); i++ {
+				want += len(sent[i])
+				n++
+			}
+			if len(got) != want {
+				t.Fatalf("offset %d max %d: %d bytes, want %d (%d whole batches)", bases[first], max, len(got), want, n)
+			}
+			for i := first; i < first+n; i++ {
+				b := got[:len(sent[i])]
+				got = got[len(b):]
+				if string(b[12:]) != string(sent[i][12:]) { // past the base offset the store assigns
+					t.Fatalf("offset %d max %d: batch %d differs", bases[first], max, i)
+				}
+			}
+		}
+	}
+}
