@@ -624,3 +624,39 @@ func TestFetchWholeBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitAny checks the long poll's wait on a fetch's partitions, in the
+// fixed-array select and in the reflect.Select one beyond waitSlots: any
+// channel wakes it, and the timeout, the context and the store's close end
+// it with false.
+func TestWaitAny(t *testing.T) {
+	for _, n := range []int{1, 3, waitSlots, waitSlots + 5} {
+		for _, fire := range []int{0, n - 1} {
+			waits := make([]chan struct{}, n)
+			for i := range waits {
+				waits[i] = make(chan struct{})
+			}
+			close(waits[fire])
+			if !waitAny(context.Background(), waits, time.Minute, make(chan struct{})) {
+				t.Fatalf("%d channels, #%d closed: not woken", n, fire)
+			}
+		}
+		waits := make([]chan struct{}, n)
+		for i := range waits {
+			waits[i] = make(chan struct{})
+		}
+		if waitAny(context.Background(), waits, 10*time.Millisecond, make(chan struct{})) {
+			t.Fatalf("%d channels: woken with none closed", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if waitAny(ctx, waits, time.Minute, make(chan struct{})) {
+			t.Fatalf("%d channels: canceled context reported as a wakeup", n)
+		}
+		closed := make(chan struct{})
+		close(closed)
+		if waitAny(context.Background(), waits, time.Minute, closed) {
+			t.Fatalf("%d channels: store close reported as a wakeup", n)
+		}
+	}
+}
