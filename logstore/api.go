@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
+	"golang.org/x/sys/unix"
 )
 
 // Special timestamps accepted by ListOffsets, as in Kafka's ListOffsets API.
@@ -108,6 +109,10 @@ type Records struct {
 	Len   int
 	Bytes []byte // used when File is nil
 	ref   *fileRef
+	// uncache is how many bytes from Pos writeback had already dropped
+	// from the page cache: this read brought them back from the disk, and
+	// Release drops them again (see writeback.go).
+	uncache int
 }
 
 // Size is the number of bytes in the range.
@@ -134,6 +139,9 @@ func (r *Records) ReadAll(dst []byte) ([]byte, error) {
 // Release drops the file reference. It is safe to call more than once.
 func (r *Records) Release() {
 	if r.ref != nil {
+		if r.uncache > 0 {
+			_ = unix.Fadvise(int(r.File.Fd()), r.Pos, int64(r.uncache), unix.FADV_DONTNEED)
+		}
 		r.ref.release()
 		r.ref = nil
 	}

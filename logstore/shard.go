@@ -649,6 +649,9 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 			}
 			seg.log.acquire()
 			res.Records = Records{File: seg.log.f, Pos: pos, Len: int(n), ref: seg.log}
+			if pos < seg.dropPos {
+				res.Records.uncache = int(min(pos+n, seg.dropPos) - pos)
+			}
 			p.noteRead(seg.base, pos)
 			return
 		}

@@ -1,8 +1,11 @@
 package logstore
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/aerostream/aerostream/logstore/logtest"
 )
 
 // TestWritebackHold checks which pages paced writeback drops: everything
@@ -60,4 +63,44 @@ func TestWritebackHold(t *testing.T) {
 	}
 	now += int64(readerHold) + 1
 	step("hold lapsed", -1)
+}
+
+// TestFetchUncachesDroppedRanges checks that a fetch of bytes writeback
+// had dropped from the page cache (a reader far behind the writer) is
+// marked to drop them again once sent, and a fetch of the cached tail is
+// not.
+func TestFetchUncachesDroppedRanges(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.WritebackBytes = 64 << 10 })
+	defer ts.close(t)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var last ProduceResult
+	for i := 0; i < 200; i++ {
+		last = produce(t, ts.Store, "t", 0, logtest.Filler(int64(i), 16, 1000, byte(i)))
+	}
+	fetch := func(off int64) Records {
+		t.Helper()
+		res, err := ts.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: "t", Partition: 0, Offset: off, MaxBytes: 64 << 10}}})
+		if err != nil || res.Partitions[0].Err != nil {
+			t.Fatalf("fetch at %d: %v %v", off, err, res.Partitions[0].Err)
+		}
+		r := res.Partitions[0].Records
+		if r.File == nil || r.Len == 0 {
+			t.Fatalf("fetch at %d: no file range", off)
+		}
+		b, err := r.ReadAll(nil)
+		if err != nil || len(b) != r.Len {
+			t.Fatalf("fetch at %d: read %d of %d bytes: %v", off, len(b), r.Len, err)
+		}
+		res.Release()
+		return r
+	}
+	if r := fetch(0); r.uncache != r.Len {
+		t.Fatalf("fetch far behind the writer: uncache %d of %d bytes", r.uncache, r.Len)
+	}
+	if r := fetch(last.BaseOffset); r.uncache != 0 {
+		t.Fatalf("fetch of the tail: uncache %d bytes", r.uncache)
+	}
 }
