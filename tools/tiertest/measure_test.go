@@ -27,13 +27,17 @@ import (
 
 // TestMeasureTiered prints the figures of the tiered storage issue, all in
 // one run against MinIO on loopback:
-//   - cold fetch throughput through the Kafka gateway (a franz-go consumer
-//     from offset 0, every segment only in the bucket, cache cold) against a
-//     single reader's plain GETs of the same objects from the same MinIO
-//     (4 MiB range GETs, the requests the cache makes, and whole objects);
-//   - the same consumer again with the cache warm, and the hit ratio;
+//   - cold fetch throughput through the Kafka gateway (from offset 0, every
+//     segment only in the bucket, cache cold) against a single reader's
+//     plain GETs of the same objects from the same MinIO (4 MiB range GETs,
+//     the requests the cache makes, and whole objects). Read twice, on a
+//     restarted node each time: by plain Fetch requests that decode no
+//     record, as the plain reader decodes nothing, and by a franz-go
+//     consumer that decodes and checks every record;
+//   - the franz-go consumer again with the cache warm, and the hit ratio;
 //   - produce p99 at a fixed rate with tiering on (uploads running all the
-//     time) against the same load with tiering off.
+//     time) against the same load with tiering off
+//     (TestMeasureTieredProduce).
 //
 // make measure-tiered runs it. With AEROSTREAM_MEASURE_PPROF set to a
 // folder, it also saves CPU profiles of the node under test there: the cold
