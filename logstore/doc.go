@@ -50,7 +50,22 @@
 // Each full window (WritebackBytes) behind the writer is handed to the
 // kernel with sync_file_range, and the window before it is dropped from the
 // page cache unless a reader seen in the last 30 s still needs it, up to two
-// windows behind the writer (writeback.go).
+// windows behind the writer. What a reader further behind brings back from
+// the disk is dropped again once sent (writeback.go).
+//
+// # Fetch
+//
+// A fetch returns whole batches only: as many as fit in the partition's max
+// bytes, or the first alone when it is larger (KIP-74). Kafka also cuts the
+// last batch at the limit, which its clients discard and fetch again.
+//
+// # Idempotent producers
+//
+// Each partition keeps the last five batches of every idempotent producer
+// (producer.go), snapshots that state beside each new segment and rebuilds
+// it on recovery. A producer idle for ProducerIDExpiration (Kafka's
+// producer.id.expiration.ms, one day) is forgotten at the next retention
+// check.
 //
 // # What it must not import
 //

@@ -40,6 +40,11 @@ type Options struct {
 
 	RetentionCheckInterval time.Duration // default 30s
 
+	// ProducerIDExpiration is how long a partition keeps an idempotent
+	// producer's state after its last append (Kafka's
+	// producer.id.expiration.ms); checked with retention. Default 24h.
+	ProducerIDExpiration time.Duration
+
 	Defaults PartitionConfig // topic defaults for CreatePartition
 
 	Catalog *catalog.Catalog // required: the segment catalog
@@ -91,6 +96,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.RetentionCheckInterval <= 0 {
 		o.RetentionCheckInterval = 30 * time.Second
+	}
+	if o.ProducerIDExpiration <= 0 {
+		o.ProducerIDExpiration = 24 * time.Hour
 	}
 	o.Defaults = o.Defaults.withDefaults(DefaultPartitionConfig)
 	if o.Logger == nil {

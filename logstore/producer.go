@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Idempotent-producer state. Each partition remembers, per producer id, the
@@ -17,6 +18,12 @@ import (
 // and a gap in sequences is refused. The state belongs to the partition's
 // shard; it is snapshotted beside each new segment when the log rolls and
 // rebuilt on recovery from the newest snapshot plus the batches after it.
+//
+// A producer that has appended nothing to a partition for
+// Options.ProducerIDExpiration is forgotten there, as Kafka forgets it after
+// producer.id.expiration.ms: every idempotent client (franz-go and the Java
+// client are idempotent by default) gets a new producer id, so without this
+// the state grew by one entry per client that ever wrote, forever.
 
 // producerWindow is how many recent batches per producer are remembered;
 // Kafka's max.in.flight.requests.per.connection for idempotence is 5.
@@ -32,6 +39,7 @@ type producerState struct {
 	epoch  int16
 	n      int // valid entries in recent, oldest first
 	recent [producerWindow]seqEntry
+	lastTs int64 // unix ms of its last append: the broker's clock, or the batch's max timestamp on replay
 }
 
 func (st *producerState) last() *seqEntry {
@@ -90,8 +98,9 @@ func (p *partition) checkProducer(h *BatchHeader) (dup *seqEntry, err error) {
 	return nil, nil
 }
 
-// recordProducer notes an appended batch in the producer state.
-func (p *partition) recordProducer(h *BatchHeader) {
+// recordProducer notes an appended batch in the producer state; ts is when
+// it was appended, in unix ms.
+func (p *partition) recordProducer(h *BatchHeader, ts int64) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -108,26 +117,42 @@ func (p *partition) recordProducer(h *BatchHeader) {
 	}
 	st.add(seqEntry{firstSeq: h.BaseSequence, lastSeq: h.BaseSequence + h.LastOffsetDelta,
 		baseOffset: h.BaseOffset, lastOffset: h.LastOffset()})
+	st.lastTs = max(st.lastTs, ts)
+}
+
+// expireProducers forgets the producers whose last append is older than
+// ttl at now (unix ms). It returns how many it forgot.
+func (p *partition) expireProducers(now int64, ttl time.Duration) int {
+	n := 0
+	for id, st := range p.producers {
+		if now-st.lastTs >= ttl.Milliseconds() {
+			delete(p.producers, id)
+			n++
+		}
+	}
+	return n
 }
 
 func snapshotPath(dir string, base int64) string {
 	return filepath.Join(dir, segmentName(base)+".snapshot")
 }
 
-// encodeProducers serializes the state: version, count, then per producer
-// id, epoch, entry count and entries; a CRC32C trails the whole.
+// encodeProducers serializes the state: version (2), count, then per
+// producer id, epoch, last append time, entry count and entries; a CRC32C
+// trails the whole. Version 1, read still, had no append time.
 func encodeProducers(m map[int64]*producerState) []byte {
 	ids := make([]int64, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	b := []byte{1}
+	b := []byte{2}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
 	for _, id := range ids {
 		st := m[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(st.epoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(st.lastTs))
 		b = append(b, byte(st.n))
 		for i := 0; i < st.n; i++ {
 			e := st.recent[i]
@@ -140,7 +165,9 @@ func encodeProducers(m map[int64]*producerState) []byte {
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
-func decodeProducers(b []byte) (map[int64]*producerState, error) {
+// decodeProducers reads a snapshot; producers of a version 1 snapshot,
+// which has no append times, are taken as last seen at loadTs.
+func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
 	bad := func(why string) (map[int64]*producerState, error) {
 		return nil, fmt.Errorf("%w: producer snapshot: %s", ErrCorruptSegment, why)
 	}
@@ -151,20 +178,28 @@ func decodeProducers(b []byte) (map[int64]*producerState, error) {
 	if crc32.Checksum(body, crcTable) != sum {
 		return bad("checksum mismatch")
 	}
-	if body[0] != 1 {
-		return bad(fmt.Sprintf("version %d", body[0]))
+	version := body[0]
+	if version != 1 && version != 2 {
+		return bad(fmt.Sprintf("version %d", version))
+	}
+	head := 11 // id, epoch, entry count
+	if version == 2 {
+		head += 8 // last append time
 	}
 	count := binary.BigEndian.Uint32(body[1:])
 	body = body[5:]
 	m := make(map[int64]*producerState, min(int(count), 1<<16))
 	for i := uint32(0); i < count; i++ {
-		if len(body) < 11 {
+		if len(body) < head {
 			return bad("truncated producer")
 		}
 		id := int64(binary.BigEndian.Uint64(body))
-		st := &producerState{epoch: int16(binary.BigEndian.Uint16(body[8:]))}
-		n := int(body[10])
-		body = body[11:]
+		st := &producerState{epoch: int16(binary.BigEndian.Uint16(body[8:])), lastTs: loadTs}
+		if version == 2 {
+			st.lastTs = int64(binary.BigEndian.Uint64(body[10:]))
+		}
+		n := int(body[head-1])
+		body = body[head:]
 		if n > producerWindow || len(body) < n*24 {
 			return bad("bad entry count")
 		}
@@ -238,7 +273,7 @@ func (p *partition) rebuildProducers(opts *Options) {
 		if err != nil {
 			continue
 		}
-		m, err := decodeProducers(b)
+		m, err := decodeProducers(b, time.Now().UnixMilli())
 		if err != nil {
 			opts.Logger.Warn("skipping unreadable producer snapshot", "topic", p.topic, "partition", p.id, "base", base, "err", err)
 			continue
@@ -257,7 +292,7 @@ func (p *partition) rebuildProducers(opts *Options) {
 				break
 			}
 			if h.BaseOffset >= from {
-				p.recordProducer(&h)
+				p.recordProducer(&h, h.MaxTimestamp)
 			}
 			pos += int64(h.Length)
 		}

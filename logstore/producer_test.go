@@ -2,8 +2,11 @@ package logstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
+	"time"
 
 	"github.com/aerostream/aerostream/logstore/logtest"
 )
@@ -77,15 +80,89 @@ func TestIdempotentProducer(t *testing.T) {
 	}
 }
 
+// TestProducerExpiration checks that a producer idle for longer than
+// ProducerIDExpiration is forgotten at the next retention check, so its
+// next batch is taken as a new producer's, while a recent one keeps its
+// sequence checks; and that the append time survives a snapshot.
+func TestProducerExpiration(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), func(o *Options) {
+		o.ProducerIDExpiration = time.Hour
+		o.RetentionCheckInterval = time.Hour // the test runs the check itself
+	})
+	defer ts.close(t)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "i", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int64{7, 8} {
+		for seq := int32(0); seq < 3; seq++ {
+			if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "i", Partition: 0, Acks: -1, Records: idemBatch(pid, 0, seq, 1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now := time.Now()
+	runOnShard(t, ts.Store, "i", 0, func(s *shard, p *partition) {
+		if st := p.producers[7]; st == nil || now.UnixMilli()-st.lastTs > time.Minute.Milliseconds() {
+			t.Errorf("producer 7's last append time: %+v", st)
+			return
+		}
+		p.producers[7].lastTs = now.Add(-2 * time.Hour).UnixMilli()
+		s.retention(now)
+		if p.producers[7] != nil || p.producers[8] == nil {
+			t.Errorf("after the check: producer 7 %v (want gone), producer 8 %v (want kept)", p.producers[7], p.producers[8])
+		}
+	})
+	// Forgotten: a batch past a gap is a new producer's, as in Kafka.
+	if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "i", Partition: 0, Acks: -1, Records: idemBatch(7, 0, 10, 1)}); err != nil {
+		t.Fatalf("expired producer's next batch: %v", err)
+	}
+	// Kept: its sequence is still checked.
+	if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "i", Partition: 0, Acks: -1, Records: idemBatch(8, 0, 10, 1)}); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("recent producer's gap: %v", err)
+	}
+
+	m := map[int64]*producerState{1: {epoch: 2, n: 1, recent: [producerWindow]seqEntry{{0, 4, 10, 14}}, lastTs: 12345}}
+	if got, err := decodeProducers(encodeProducers(m), 999); err != nil || got[1].lastTs != 12345 {
+		t.Fatalf("snapshot round trip: %+v %v", got[1], err)
+	}
+	v1 := encodeProducersV1(m)
+	if got, err := decodeProducers(v1, 999); err != nil || got[1].lastTs != 999 || got[1].n != 1 || got[1].recent[0] != m[1].recent[0] {
+		t.Fatalf("version 1 snapshot: %+v %v", got[1], err)
+	}
+}
+
+// encodeProducersV1 writes the version 1 snapshot layout (no append
+// times), as the last release did.
+func encodeProducersV1(m map[int64]*producerState) []byte {
+	b := []byte{1}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(m)))
+	for id, st := range m {
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		b = binary.BigEndian.AppendUint16(b, uint16(st.epoch))
+		b = append(b, byte(st.n))
+		for i := 0; i < st.n; i++ {
+			e := st.recent[i]
+			b = binary.BigEndian.AppendUint32(b, uint32(e.firstSeq))
+			b = binary.BigEndian.AppendUint32(b, uint32(e.lastSeq))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.baseOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(e.lastOffset))
+		}
+	}
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
 func FuzzDecodeProducerSnapshot(f *testing.F) {
-	f.Add(encodeProducers(map[int64]*producerState{1: {epoch: 2, n: 1, recent: [producerWindow]seqEntry{{0, 4, 10, 14}}}}))
+	m := map[int64]*producerState{1: {epoch: 2, n: 1, recent: [producerWindow]seqEntry{{0, 4, 10, 14}}, lastTs: 1700000000000}}
+	f.Add(encodeProducers(m))
+	f.Add(encodeProducersV1(m))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := decodeProducers(b)
+		m, err := decodeProducers(b, 0)
 		if err != nil {
 			return
 		}
-		if m2, err := decodeProducers(encodeProducers(m)); err != nil || len(m2) != len(m) {
+		if m2, err := decodeProducers(encodeProducers(m), 0); err != nil || len(m2) != len(m) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})

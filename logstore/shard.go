@@ -550,7 +550,7 @@ func (s *shard) produce(r *request) {
 	}
 	if idem.ProducerID >= 0 {
 		idem.BaseOffset = r.produced.BaseOffset
-		p.recordProducer(&idem)
+		p.recordProducer(&idem, r.appendedAt.UnixMilli())
 	}
 	s.paceWriteback(p, seg)
 	r.produced.LogStartOffset = p.logStart
@@ -757,6 +757,10 @@ func (s *shard) deleteRecords(r *request) error {
 
 func (s *shard) retention(now time.Time) {
 	for _, p := range s.parts {
+		if n := p.expireProducers(now.UnixMilli(), s.opts.ProducerIDExpiration); n > 0 {
+			s.opts.Logger.Info("producer ids expired", "topic", p.topic, "partition", p.id, "producers", n,
+				"left", len(p.producers))
+		}
 		if n, err := p.applyRetention(s, now); err != nil {
 			s.opts.Logger.Error("retention failed", "topic", p.topic, "partition", p.id, "err", err)
 		} else if n > 0 {

@@ -403,6 +403,7 @@ func storeOptions(cfg config.Config, cat *catalog.Catalog, logger *slog.Logger) 
 		WritebackBytes:         l.WritebackBytes,
 		MaxIndexBytes:          l.MaxIndexBytes,
 		RetentionCheckInterval: ms(l.RetentionCheckIntervalMs),
+		ProducerIDExpiration:   ms(l.ProducerIDExpirationMs),
 		Defaults: logstore.PartitionConfig{
 			SegmentBytes:    td.SegmentBytes,
 			SegmentMs:       ms(td.SegmentMs),

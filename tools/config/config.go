@@ -104,6 +104,7 @@ type Logstore struct {
 	WritebackBytes           int64  `toml:"writeback_bytes" help:"paced writeback window (sync_file_range behind the writer)"`
 	MaxIndexBytes            int    `toml:"max_index_bytes" help:"preallocated size of each mmapped index file"`
 	RetentionCheckIntervalMs int64  `toml:"retention_check_interval_ms" help:"how often retention runs"`
+	ProducerIDExpirationMs   int64  `toml:"producer_id_expiration_ms" help:"a partition forgets an idempotent producer this long after its last append (Kafka's producer.id.expiration.ms)"`
 }
 
 // TopicDefaults are the per-partition configs a topic gets unless it sets its
@@ -187,6 +188,7 @@ func Default() Config {
 			WritebackBytes:           8 << 20,
 			MaxIndexBytes:            10 << 20,
 			RetentionCheckIntervalMs: 30000,
+			ProducerIDExpirationMs:   86400000,
 		},
 		TieredStorage: TieredStorage{
 			Enabled:          true,

@@ -114,6 +114,7 @@ func (c *Config) validate() []fieldError {
 	positive("logstore.writeback_bytes", c.Logstore.WritebackBytes)
 	positive("logstore.max_index_bytes", int64(c.Logstore.MaxIndexBytes))
 	positive("logstore.retention_check_interval_ms", c.Logstore.RetentionCheckIntervalMs)
+	positive("logstore.producer_id_expiration_ms", c.Logstore.ProducerIDExpirationMs)
 
 	positive("topic_defaults.segment_bytes", c.TopicDefaults.SegmentBytes)
 	positive("topic_defaults.segment_ms", c.TopicDefaults.SegmentMs)
@@ -153,6 +154,7 @@ func (c *Config) validate() []fieldError {
 	for key, ms := range map[string]int64{
 		"logstore.flush_interval_ms":             c.Logstore.FlushIntervalMs,
 		"logstore.retention_check_interval_ms":   c.Logstore.RetentionCheckIntervalMs,
+		"logstore.producer_id_expiration_ms":     c.Logstore.ProducerIDExpirationMs,
 		"topic_defaults.segment_ms":              c.TopicDefaults.SegmentMs,
 		"topic_defaults.retention_ms":            c.TopicDefaults.RetentionMs,
 		"kafka.group_initial_rebalance_delay_ms": c.Kafka.GroupInitialRebalanceDelayMs,
