@@ -153,16 +153,23 @@ func encodeProducers(m map[int64]*producerState) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(st.epoch))
 		b = binary.BigEndian.AppendUint64(b, uint64(st.lastTs))
-		b = append(b, byte(st.n))
-		for i := 0; i < st.n; i++ {
-			e := st.recent[i]
-			b = binary.BigEndian.AppendUint32(b, uint32(e.firstSeq))
-			b = binary.BigEndian.AppendUint32(b, uint32(e.lastSeq))
-			b = binary.BigEndian.AppendUint64(b, uint64(e.baseOffset))
-			b = binary.BigEndian.AppendUint64(b, uint64(e.lastOffset))
-		}
+		b = appendEntries(b, st)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// appendEntries appends a producer's entry count and entries, the part
+// every snapshot version shares.
+func appendEntries(b []byte, st *producerState) []byte {
+	b = append(b, byte(st.n))
+	for i := 0; i < st.n; i++ {
+		e := st.recent[i]
+		b = binary.BigEndian.AppendUint32(b, uint32(e.firstSeq))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.lastSeq))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.baseOffset))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.lastOffset))
+	}
+	return b
 }
 
 // decodeProducers reads a snapshot; producers of a version 1 snapshot,

@@ -140,14 +140,7 @@ func encodeProducersV1(m map[int64]*producerState) []byte {
 	for id, st := range m {
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(st.epoch))
-		b = append(b, byte(st.n))
-		for i := 0; i < st.n; i++ {
-			e := st.recent[i]
-			b = binary.BigEndian.AppendUint32(b, uint32(e.firstSeq))
-			b = binary.BigEndian.AppendUint32(b, uint32(e.lastSeq))
-			b = binary.BigEndian.AppendUint64(b, uint64(e.baseOffset))
-			b = binary.BigEndian.AppendUint64(b, uint64(e.lastOffset))
-		}
+		b = appendEntries(b, st)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
