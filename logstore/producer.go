@@ -195,7 +195,7 @@ func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
 	}
 	count := binary.BigEndian.Uint32(body[1:])
 	body = body[5:]
-	m := make(map[int64]*producerState, min(int(count), 1<<16))
+	m := make(map[int64]*producerState, min(int(count), len(body)/head)) // a corrupt count cannot make it allocate more than the input holds
 	for i := uint32(0); i < count; i++ {
 		if len(body) < head {
 			return bad("truncated producer")
