@@ -136,7 +136,9 @@ func (r *Records) ReadAll(dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// Release drops the file reference. It is safe to call more than once.
+// Release drops the file reference, and drops from the page cache the bytes
+// this read brought back from the disk (uncache). It is safe to call more
+// than once.
 func (r *Records) Release() {
 	if r.ref != nil {
 		if r.uncache > 0 {

@@ -233,10 +233,27 @@ func (s *shard) later(fn func()) { s.chores <- fn }
 // drainChores waits until every chore handed over so far has run, before a
 // step that chores must not outlive (deleting a partition's directory,
 // which a new partition of the same name may take over).
-func (s *shard) drainChores() {
+func (s *shard) drainChores() { _ = s.settle(context.Background(), nil) }
+
+// settle waits until every chore handed over before the call has run, or
+// ctx ends, or closed is closed (nil: never).
+func (s *shard) settle(ctx context.Context, closed <-chan struct{}) error {
 	done := make(chan struct{})
-	s.chores <- func() { close(done) }
-	<-done
+	select {
+	case s.chores <- func() { close(done) }:
+	case <-closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // writeback makes the writeback syscalls off the shard goroutine.

@@ -269,23 +269,7 @@ func (s *Store) Settle(ctx context.Context, topic string, partition int32) error
 	if err := validName(topic, partition); err != nil {
 		return err
 	}
-	sh := s.shardFor(topic, partition)
-	done := make(chan struct{})
-	select {
-	case sh.chores <- func() { close(done) }:
-	case <-s.closed:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-done:
-		return nil
-	case <-s.closed:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.shardFor(topic, partition).settle(ctx, s.closed)
 }
 
 // RollPartition seals the active segment now if it holds data, so that
