@@ -71,6 +71,7 @@ type Cache struct {
 
 	flights flightGroup
 	streams streamTracker
+	spare   *reserve // nil unless Options.Prealloc
 
 	// life is cancelled by Close; every GET runs under it.
 	life    context.Context
@@ -180,6 +181,9 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 	c.idx = newLRU[[]byte](opts.IndexBytes, nil)
 	c.sizes = newLRU[int64](4096, nil)
 	c.nexts = newLRU[nextEntry](4096, nil)
+	if opts.Prealloc {
+		c.spare = newReserve(int((opts.MaxBytes-opts.IndexBytes)/c.chunkSize), opts.ChunkSize)
+	}
 	c.life, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -202,6 +206,7 @@ func (c *Cache) Close() error {
 	// close), which the two waits above guarantee.
 	c.closing.Store(true)
 	c.main.Close()
+	c.spare.drop()
 	return nil
 }
 
@@ -833,7 +838,7 @@ func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
 // readahead slot, which this call releases; readahead is not retried.
 func (c *Cache) fetchChunk(ctx context.Context, o *object, k int64, readahead bool) ([]byte, error) {
 	off := k * c.chunkSize
-	buf := make([]byte, min(c.chunkSize, o.size-off))
+	buf := c.spare.take(min(c.chunkSize, o.size-off))
 	err := c.withSlot(ctx, o.key, readahead, func(ctx context.Context) error {
 		return c.getRange(ctx, o.key, off, buf)
 	})

@@ -609,3 +609,41 @@ func TestReadInPlace(t *testing.T) {
 		t.Fatal("wrong bytes")
 	}
 }
+
+// TestPrealloc: with Options.Prealloc the cache starts with its budget's
+// chunks allocated; whole chunks fetched take from them (the reads still
+// return the object's bytes), a short tail chunk does not, and Close lets
+// the rest go.
+func TestPrealloc(t *testing.T) {
+	const chunk = 16 << 10
+	s := buildSegment(t, 0, 100<<10, 22) // 6 whole chunks and a short tail
+	mem := objstore.NewMemBucket()
+	rec := put(t, mem, segKey("prealloc", 0), s, true)
+	opts := Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: -1, Prealloc: true}
+	c := newCache(t, mem, opts)
+	o, err := opts.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := int((o.MaxBytes - o.IndexBytes) / chunk)
+	if n := c.spare.left(); n != full {
+		t.Fatalf("%d chunks reserved, want %d", n, full)
+	}
+	if got := consume(t, c, rec, 0, 1<<20); !bytes.Equal(got, s.log) {
+		t.Fatalf("consumed %d bytes, log has %d", len(got), len(s.log))
+	}
+	whole := len(s.log) / chunk
+	if len(s.log)%chunk == 0 {
+		t.Fatal("the test segment needs a short tail chunk")
+	}
+	if n := c.spare.left(); n != full-whole {
+		t.Errorf("%d chunks left in the reserve after fetching %d whole ones and a tail, want %d", n, whole, full-whole)
+	}
+	c.Close()
+	if n := c.spare.left(); n != 0 {
+		t.Errorf("%d reserved chunks kept after Close", n)
+	}
+	if c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: 1 << 20}); c.spare != nil {
+		t.Error("a reserve without Prealloc")
+	}
+}

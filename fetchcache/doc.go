@@ -50,6 +50,10 @@
 //   - Zero copy: a read is served from the cached chunk's own memory (read
 //     only to the caller), up to the end of that chunk; only a first batch
 //     that straddles two chunks is copied, alone.
+//   - The reserve (reserve.go, Options.Prealloc): the budget's chunk
+//     memory, allocated and touched when the cache starts, which the first
+//     chunks fetched fill, so a fresh node's first cold reads do not pay a
+//     page fault per 4 KiB as their bytes land.
 //   - Its metrics: Stats and Collectors (Prometheus).
 //
 // # What it must not import

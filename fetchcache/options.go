@@ -83,6 +83,12 @@ type Options struct {
 	// retries. Readahead GETs are never retried.
 	Retry objstore.RetryPolicy
 
+	// Prealloc allocates the chunk memory of the budget (MaxBytes less
+	// IndexBytes) when the cache is created and touches every page of it,
+	// for the first chunks fetched (reserve.go says why). It costs that
+	// memory from the start, and about 0.3 CPU-s per GiB at New.
+	Prealloc bool
+
 	// SkipVerify turns off the CRC32C check of every whole batch served.
 	// The check costs one CRC pass over the returned bytes (hardware
 	// CRC32C: several GB/s); turning it off lets a corrupted object reach

@@ -127,7 +127,7 @@ func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, 
 	defer rc.Close()
 	for i := range fs {
 		from := off + int64(i)*c.chunkSize
-		buf := make([]byte, min(c.chunkSize, o.size-from))
+		buf := c.spare.take(min(c.chunkSize, o.size-from))
 		got, err := io.ReadFull(rc, buf)
 		c.st.bytesFetched.Add(int64(got))
 		if err != nil {

@@ -99,7 +99,7 @@ func openTierStack(ctx context.Context, cfg config.Config, reg prometheus.Regist
 	m := tierd.NewMetrics(reg)
 	b = objstore.Instrumented(b, m)
 	ts := cfg.TieredStorage
-	cache, err := fetchcache.New(b, fetchcache.Options{ChunkSize: ts.CacheChunkBytes, MaxBytes: ts.CacheBytes,
+	cache, err := fetchcache.New(b, fetchcache.Options{ChunkSize: ts.CacheChunkBytes, MaxBytes: ts.CacheBytes, Prealloc: ts.CachePrealloc,
 		MaxConcurrentGets: ts.ColdReadGets, MaxBytesPerSec: ts.ColdReadBytesPerS, Readahead: readahead(ts.CacheReadahead), Logger: logger})
 	if err != nil {
 		b.Close()

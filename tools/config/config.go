@@ -37,6 +37,7 @@ type TieredStorage struct {
 	Uploaders         int    `toml:"uploaders" help:"segments uploaded at once"`
 	CacheBytes        int64  `toml:"cache_bytes" help:"memory budget of the cold-read chunk cache"`
 	CacheChunkBytes   int    `toml:"cache_chunk_bytes" help:"size of the aligned chunks cold reads fetch and cache"`
+	CachePrealloc     bool   `toml:"cache_prealloc" help:"allocate and touch the cache's chunk memory at start, so a fresh node's first cold reads do not pay page faults"`
 	ColdReadGets      int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
 	ColdReadBytesPerS int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
 	RescanIntervalMs  int64  `toml:"rescan_interval_ms" help:"how often tierd rescans the catalog for uploads and deletions to retry"`
@@ -196,6 +197,7 @@ func Default() Config {
 			Uploaders:        2,
 			CacheBytes:       256 << 20,
 			CacheChunkBytes:  4 << 20,
+			CachePrealloc:    true,
 			ColdReadGets:     8,
 			RescanIntervalMs: 60000,
 			CacheReadahead:   4,

@@ -87,6 +87,7 @@ func TestKeyNames(t *testing.T) {
 		"tiered_storage.uploaders":                "AEROSTREAM_TIERED_STORAGE_UPLOADERS",
 		"tiered_storage.cache_bytes":              "AEROSTREAM_TIERED_STORAGE_CACHE_BYTES",
 		"tiered_storage.cache_chunk_bytes":        "AEROSTREAM_TIERED_STORAGE_CACHE_CHUNK_BYTES",
+		"tiered_storage.cache_prealloc":           "AEROSTREAM_TIERED_STORAGE_CACHE_PREALLOC",
 		"tiered_storage.cold_read_gets":           "AEROSTREAM_TIERED_STORAGE_COLD_READ_GETS",
 		"tiered_storage.cold_read_bytes_per_sec":  "AEROSTREAM_TIERED_STORAGE_COLD_READ_BYTES_PER_SEC",
 		"tiered_storage.rescan_interval_ms":       "AEROSTREAM_TIERED_STORAGE_RESCAN_INTERVAL_MS",
