@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -171,6 +172,13 @@ func TestMeasureTiered(t *testing.T) {
 // elsewhere would not), and to the local provider (a directory on the same
 // disk), which shows what tiering costs the node itself.
 //
+// A fourth mode is a control for the MinIO one: tiering off, while
+// another process replays into the same MinIO the PUTs the node made in
+// that round's MinIO mode (same sizes, same times; listed from the
+// bucket). It shows what MinIO's work on this machine costs a broker that
+// does no tiering at all, so the MinIO mode's figure can be read against
+// both.
+//
 // The modes alternate for several rounds, each on a fresh node, and the
 // p99 is taken over all rounds of a mode: a single 20 s run of each was
 // seen to swing the ratio between 0.8 and 1.9 with nothing changed, since
@@ -178,7 +186,9 @@ func TestMeasureTiered(t *testing.T) {
 // background noise comes and goes.
 func TestMeasureTieredProduce(t *testing.T) {
 	p := s3Provider(t, "")
+	prefix := p.args[slices.Index(p.args, "--tiered_storage.s3.prefix")+1]
 	const rounds = 3
+	var plan []replayPut // the PUTs of the latest MinIO round
 	// measure produces 2,000 msg/s of 1 KiB for 10 s, sequentially, on a
 	// fresh node, with a background load that keeps 1 MiB segments rolling
 	// (so uploads never stop when tiering is on).
@@ -195,6 +205,10 @@ func TestMeasureTieredProduce(t *testing.T) {
 		defer n.stop()
 		createTopic(t, n.kafka, "p99", 4, map[string]*string{"segment.bytes": ptr(strconv.Itoa(1 << 20)),
 			"local.retention.bytes": ptr(strconv.Itoa(1 << 20))})
+		began := time.Now()
+		if mode == "off, MinIO busy" {
+			defer startReplay(t, plan)()
+		}
 		stop := make(chan struct{})
 		done := make(chan struct{})
 		go func() {
@@ -226,9 +240,13 @@ func TestMeasureTieredProduce(t *testing.T) {
 		<-done
 		t.Logf("round %d, tiering %s: client p99 %v over %d produces; the gateway's own Produce time p99 <= %v (its histogram's bucket)",
 			round, mode, pct(l, 0.99), len(l), n.produceP99())
+		if mode == "MinIO" {
+			plan = listPuts(t, prefix, began)
+			t.Logf("round %d: the node made %d PUTs to MinIO (%s)", round, len(plan), plan[len(plan)-1].at.Round(time.Millisecond))
+		}
 		return l
 	}
-	modes := []string{"MinIO", "local", "off"}
+	modes := []string{"MinIO", "local", "off", "off, MinIO busy"}
 	pooled := map[string][]time.Duration{}
 	for r := 0; r < rounds; r++ {
 		for _, m := range modes {
@@ -237,11 +255,108 @@ func TestMeasureTieredProduce(t *testing.T) {
 	}
 	off := pooled["off"]
 	slices.Sort(off)
-	for _, m := range modes[:2] {
+	for _, m := range []string{"MinIO", "local", "off, MinIO busy"} {
 		on := pooled[m]
 		slices.Sort(on)
-		t.Logf("produce at 2000 msg/s, %d rounds pooled: tiering to %s p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
-			rounds, m, pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
+		t.Logf("produce at 2000 msg/s, %d rounds pooled: %s p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
+			rounds, label[m], pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
+	}
+	busy, minio := pooled["off, MinIO busy"], pooled["MinIO"]
+	t.Logf("tiering to MinIO against tiering off with MinIO as busy: p99 ratio %.2f", float64(pct(minio, 0.99))/float64(pct(busy, 0.99)))
+}
+
+var label = map[string]string{"MinIO": "tiering to MinIO", "local": "tiering to the local provider",
+	"off, MinIO busy": "tiering off, the MinIO round's PUTs replayed by another process"}
+
+// replayPut is one PUT the node made: when (from the first) and how large.
+type replayPut struct {
+	at   time.Duration
+	size int64
+}
+
+// listPuts lists the objects under prefix written since since, in the
+// order they were written (manifests, overwritten in place, count once).
+func listPuts(t *testing.T, prefix string, since time.Time) []replayPut {
+	t.Helper()
+	mc := minioAdmin(t)
+	var objs []minio.ObjectInfo
+	for o := range mc.ListObjects(context.Background(), testBucket, minio.ListObjectsOptions{Prefix: prefix + "/", Recursive: true}) {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		if o.LastModified.After(since) {
+			objs = append(objs, o)
+		}
+	}
+	if len(objs) == 0 {
+		t.Fatalf("no object under %s written since %v", prefix, since)
+	}
+	slices.SortFunc(objs, func(a, b minio.ObjectInfo) int { return a.LastModified.Compare(b.LastModified) })
+	plan := make([]replayPut, len(objs))
+	for i, o := range objs {
+		plan[i] = replayPut{at: o.LastModified.Sub(objs[0].LastModified), size: o.Size}
+	}
+	return plan
+}
+
+// startReplay runs TestReplayPuts in a process of its own (this test
+// binary again), which PUTs plan's objects into MinIO on plan's schedule;
+// the function returned waits for it to end.
+func startReplay(t *testing.T, plan []replayPut) (wait func()) {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range plan {
+		fmt.Fprintf(&b, "%d %d\n", p.at, p.size)
+	}
+	file := filepath.Join(t.TempDir(), "plan")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReplayPuts$", "-test.v")
+	cmd.Env = append(os.Environ(), "AEROSTREAM_MEASURE_REPLAY="+file)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("replay: %v\n%s", err, out)
+		}
+	}
+}
+
+// TestReplayPuts is startReplay's child process: it PUTs the objects of
+// the plan in $AEROSTREAM_MEASURE_REPLAY (random bytes of each size) under
+// a prefix of its own, each at its time from the start.
+func TestReplayPuts(t *testing.T) {
+	file := os.Getenv("AEROSTREAM_MEASURE_REPLAY")
+	if file == "" {
+		t.Skip("the child process of TestMeasureTieredProduce's control mode; runs only under it")
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := minioAdmin(t)
+	var plan []replayPut
+	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
+		var p replayPut
+		if _, err := fmt.Sscan(line, &p.at, &p.size); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, p)
+	}
+	body := make([]byte, slices.MaxFunc(plan, func(a, b replayPut) int { return int(a.size - b.size) }).size)
+	fill(body, time.Now().UnixNano())
+	start := time.Now()
+	for i, p := range plan {
+		time.Sleep(time.Until(start.Add(p.at)))
+		_, err := mc.PutObject(context.Background(), testBucket, fmt.Sprintf("replay-%d/%d", start.UnixNano(), i), bytes.NewReader(body[:p.size]), p.size,
+			minio.PutObjectOptions{ContentType: "application/octet-stream"})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
