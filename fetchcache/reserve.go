@@ -9,11 +9,11 @@ import (
 // cache is created (Options.Prealloc), for the chunks fetched first.
 //
 // Why: a chunk fetched into memory the process has never touched pays a
-// page fault per 4 KiB page as the GET's bytes land, and on a virtual
-// machine that is most of a cold read's cost in the node. Reading 1 GiB of
-// 4 MiB range GETs from MinIO took 0.70 CPU-s into fresh buffers and 0.38-0.46
-// into one reused buffer (measured on the CI VM; the node's whole cold pass
-// costs about 1 CPU-s per GiB). A node that has been serving cold reads for
+// page fault per 4 KiB page as the GET's bytes land. On the CI VM that is
+// about 0.3 CPU-s per GiB, a third of what a fresh node's cold pass cost
+// (about 1 CPU-s per GiB): reading 1 GiB of 4 MiB range GETs from MinIO
+// took 0.70 CPU-s into fresh buffers and 0.38-0.46 into one reused
+// buffer. A node that has been serving cold reads for
 // a while does not pay it: evicted chunks go back to the Go heap, and new
 // chunks reuse that memory. The reserve gives a fresh node the same, by
 // paying the faults at start instead of during its first cold reads.
