@@ -313,7 +313,7 @@ func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestReplayPuts$", "-test.v")
-	cmd.Env = append(os.Environ(), "AEROSTREAM_MEASURE_REPLAY="+file)
+	cmd.Env = append(os.Environ(), "AEROSTREAM_MEASURE_REPLAY="+file, childBinEnv+"="+binPath)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
