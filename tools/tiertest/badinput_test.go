@@ -21,13 +21,19 @@ import (
 
 func minioAdmin(t *testing.T) *minio.Client {
 	t.Helper()
-	real := skipWithout(t, "AEROSTREAM_TEST_S3_ENDPOINT")
-	c, err := minio.New(strings.TrimPrefix(real, "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4(os.Getenv("AEROSTREAM_TEST_S3_ACCESS_KEY"), os.Getenv("AEROSTREAM_TEST_S3_SECRET_KEY"), "")})
+	skipWithout(t, "AEROSTREAM_TEST_S3_ENDPOINT")
+	c, err := dialMinio()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// dialMinio connects to the test MinIO with its root credentials, from the
+// environment testservers.sh writes.
+func dialMinio() (*minio.Client, error) {
+	return minio.New(strings.TrimPrefix(os.Getenv("AEROSTREAM_TEST_S3_ENDPOINT"), "http://"), &minio.Options{
+		Creds: credentials.NewStaticV4(os.Getenv("AEROSTREAM_TEST_S3_ACCESS_KEY"), os.Getenv("AEROSTREAM_TEST_S3_SECRET_KEY"), "")})
 }
 
 // setArg replaces the value after flag in args.

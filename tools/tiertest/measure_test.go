@@ -299,9 +299,15 @@ func listPuts(t *testing.T, prefix string, since time.Time) []replayPut {
 	return plan
 }
 
-// startReplay runs TestReplayPuts in a process of its own (this test
-// binary again), which PUTs plan's objects into MinIO on plan's schedule;
-// the function returned waits for it to end.
+// replayEnv names the plan file that makes this test binary, started again
+// by startReplay, run replayPuts instead of its tests (childMains).
+const replayEnv = "AEROSTREAM_MEASURE_REPLAY"
+
+func init() { childMains[replayEnv] = replayPuts }
+
+// startReplay starts this test binary again as a process of its own, which
+// PUTs plan's objects into MinIO on plan's schedule (replayPuts); the
+// function returned waits for it to end.
 func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 	t.Helper()
 	var b strings.Builder
@@ -312,8 +318,8 @@ func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReplayPuts$", "-test.v")
-	cmd.Env = append(os.Environ(), "AEROSTREAM_MEASURE_REPLAY="+file, childBinEnv+"="+binPath)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), replayEnv+"="+file)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -326,24 +332,27 @@ func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 	}
 }
 
-// TestReplayPuts is startReplay's child process: it PUTs the objects of
-// the plan in $AEROSTREAM_MEASURE_REPLAY (random bytes of each size) under
-// a prefix of its own, each at its time from the start.
-func TestReplayPuts(t *testing.T) {
-	file := os.Getenv("AEROSTREAM_MEASURE_REPLAY")
-	if file == "" {
-		t.Skip("the child process of TestMeasureTieredProduce's control mode; runs only under it")
+// replayPuts is startReplay's child process: it PUTs the objects of the
+// plan in file (random bytes of each size) under a prefix of its own, each
+// at its time from the start, and returns the exit code.
+func replayPuts(file string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "replay:", err)
+		return 1
 	}
 	text, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatal(err)
+		return fail(err)
 	}
-	mc := minioAdmin(t)
+	mc, err := dialMinio()
+	if err != nil {
+		return fail(err)
+	}
 	var plan []replayPut
 	for _, line := range strings.Split(strings.TrimSpace(string(text)), "\n") {
 		var p replayPut
 		if _, err := fmt.Sscan(line, &p.at, &p.size); err != nil {
-			t.Fatal(err)
+			return fail(fmt.Errorf("plan line %q: %w", line, err))
 		}
 		plan = append(plan, p)
 	}
@@ -355,9 +364,10 @@ func TestReplayPuts(t *testing.T) {
 		_, err := mc.PutObject(context.Background(), testBucket, fmt.Sprintf("replay-%d/%d", start.UnixNano(), i), bytes.NewReader(body[:p.size]), p.size,
 			minio.PutObjectOptions{ContentType: "application/octet-stream"})
 		if err != nil {
-			t.Fatal(err)
+			return fail(err)
 		}
 	}
+	return 0
 }
 
 // profileNode starts a CPU profile of n lasting d, saved under
