@@ -56,6 +56,13 @@ ROWS = [
     ("max: broker CPU avg", "max", ("broker", "cpu_avg_percent"), "% core", None),
     ("max: broker RSS peak", "max", ("broker", "rss_peak_bytes"), "MiB", None),
     ("max: bench (client) CPU avg", "max", ("client", "cpu_avg_percent"), "% core", None),
+    # The client's requests: on a shared machine a broker that answers
+    # sooner gets more, smaller produce requests for the same messages,
+    # and the client pays CPU per request.
+    ("max: produce requests", "max", ("requests", "produce_requests_s"), "/s", None),
+    ("max: messages per produce request", "max", ("requests", "msgs_per_produce_request"), "msgs", None),
+    ("max: messages per fetch response", "max", ("requests", "msgs_per_fetch_response"), "msgs", None),
+    ("fixed: messages per produce request", "fixed", ("requests", "msgs_per_produce_request"), "msgs", None),
     # Noise: CPU that neither the broker nor the bench used, and the share
     # of time a runnable task waited for a CPU. High values mean another
     # workload on the machine disturbed that run.

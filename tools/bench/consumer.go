@@ -39,7 +39,7 @@ type consumer struct {
 	foreign atomic.Int64
 }
 
-func newConsumer(cfg *Config, id int, sub *subscription, fromStart bool, log *logOnce) (*consumer, error) {
+func newConsumer(cfg *Config, id int, sub *subscription, fromStart bool, log *logOnce, wire *wireCounter) (*consumer, error) {
 	c := &consumer{sub: sub, e2e: NewRecorder(), log: log}
 	reset := kgo.NewOffset().AtEnd()
 	if fromStart {
@@ -48,6 +48,7 @@ func newConsumer(cfg *Config, id int, sub *subscription, fromStart bool, log *lo
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ClientID(fmt.Sprintf("aerostream-bench-consumer-%d", id)),
+		kgo.WithHooks(wire),
 	}
 	switch cfg.ConsumeMode {
 	case ConsumeGroup:

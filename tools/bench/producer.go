@@ -73,8 +73,8 @@ type producer struct {
 	acked, ackedBytes, errs atomic.Int64
 }
 
-func newProducer(cfg *Config, id int, topic string) (*producer, error) {
-	opts := append(producerOpts(cfg), kgo.ClientID(fmt.Sprintf("aerostream-bench-producer-%d", id)))
+func newProducer(cfg *Config, id int, topic string, wire *wireCounter) (*producer, error) {
+	opts := append(producerOpts(cfg), kgo.ClientID(fmt.Sprintf("aerostream-bench-producer-%d", id)), kgo.WithHooks(wire))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,8 @@ type Result struct {
 	// at the end of the measured phase, and after draining.
 	Backlog         int64 `json:"backlog"`
 	BacklogAfterRun int64 `json:"backlog_after_drain"`
+	// Requests is the clients' traffic in the measured phase.
+	Requests Requests `json:"requests"`
 
 	PublishLatency Latency `json:"publish_latency_ms"`
 	// PublishDelay is how late messages left against the rate schedule
@@ -162,6 +164,9 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(tw, "consume\t%.0f msg/s\t%.2f MB/s\t%d msgs\t%d errors\t\n",
 		r.Consume.RateMsgs, r.Consume.RateMB, r.Consume.Messages, r.Consume.Errors)
 	fmt.Fprintf(tw, "backlog\t%d at end\t%d after drain\t\n", r.Backlog, r.BacklogAfterRun)
+	q := r.Requests
+	fmt.Fprintf(tw, "produce requests\t%.0f /s\t%.1f msgs\t%.1f KiB each\t\n", q.ProduceRate, q.MsgsPerProduce, q.ProduceKiB)
+	fmt.Fprintf(tw, "fetch responses\t%.0f /s\t%.1f msgs\t%.1f KiB each\t\n", q.FetchRate, q.MsgsPerFetch, q.FetchKiB)
 	fmt.Fprintln(tw, "latency (ms)\tp50\tp95\tp99\tp99.9\tmax\tmean\tcount\t")
 	for _, l := range []struct {
 		name string

@@ -86,6 +86,7 @@ type runner struct {
 	subs      []*subscription
 	consumers []*consumer
 	producers []*producer
+	wire      wireCounter // of every client
 
 	consCancel context.CancelFunc
 	consWG     sync.WaitGroup
@@ -103,7 +104,7 @@ func (r *runner) startConsumers(ctx context.Context) error {
 			sub := &subscription{topic: t, group: fmt.Sprintf("%s-sub-%03d", t, s), partitions: r.ts.partitions[t]}
 			r.subs = append(r.subs, sub)
 			for c := 0; c < r.cfg.Consumers; c++ {
-				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log)
+				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log, &r.wire)
 				id++
 				if err != nil {
 					return err
@@ -163,7 +164,7 @@ func (r *runner) startProducers() error {
 	id := 0
 	for _, t := range r.ts.names {
 		for i := 0; i < r.cfg.Producers; i++ {
-			p, err := newProducer(&r.cfg, id, t)
+			p, err := newProducer(&r.cfg, id, t, &r.wire)
 			if err != nil {
 				return err
 			}
@@ -179,6 +180,8 @@ type counts struct {
 	acked, ackedBytes, pubErrs int64
 	consumed, consBytes, cErrs int64
 	foreign                    int64
+
+	produceReqs, produceBytes, fetchResps, fetchBytes int64
 }
 
 func (r *runner) counts() counts {
@@ -194,6 +197,8 @@ func (r *runner) counts() counts {
 		c.cErrs += k.errs.Load()
 		c.foreign += k.foreign.Load()
 	}
+	c.produceReqs, c.produceBytes = r.wire.produceReqs.Load(), r.wire.produceBytes.Load()
+	c.fetchResps, c.fetchBytes = r.wire.fetchResps.Load(), r.wire.fetchBytes.Load()
 	return c
 }
 
@@ -308,6 +313,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			measured.consumed += cur.consumed - prev.consumed
 			measured.consBytes += cur.consBytes - prev.consBytes
 			measured.cErrs += cur.cErrs - prev.cErrs
+			measured.produceReqs += cur.produceReqs - prev.produceReqs
+			measured.produceBytes += cur.produceBytes - prev.produceBytes
+			measured.fetchResps += cur.fetchResps - prev.fetchResps
+			measured.fetchBytes += cur.fetchBytes - prev.fetchBytes
 		}
 		res.Intervals = append(res.Intervals, iv)
 		fmt.Fprintln(r.progress, iv.line(broker != nil))
@@ -346,6 +355,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	res.MeasuredSeconds = secs
 	res.Publish = throughput(measured.acked, measured.ackedBytes, measured.pubErrs, secs)
 	res.Consume = throughput(measured.consumed, measured.consBytes, measured.cErrs, secs)
+	res.Requests = requestsOf(measured, secs)
 	res.PublishLatency = Summarize(pubC.total)
 	res.PublishDelay = Summarize(delayC.total)
 	res.EndToEndLatency = Summarize(e2eC.total)

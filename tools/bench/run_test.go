@@ -88,6 +88,11 @@ func TestRunGroupsAtFixedRate(t *testing.T) {
 	if l := res.EndToEndLatency; !(l.P50 > 0 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max) {
 		t.Errorf("end-to-end percentiles out of order: %+v", l)
 	}
+	// Every produce request carries at least one message, and its
+	// messages' bytes; consumers read what was published through fetches.
+	if q := res.Requests; q.ProduceRate <= 0 || q.MsgsPerProduce < 1 || q.ProduceKiB*1024 < q.MsgsPerProduce*float64(cfg.MessageSize) || q.FetchRate <= 0 || q.MsgsPerFetch <= 0 || q.FetchKiB <= 0 {
+		t.Errorf("request counts implausible: %+v", q)
+	}
 	if res.MeasuredSeconds < 0.9 || res.MeasuredSeconds > 1.5 {
 		t.Errorf("measured %.2f s, want about 1", res.MeasuredSeconds)
 	}
