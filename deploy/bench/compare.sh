@@ -19,6 +19,9 @@
 #       each run, wait up to 300 s for CPU pressure (PSI some avg10) < 10%
 #   deploy/bench/compare.sh --aero-tiering     # AeroStream with its default
 #       tiered storage on (uploads to a directory on the same disk)
+#   deploy/bench/compare.sh --rounds 3    # three rounds, the brokers'
+#       order alternating; the table gives each round's ratios and their
+#       median and range
 #
 # Kafka comes from deploy/kafka-peer (Maven Central jars; set up on first
 # use) and keeps its defaults, so without tiered storage. AeroStream is
@@ -40,6 +43,7 @@ rate=${BENCH_RATE:-50000}
 out=""
 only=""
 quiet_wait=0
+rounds=1
 aero_tiering=false
 aero_addr=${AEROSTREAM_KAFKA_ADDR:-127.0.0.1:9092}
 # serve's Kafka gateway takes its metadata from serve's own controller.
@@ -55,11 +59,13 @@ while (($#)); do
 	--only) only=$2; shift 2 ;;
 	--wait-quiet) quiet_wait=$2; shift 2 ;;
 	--aero-tiering) aero_tiering=true; shift ;;
+	--rounds) rounds=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
 case $only in "" | kafka | aerostream) ;; *) echo "compare.sh: --only kafka or aerostream" >&2; exit 2 ;; esac
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "compare.sh: --rounds takes a positive count" >&2; exit 2; }
 out=${out:-/tmp/aerostream-compare-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed for the table" >&2; exit 1; }
@@ -121,21 +127,21 @@ wait_quiet() {
 # lines go to the terminal and to NAME-*.log; summaries to NAME-*.txt.
 measure() {
 	local name=$1 bootstrap=$2 pid=$3 kind r label
-	loadavg >"$out/$name-load-before.txt"
+	loadavg >"$rd/$name-load-before.txt"
 	for kind in fixed max; do
 		r=$rate label="fixed rate $rate msg/s"
 		[[ $kind == max ]] && r=0 label="maximum throughput"
 		wait_quiet
 		echo "compare: $name: $label (load average $(loadavg))" >&2
 		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" \
-			--broker-pid "$pid" --json "$out/$name-$kind.json" \
-			>"$out/$name-$kind.txt" 2> >(tee "$out/$name-$kind.log" >&2) || {
+			--broker-pid "$pid" --json "$rd/$name-$kind.json" \
+			>"$rd/$name-$kind.txt" 2> >(tee "$rd/$name-$kind.log" >&2) || {
 			echo "compare: $name: the $kind run failed" >&2
 			return 1
 		}
-		cat "$out/$name-$kind.txt" >&2
+		cat "$rd/$name-$kind.txt" >&2
 	done
-	loadavg >"$out/$name-load-after.txt"
+	loadavg >"$rd/$name-load-after.txt"
 }
 
 # wait_port HOST:PORT SECONDS PID: until the port accepts, the process dies,
@@ -150,7 +156,7 @@ wait_port() {
 }
 
 # --- Apache Kafka -----------------------------------------------------------
-if [[ $only != aerostream ]]; then
+run_kafka() {
 	"$repo/deploy/kafka-peer/stop.sh" 2>/dev/null || true
 	"$repo/deploy/kafka-peer/setup.sh" --fresh >&2
 	kafka_pid=$("$repo/deploy/kafka-peer/start.sh")
@@ -161,12 +167,12 @@ if [[ $only != aerostream ]]; then
 	"$repo/deploy/kafka-peer/stop.sh"
 	kafka_started=0
 	rm -rf "$KAFKA_DATA" # a fresh format next time; the jars stay
-	echo "kafka $KAFKA_VERSION" >"$out/kafka-version.txt"
+	echo "kafka $KAFKA_VERSION" >"$rd/kafka-version.txt"
 	settle
-fi
+}
 
 # --- AeroStream ---------------------------------------------------------------
-if [[ $only != kafka ]]; then
+run_aerostream() {
 	aero_dir=$(mktemp -d /tmp/aerostream-compare-data.XXXXXX)
 	# From an empty directory, so no aerostream.toml is picked up; only the
 	# Kafka listener and the controller it needs are open (on loopback), so
@@ -175,24 +181,39 @@ if [[ $only != kafka ]]; then
 	(cd "$aero_dir" && exec env -u AEROSTREAM_CONFIG "$bench" serve --data-dir "$aero_dir/data" \
 		--kafka-listen "$aero_addr" --controller-listen "$aero_ctl_addr" \
 		--native-listen '' --http-listen '' --ring-listen '' \
-		--tiered_storage.enabled="$aero_tiering" >"$out/aerostream-serve.log" 2>&1) &
+		--tiered_storage.enabled="$aero_tiering" >"$rd/aerostream-serve.log" 2>&1) &
 	aero_pid=$!
 	if wait_port "$aero_addr" 30 "$aero_pid" &&
 		timeout 90 "$bench" bench --brokers "$aero_addr" --partitions 1 --rate 100 \
-			--warmup 0s --duration 1s --drain 5s >"$out/aerostream-probe.txt" 2>&1; then
+			--warmup 0s --duration 1s --drain 5s >"$rd/aerostream-probe.txt" 2>&1; then
 		measure aerostream "$aero_addr" "$aero_pid" || echo "compare: aerostream figures incomplete" >&2
 	else
-		echo "compare: AeroStream's Kafka listener on $aero_addr is not serving; skipped (see $out/aerostream-serve.log, $out/aerostream-probe.txt)" >&2
-		tail -n 5 "$out/aerostream-serve.log" "$out/aerostream-probe.txt" >&2 2>/dev/null || true
+		echo "compare: AeroStream's Kafka listener on $aero_addr is not serving; skipped (see $rd/aerostream-serve.log, $rd/aerostream-probe.txt)" >&2
+		tail -n 5 "$rd/aerostream-serve.log" "$rd/aerostream-probe.txt" >&2 2>/dev/null || true
 	fi
 	kill -TERM "$aero_pid" 2>/dev/null || true
 	wait "$aero_pid" 2>/dev/null || true
 	aero_pid=""
 	rm -rf "$aero_dir"
 	aero_dir=""
-	echo "$("$bench" version) tiered_storage.enabled=$aero_tiering" >"$out/aerostream-version.txt"
+	echo "$("$bench" version) tiered_storage.enabled=$aero_tiering" >"$rd/aerostream-version.txt"
 	settle
-fi
+}
+
+# --- Rounds ------------------------------------------------------------------
+# One round measures each broker once, in the output directory itself; with
+# --rounds N, round i goes to round-i/, and the order alternates (Kafka
+# first in odd rounds) so that drift on the machine falls on both alike.
+for ((i = 1; i <= rounds; i++)); do
+	rd=$out
+	((rounds > 1)) && rd=$out/round-$i && mkdir -p "$rd" && echo "compare: round $i of $rounds" >&2
+	order=(kafka aerostream)
+	((i % 2 == 0)) && order=(aerostream kafka)
+	for b in "${order[@]}"; do
+		[[ -n $only && $only != "$b" ]] && continue
+		"run_$b"
+	done
+done
 
 # --- Table -------------------------------------------------------------------
 python3 "$here/ratios.py" "$out"

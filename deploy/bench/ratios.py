@@ -4,6 +4,10 @@ AeroStream/Kafka table; writes it to compare.json in the same directory.
 
     python3 deploy/bench/ratios.py DIR
 
+A DIR with round-N subdirectories (compare.sh --rounds N) gets one table of
+the rounds' medians, with the range of each ratio; compare.json keeps every
+round's rows as well.
+
 A missing side (a broker that was not measured) leaves its column and the
 ratios empty. Standard library only.
 """
@@ -73,10 +77,8 @@ ROWS = [
 ]
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    d = sys.argv[1]
+def table(d):
+    """The rows of one round's directory."""
     results = {b: {run: load(d, f"{b}-{run}.json") for run in ("fixed", "max")} for b in BROKERS}
     rows = []
     for label, run, path, unit, target in ROWS:
@@ -94,41 +96,87 @@ def main():
         noise = path[0] == "machine"  # a condition of the run, not a figure to compare
         if not noise and vals["aerostream"] is not None and vals["kafka"]:
             ratio = vals["aerostream"] / vals["kafka"]
-        met = None
-        if target and ratio is not None:
-            op, want = target
-            met = ratio >= want if op == ">=" else ratio <= want
         rows.append({
             "metric": label, "unit": unit,
             "aerostream": vals["aerostream"], "kafka": vals["kafka"],
             "ratio": ratio,
             "target": f"{target[0]} {target[1]}" if target else None,
-            "target_met": met,
+            "target_met": met(target, ratio),
         })
+    return results, rows
 
-    loads = {b: {k: load(d, f"{b}-load-{k}.txt") for k in ("before", "after")} for b in BROKERS}
-    wl = next((dig(results[b][r], "workload") for b in BROKERS for r in ("fixed", "max")
-               if results[b][r]), None)
+
+def met(target, ratio):
+    if not target or ratio is None:
+        return None
+    op, want = target
+    return ratio >= want if op == ">=" else ratio <= want
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def combine(tables):
+    """Rounds' rows into one: medians of each side and of the ratios, the
+    ratios' range, and in how many rounds the target was met."""
+    rows = []
+    targets = {label: target for label, _, _, _, target in ROWS}
+    for i, first in enumerate(tables[0]):
+        col = [t[i] for t in tables]
+        r = dict(first)
+        for b in BROKERS:
+            vs = [c[b] for c in col if c[b] is not None]
+            r[b] = median(vs) if vs else None
+        ratios = [c["ratio"] for c in col if c["ratio"] is not None]
+        r["ratio"] = median(ratios) if ratios else None
+        r["ratios"] = ratios
+        r["target_met"] = met(targets[first["metric"]], r["ratio"])
+        r["rounds_met"] = sum(1 for c in col if c["target_met"])
+        rows.append(r)
+    return rows
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit in ("msg/s",):
+        return f"{v:,.0f}"
+    return f"{v:,.2f}"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    d = sys.argv[1]
+    rounds = sorted((x for x in os.listdir(d) if x.startswith("round-")), key=lambda x: int(x.split("-")[1]))
+    dirs = [os.path.join(d, x) for x in rounds] or [d]
+    tabled = [table(x) for x in dirs]
+    results = tabled[0][0]
+    rows = tabled[0][1] if len(dirs) == 1 else combine([t for _, t in tabled])
+
+    loads = {os.path.basename(x): {b: {k: load(x, f"{b}-load-{k}.txt") for k in ("before", "after")} for b in BROKERS}
+             for x in dirs}
+    wl = next((dig(res[b][r], "workload") for res, _ in tabled for b in BROKERS for r in ("fixed", "max")
+               if res[b][r]), None)
     summary = {
         "workload": wl and {k: wl.get(k) for k in (
             "partitions_per_topic", "producers_per_topic", "consumers_per_subscription",
             "message_size", "acks", "consume_mode", "warmup_ms", "duration_ms")},
         "fixed_rate": dig(results["kafka"]["fixed"], "workload", "target_rate")
         or dig(results["aerostream"]["fixed"], "workload", "target_rate"),
+        "rounds": len(dirs),
         "load_average": loads,
-        "versions": {b: load(d, f"{b}-version.txt") for b in BROKERS},
+        "versions": {b: load(dirs[0], f"{b}-version.txt") for b in BROKERS},
         "rows": rows,
     }
+    if len(dirs) > 1:
+        summary["round_rows"] = {os.path.basename(x): t for x, (_, t) in zip(dirs, tabled)}
     with open(os.path.join(d, "compare.json"), "w") as f:
         json.dump(summary, f, indent=2)
         f.write("\n")
-
-    def fmt(v, unit):
-        if v is None:
-            return "-"
-        if unit in ("msg/s",):
-            return f"{v:,.0f}"
-        return f"{v:,.2f}"
 
     print(f"\nAeroStream vs Apache Kafka — {d}")
     if wl:
@@ -139,19 +187,31 @@ def main():
     vers = [v for v in summary["versions"].values() if v]
     if vers:
         print("brokers: " + "; ".join(vers))
+    if len(dirs) > 1:
+        print(f"{len(dirs)} rounds: each side's median, the median of the rounds' ratios and their range; "
+              "a target is judged on the median ratio")
     w = max(len(r["metric"]) for r in rows) + 2
-    print(f"{'metric':<{w}}{'unit':<8}{'AeroStream':>14}{'Kafka':>14}{'ratio':>9}  target")
+    multi = len(dirs) > 1
+    print(f"{'metric':<{w}}{'unit':<8}{'AeroStream':>14}{'Kafka':>14}{'ratio':>9}"
+          + ("  range        " if multi else "") + "  target")
     for r in rows:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
+        spread = ""
+        if multi:
+            spread = f"  {min(r['ratios']):.2f}-{max(r['ratios']):.2f}x".ljust(15) if r["ratios"] else "  -".ljust(15)
         tgt = ""
         if r["target"]:
             tgt = r["target"] + ("" if r["target_met"] is None else (" met" if r["target_met"] else " MISSED"))
+            if multi:
+                tgt += f" (met in {r['rounds_met']} of {len(dirs)} rounds)"
         print(f"{r['metric']:<{w}}{r['unit']:<8}{fmt(r['aerostream'], r['unit']):>14}"
-              f"{fmt(r['kafka'], r['unit']):>14}{ratio:>9}  {tgt}")
-    for b in BROKERS:
-        if loads[b]["before"]:
-            print(f"load average during {b}: before {loads[b]['before']}, after {loads[b]['after']}")
-    if not all(results["aerostream"].values()):
+              f"{fmt(r['kafka'], r['unit']):>14}{ratio:>9}{spread}  {tgt}")
+    for rd, byb in loads.items():
+        for b in BROKERS:
+            if byb[b]["before"]:
+                where = f" ({rd})" if multi else ""
+                print(f"load average during {b}{where}: before {byb[b]['before']}, after {byb[b]['after']}")
+    if not all(all(res["aerostream"].values()) for res, _ in tabled):
         print("AeroStream was not (fully) measured: ratios are empty.")
     print(f"written: {os.path.join(d, 'compare.json')}")
 
