@@ -156,7 +156,7 @@ func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
 }
 
 func (p *producer) acknowledged(r *kgo.Record, err error) {
-	st := r.Context.(*sendStamp) // every record is one of record's
+	st := r.Context.(*sendStamp) // every record comes from (*producer).record
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
 			p.errs.Add(1)
