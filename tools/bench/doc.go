@@ -23,6 +23,11 @@
 // consumer owns its recorders, and the reporter swaps them once a second to
 // print the progress line and add them to the run's totals.
 //
+// kgo's hooks count every client's produce requests and fetch responses,
+// so a result also says how many messages each request carried: on a
+// machine the client shares with the broker, that is part of what the
+// client's CPU depends on.
+//
 // bench imports no aerostream package: it is a client, and it must measure
 // AeroStream and its peers the same way.
 package bench
