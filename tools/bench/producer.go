@@ -106,7 +106,11 @@ type sentRecord struct {
 }
 
 // sendStamp is the record's Context: kgo passes it through untouched and
-// watches the context it embeds (Produce's) for cancellation.
+// watches the context it embeds (Produce's) for cancellation. Context and
+// rec are set once, when the record is made: kgo may still call the
+// Context's methods after the record's promise (a goroutine waiting for an
+// unknown topic keeps its first record's Context), so only sent, which kgo
+// never reads, changes when the record is reused.
 type sendStamp struct {
 	context.Context
 	sent time.Time
@@ -116,15 +120,16 @@ type sendStamp struct {
 // record returns a record for topic, sent now, with the send time in the
 // first 8 bytes of its value (for consumers' end-to-end latency), in its
 // stamp and in Timestamp: kgo stamps a record only when Timestamp is zero,
-// so that is no extra clock read.
+// so that is no extra clock read. ctx is the same on every call (run's).
 func (p *producer) record(ctx context.Context, now time.Time) *kgo.Record {
 	sr, _ := p.pool.Get().(*sentRecord)
 	if sr == nil {
 		sr = &sentRecord{Record: kgo.Record{Value: make([]byte, p.size)}}
+		sr.stamp = sendStamp{Context: ctx, rec: sr}
 		copy(sr.Value, p.filler)
 	}
 	sr.Record = kgo.Record{Topic: p.topic, Value: sr.Value, Timestamp: now, Context: &sr.stamp}
-	sr.stamp = sendStamp{Context: ctx, sent: now, rec: sr}
+	sr.stamp.sent = now
 	binary.BigEndian.PutUint64(sr.Value, uint64(now.UnixNano()))
 	return &sr.Record
 }
