@@ -13,10 +13,10 @@ import (
 // about 0.3 CPU-s per GiB, a third of what a fresh node's cold pass cost
 // (about 1 CPU-s per GiB): reading 1 GiB of 4 MiB range GETs from MinIO
 // took 0.70 CPU-s into fresh buffers and 0.38-0.46 into one reused
-// buffer. A node that has been serving cold reads for
-// a while does not pay it: evicted chunks go back to the Go heap, and new
-// chunks reuse that memory. The reserve gives a fresh node the same, by
-// paying the faults at start instead of during its first cold reads.
+// buffer. A node that has been serving cold reads for a while does not pay
+// it: evicted chunks go back to the Go heap, and new chunks reuse that
+// memory. The reserve gives a fresh node the same, by paying the faults at
+// start instead of during its first cold reads.
 //
 // Buffers are handed out once and never come back: a chunk's memory may be
 // held by responses after it leaves the cache (reads are zero copy), so

@@ -184,6 +184,21 @@ type counts struct {
 	produceReqs, produceBytes, fetchResps, fetchBytes int64
 }
 
+// addSince adds what the counters grew by from prev to cur.
+func (c *counts) addSince(cur, prev counts) {
+	c.acked += cur.acked - prev.acked
+	c.ackedBytes += cur.ackedBytes - prev.ackedBytes
+	c.pubErrs += cur.pubErrs - prev.pubErrs
+	c.consumed += cur.consumed - prev.consumed
+	c.consBytes += cur.consBytes - prev.consBytes
+	c.cErrs += cur.cErrs - prev.cErrs
+	c.foreign += cur.foreign - prev.foreign
+	c.produceReqs += cur.produceReqs - prev.produceReqs
+	c.produceBytes += cur.produceBytes - prev.produceBytes
+	c.fetchResps += cur.fetchResps - prev.fetchResps
+	c.fetchBytes += cur.fetchBytes - prev.fetchBytes
+}
+
 func (r *runner) counts() counts {
 	var c counts
 	for _, p := range r.producers {
@@ -307,16 +322,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			}
 			machineEnd = machineNow
 			measuredDur += dt
-			measured.acked += cur.acked - prev.acked
-			measured.ackedBytes += cur.ackedBytes - prev.ackedBytes
-			measured.pubErrs += cur.pubErrs - prev.pubErrs
-			measured.consumed += cur.consumed - prev.consumed
-			measured.consBytes += cur.consBytes - prev.consBytes
-			measured.cErrs += cur.cErrs - prev.cErrs
-			measured.produceReqs += cur.produceReqs - prev.produceReqs
-			measured.produceBytes += cur.produceBytes - prev.produceBytes
-			measured.fetchResps += cur.fetchResps - prev.fetchResps
-			measured.fetchBytes += cur.fetchBytes - prev.fetchBytes
+			measured.addSince(cur, prev)
 		}
 		res.Intervals = append(res.Intervals, iv)
 		fmt.Fprintln(r.progress, iv.line(broker != nil))
