@@ -623,14 +623,25 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 	}
 	seg := p.segmentFor(offset)
 	if seg == nil {
+		// The remote segment holding offset or, when offset falls in a
+		// hole (a restore from a bucket that lacked a segment whose upload
+		// never finished), the first one after it: like Kafka after
+		// compaction, a fetch gets the next batches there are.
 		for _, rs := range p.remote {
-			if offset >= rs.BaseOffset && offset < rs.EndOffset {
-				r.colds = append(r.colds, coldRead{idx: i, seg: rs, offset: offset, max: max})
+			if offset < rs.EndOffset {
+				from := offset
+				if from < rs.BaseOffset {
+					from = rs.BaseOffset
+				}
+				r.colds = append(r.colds, coldRead{idx: i, seg: rs, offset: from, max: max})
 				return
 			}
 		}
-		res.Err = fmt.Errorf("%w: %s/%d offset %d", ErrNotLocal, p.topic, p.id, offset)
-		return
+		if len(p.segs) == 0 {
+			res.Err = fmt.Errorf("%w: %s/%d offset %d", ErrNotLocal, p.topic, p.id, offset)
+			return
+		}
+		seg, offset = p.segs[0], p.segs[0].base
 	}
 	for {
 		pos, err := seg.findPosition(offset, seg.durable, s.scratch[:])

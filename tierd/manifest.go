@@ -18,6 +18,12 @@ type Manifest struct {
 	Partition      int32             `json:"partition"`
 	LogStartOffset int64             `json:"log_start_offset"`
 	Segments       []ManifestSegment `json:"segments"`
+
+	// What ReadManifests found beyond the stored manifest; never stored.
+	// Unlisted counts the segments appended from the bucket's listing, Gaps
+	// the offsets missing between them.
+	Unlisted int   `json:"-"`
+	Gaps     []Gap `json:"-"`
 }
 
 // ManifestSegment is one uploaded segment.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
@@ -153,45 +152,6 @@ func (d *Daemon) GC(ctx context.Context, dryRun bool, minAge time.Duration) ([]O
 		orphans[i].Deleted = true
 	}
 	return orphans, nil
-}
-
-// Manifests reads the manifests of every partition of topic found in the
-// bucket, sorted by partition. It is the read half of `tier restore`; the
-// caller recreates the partitions from them.
-func (d *Daemon) Manifests(ctx context.Context, topic string) ([]Manifest, error) {
-	return ReadManifests(ctx, d.opts.Bucket, topic)
-}
-
-// ReadManifests is Manifests without a daemon, for a node that is being
-// restored.
-func ReadManifests(ctx context.Context, b objstore.Bucket, topic string) ([]Manifest, error) {
-	var out []Manifest
-	for info, err := range b.List(ctx, topic+"/") {
-		if err != nil {
-			return nil, err
-		}
-		if !strings.HasSuffix(info.Key, "/manifest.json") {
-			continue
-		}
-		k, ok := parseKey(info.Key)
-		if !ok || k.topic != topic {
-			continue
-		}
-		body, err := readAll(ctx, b, info.Key)
-		if err != nil {
-			return nil, err
-		}
-		m, err := decodeManifest(body)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", info.Key, err)
-		}
-		if m.Topic != topic || m.Partition != k.partition {
-			return nil, fmt.Errorf("%w: %s describes %s/%d", ErrBadManifest, info.Key, m.Topic, m.Partition)
-		}
-		out = append(out, m)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
-	return out, nil
 }
 
 // Records returns the manifest's segments as remote catalog records.

@@ -22,6 +22,9 @@
 #   deploy/bench/compare.sh --rounds 3    # three rounds, the brokers'
 #       order alternating; the table gives each round's ratios and their
 #       median and range
+#   deploy/bench/compare.sh --linger 0    # the producers' linger (default
+#       1 ms, OpenMessaging Benchmark's linger.ms); 0 sends as soon as a
+#       request can be built
 #
 # Kafka comes from deploy/kafka-peer (Maven Central jars; set up on first
 # use) and keeps its defaults, so without tiered storage. AeroStream is
@@ -44,6 +47,7 @@ out=""
 only=""
 quiet_wait=0
 rounds=1
+linger=1ms
 aero_tiering=false
 aero_addr=${AEROSTREAM_KAFKA_ADDR:-127.0.0.1:9092}
 # serve's Kafka gateway takes its metadata from serve's own controller.
@@ -60,6 +64,7 @@ while (($#)); do
 	--wait-quiet) quiet_wait=$2; shift 2 ;;
 	--aero-tiering) aero_tiering=true; shift ;;
 	--rounds) rounds=$2; shift 2 ;;
+	--linger) linger=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -72,7 +77,7 @@ command -v python3 >/dev/null || { echo "compare.sh: python3 is needed for the t
 
 # The issue's workload. --delete-topics leaves each broker as it found it.
 workload=(--partitions 32 --producers 4 --consumers 4 --subscriptions 1
-	--message-size 1024 --acks 1 --consume-mode group
+	--message-size 1024 --acks 1 --linger "$linger" --consume-mode group
 	--warmup "$warmup" --duration "$duration" --drain 15s)
 
 # Built into the output directory: the binary measured is the one recorded

@@ -362,13 +362,23 @@ func (a *adminServer) restoreTopic(w http.ResponseWriter, r *http.Request) {
 		s.finish(nil, err)
 		return
 	}
-	segs := 0
+	segs, unlisted, gaps := 0, 0, 0
 	for i, m := range ms {
 		if err := a.st.RestorePartition(r.Context(), m.Topic, m.Partition, logstore.PartitionConfig{}, m.LogStartOffset, m.Records()); err != nil {
 			s.finish(nil, fmt.Errorf("restore %s/%d: %w", m.Topic, m.Partition, err))
 			return
 		}
 		segs += len(m.Segments)
+		unlisted += m.Unlisted
+		gaps += len(m.Gaps)
+		if m.Unlisted > 0 {
+			a.logger.Info("tier restore: segments newer than their manifest taken from the bucket",
+				"topic", m.Topic, "partition", m.Partition, "segments", m.Unlisted)
+		}
+		for _, g := range m.Gaps {
+			a.logger.Warn("tier restore: offsets missing from the bucket; consumers skip them",
+				"topic", m.Topic, "partition", m.Partition, "from", g.From, "to", g.To)
+		}
 		s.progress(i+1, len(ms))
 	}
 	if a.restore != nil {
@@ -377,5 +387,5 @@ func (a *adminServer) restoreTopic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.finish(map[string]int{"partitions": len(ms), "segments": segs}, nil)
+	s.finish(map[string]int{"partitions": len(ms), "segments": segs, "unlisted_segments": unlisted, "gaps": gaps}, nil)
 }

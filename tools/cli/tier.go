@@ -180,13 +180,20 @@ cold tier) of a running store or serve, through its HTTP admin API.`,
 	gc.Flags().BoolVar(&dryRun, "dry-run", true, "only list orphans")
 	gc.Flags().Int64Var(&minAgeMs, "min-age-ms", 3600000, "ignore objects younger than this (uploads in progress)")
 
-	restore := &cobra.Command{Use: "restore", Short: "Rebuild a topic's catalog on an empty node from the bucket's manifests", Args: cobra.NoArgs,
+	restore := &cobra.Command{Use: "restore", Short: "Rebuild a topic's catalog on an empty node from the bucket (manifests, and segments uploaded after them)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var res map[string]int
 			if err := c.stream(cmd.Context(), "/v1/tier/restore", url.Values{"topic": {topic}}, "restore", &res); err != nil {
 				return err
 			}
-			return c.result(res, fmt.Sprintf("restored %d partitions, %d remote segments", res["partitions"], res["segments"]))
+			msg := fmt.Sprintf("restored %d partitions, %d remote segments", res["partitions"], res["segments"])
+			if n := res["unlisted_segments"]; n > 0 {
+				msg += fmt.Sprintf(" (%d newer than their manifest)", n)
+			}
+			if n := res["gaps"]; n > 0 {
+				msg += fmt.Sprintf("; %d offset gaps where no segment was uploaded (see the node's log)", n)
+			}
+			return c.result(res, msg)
 		}}
 	restore.Flags().StringVar(&topic, "topic", "", "topic to restore (required)")
 	_ = restore.MarkFlagRequired("topic")

@@ -1,7 +1,11 @@
 package tiertest
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +18,10 @@ import (
 // empty on the same cold tier, runs `tier restore`, and a Kafka consumer
 // reads the topic's whole history from it. `tier rehydrate` then brings the
 // newest remote segments back to B's disk.
+//
+// A lives on in the bucket as a node lost right after its last uploads
+// would: partition 1 has no manifest yet and partition 2's lacks its two
+// newest segments. Restore must find those segments all the same.
 func TestLocalRestoreOnEmptyNode(t *testing.T) {
 	cold := filepath.Join(t.TempDir(), "cold")
 	args := []string{"--tiered_storage.enabled", "--tiered_storage.provider", "local"}
@@ -36,13 +44,24 @@ func TestLocalRestoreOnEmptyNode(t *testing.T) {
 	}
 	a.checkBucket()
 	a.stop()
+	if err := os.Remove(filepath.Join(cold, topic, "1", "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropNewest(filepath.Join(cold, topic, "2", "manifest.json"), 2); err != nil {
+		t.Fatal(err)
+	}
 
 	b := mk()
 	b.start()
 	defer b.stop()
 	out, err = b.tier("restore", "--topic", topic)
-	if err != nil || !strings.Contains(out, "restored 3 partitions") {
+	// Unlisted: all of partition 1's segments and two of partition 2's.
+	m := regexp.MustCompile(`restored 3 partitions, \d+ remote segments \((\d+) newer than their manifest\)`).FindStringSubmatch(out)
+	if err != nil || m == nil {
 		t.Fatalf("tier restore: %v\n%s\n%s", err, out, tail(b.logText(), 30))
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 3 {
+		t.Fatalf("tier restore took %d segments beyond their manifests, want at least 3:\n%s", n, out)
 	}
 	got := consumeAll(t, b.kafka, topic, want, 2*time.Minute)
 	sameDigests(t, want, got)
@@ -61,4 +80,26 @@ func TestLocalRestoreOnEmptyNode(t *testing.T) {
 	}
 	sameDigests(t, want, consumeAll(t, b.kafka, topic, want, 2*time.Minute))
 	b.checkBucket()
+}
+
+// dropNewest rewrites a manifest.json without its n newest segments, as the
+// flusher had last written it before those uploads.
+func dropNewest(path string, n int) error {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
+	segs, _ := m["segments"].([]any)
+	if len(segs) <= n {
+		return fmt.Errorf("%s lists %d segments; the test needs more than %d", path, len(segs), n)
+	}
+	m["segments"] = segs[:len(segs)-n]
+	if body, err = json.Marshal(m); err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o644)
 }
