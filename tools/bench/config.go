@@ -61,7 +61,10 @@ type Config struct {
 	Linger      time.Duration `json:"-"`
 	BatchBytes  int           `json:"batch_bytes"`
 	MaxInflight int           `json:"max_inflight"`
-	Compression string        `json:"compression"`
+	// BufferBytes bounds what each producer holds unacknowledged (the Java
+	// client's buffer.memory); a full buffer blocks the producer.
+	BufferBytes int    `json:"buffer_bytes"`
+	Compression string `json:"compression"`
 
 	// BrokerPID, when not 0, is a local broker process whose CPU and RSS
 	// the run samples from /proc during the measured phase.
@@ -96,6 +99,7 @@ func DefaultConfig() Config {
 		Linger:            time.Millisecond,
 		BatchBytes:        1 << 20,
 		MaxInflight:       5,
+		BufferBytes:       32 << 20,
 		Compression:       "none",
 		Progress:          time.Second,
 	}
@@ -160,6 +164,8 @@ func (c *Config) Validate() error {
 		return bad("batch size must be at least 1024 bytes")
 	case c.MaxInflight < 1:
 		return bad("max in-flight must be at least 1")
+	case c.BufferBytes < c.BatchBytes:
+		return bad("buffer memory (%d B) must hold at least one batch (%d B)", c.BufferBytes, c.BatchBytes)
 	case c.Progress <= 0:
 		return bad("progress interval must be positive")
 	}
@@ -214,8 +220,8 @@ func (c *Config) String() string {
 	if c.Rate > 0 {
 		rate = fmt.Sprintf("%.0f msg/s", c.Rate)
 	}
-	return fmt.Sprintf("%d topic(s) x %d partitions, %d producer(s)/topic, %d subscription(s) x %d consumer(s) (%s), %d B messages, rate %s, acks=%s, linger %s, batch %d B, compression %s, warmup %s, duration %s, brokers %s",
+	return fmt.Sprintf("%d topic(s) x %d partitions, %d producer(s)/topic, %d subscription(s) x %d consumer(s) (%s), %d B messages, rate %s, acks=%s, linger %s, batch %d B, buffer %d B, compression %s, warmup %s, duration %s, brokers %s",
 		c.Topics, c.Partitions, c.Producers, c.Subscriptions, c.Consumers, c.ConsumeMode,
-		c.MessageSize, rate, c.Acks, c.Linger, c.BatchBytes, c.Compression, c.Warmup, c.Duration,
+		c.MessageSize, rate, c.Acks, c.Linger, c.BatchBytes, c.BufferBytes, c.Compression, c.Warmup, c.Duration,
 		strings.Join(c.Brokers, ","))
 }

@@ -40,6 +40,9 @@ func producerOpts(cfg *Config) []kgo.Opt {
 		kgo.ProducerLinger(cfg.Linger),
 		kgo.ProducerBatchMaxBytes(int32(cfg.BatchBytes)),
 		kgo.ProducerBatchCompression(codec),
+		// buffer.memory, in kgo's terms: bytes, not kgo's default of
+		// 50,000 records, which at 1 KiB is 50 MiB per producer.
+		kgo.MaxBufferedBytes(cfg.BufferBytes),
 	}
 	switch cfg.Acks {
 	case "0":
