@@ -6,7 +6,9 @@
 # For each broker, one at a time (this machine has 2 cores; the other
 # broker is stopped meanwhile), on a fresh data directory:
 #   (b) publish and end-to-end latency at a fixed 50,000 msg/s;
-#   (a) maximum throughput (rate unlimited);
+#   (a) maximum throughput, twice: with the rate unlimited, and at the
+#       highest rate the consumers keep up with (`bench --sustainable`:
+#       found in short trials, then measured like a fixed rate);
 #   (c) broker CPU (average, % of one core) and peak RSS, sampled from
 #       /proc/<pid>/stat and /proc/<pid>/status by the bench during each
 #       measured phase.
@@ -35,7 +37,8 @@
 # listener does not answer, its side is reported as missing and Kafka is
 # still measured.
 #
-# Defaults: 10 s warmup + 30 s measured per run, about 4 minutes in all.
+# Defaults: 10 s warmup + 30 s measured per run (after a search of a
+# minute or two for the sustainable rate), about 9 minutes a round.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -131,14 +134,15 @@ wait_quiet() {
 # measure NAME BOOTSTRAP PID: the two runs against one broker. Progress
 # lines go to the terminal and to NAME-*.log; summaries to NAME-*.txt.
 measure() {
-	local name=$1 bootstrap=$2 pid=$3 kind r label
+	local name=$1 bootstrap=$2 pid=$3 kind r label extra
 	loadavg >"$rd/$name-load-before.txt"
-	for kind in fixed max; do
-		r=$rate label="fixed rate $rate msg/s"
+	for kind in fixed max sustainable; do
+		r=$rate label="fixed rate $rate msg/s" extra=()
 		[[ $kind == max ]] && r=0 label="maximum throughput"
+		[[ $kind == sustainable ]] && r=0 label="highest sustainable rate" extra=(--sustainable)
 		wait_quiet
 		echo "compare: $name: $label (load average $(loadavg))" >&2
-		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" \
+		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" "${extra[@]}" \
 			--broker-pid "$pid" --json "$rd/$name-$kind.json" \
 			>"$rd/$name-$kind.txt" 2> >(tee "$rd/$name-$kind.log" >&2) || {
 			echo "compare: $name: the $kind run failed" >&2

@@ -49,9 +49,13 @@ type Config struct {
 	MessageSize int `json:"message_size"`
 	// Rate is the target publish rate in messages per second summed over
 	// all producers; 0 publishes as fast as the broker acknowledges.
-	Rate     float64       `json:"target_rate"`
-	Duration time.Duration `json:"-"`
-	Warmup   time.Duration `json:"-"`
+	Rate float64 `json:"target_rate"`
+	// Sustainable, with Rate 0, makes the run find and hold the highest
+	// rate its consumers keep up with (see sustain.go) instead of
+	// publishing without a limit.
+	Sustainable bool          `json:"sustainable,omitempty"`
+	Duration    time.Duration `json:"-"`
+	Warmup      time.Duration `json:"-"`
 	// Drain bounds how long consumers may take, after the producers stop,
 	// to receive what was published.
 	Drain time.Duration `json:"-"`
@@ -156,6 +160,10 @@ func (c *Config) Validate() error {
 		return bad("message size must be at least %d bytes (the send timestamp)", minMessageSize)
 	case c.Rate < 0:
 		return bad("rate cannot be negative")
+	case c.Sustainable && c.Rate != 0:
+		return bad("a sustainable rate is searched for, so it takes no target rate")
+	case c.Sustainable && (c.Producers == 0 || c.Subscriptions == 0 || c.Consumers == 0):
+		return bad("a sustainable rate needs producers and consumers")
 	case c.Duration <= 0:
 		return bad("duration must be positive")
 	case c.Warmup < 0 || c.Drain < 0:
@@ -219,6 +227,8 @@ func (c *Config) String() string {
 	rate := "max"
 	if c.Rate > 0 {
 		rate = fmt.Sprintf("%.0f msg/s", c.Rate)
+	} else if c.Sustainable {
+		rate = "sustainable"
 	}
 	return fmt.Sprintf("%d topic(s) x %d partitions, %d producer(s)/topic, %d subscription(s) x %d consumer(s) (%s), %d B messages, rate %s, acks=%s, linger %s, batch %d B, buffer %d B, compression %s, warmup %s, duration %s, brokers %s",
 		c.Topics, c.Partitions, c.Producers, c.Subscriptions, c.Consumers, c.ConsumeMode,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,33 @@ func (s Schedule) Due(now time.Time) int64 {
 	return n
 }
 
+// SharedRate is a rate its sharers' Pacers follow while it changes: the
+// sustainable-rate controller sets it once a period. A change starts a new
+// schedule at the time of the change, so tokens a producer owed under the
+// old rate are forgiven: a lower rate must not begin with the burst of what
+// the higher one left unsent.
+type SharedRate struct{ cur atomic.Pointer[rateEpoch] }
+
+type rateEpoch struct {
+	start time.Time
+	rate  float64 // > 0
+}
+
+// NewSharedRate starts at rate (> 0) from start.
+func NewSharedRate(start time.Time, rate float64) *SharedRate {
+	s := &SharedRate{}
+	s.Set(start, rate)
+	return s
+}
+
+// Set makes rate (> 0) the rate from now on.
+func (s *SharedRate) Set(now time.Time, rate float64) {
+	s.cur.Store(&rateEpoch{start: now, rate: rate})
+}
+
+// Rate is the current rate.
+func (s *SharedRate) Rate() float64 { return s.cur.Load().rate }
+
 // Pacer hands out a Schedule's tokens in order. It reads the clock only when
 // the tokens it knew to be due run out, and sleeps only when none is due, so
 // at 50,000 msg/s it neither sleeps per message nor reads the clock per
@@ -68,8 +96,10 @@ func (s Schedule) Due(now time.Time) int64 {
 // A Pacer belongs to one goroutine.
 type Pacer struct {
 	sched  Schedule
-	next   int64 // next token to hand out
-	due    int64 // tokens known due at the last clock read
+	shared *SharedRate // nil: sched's rate for good
+	epoch  *rateEpoch  // the shared rate sched was made from
+	next   int64       // next token to hand out
+	due    int64       // tokens known due at the last clock read
 	now    func() time.Time
 	timer  *time.Timer
 	bursts int64 // clock reads that found tokens due: for tests
@@ -80,12 +110,33 @@ func NewPacer(sched Schedule) *Pacer {
 	return &Pacer{sched: sched, now: time.Now}
 }
 
+// NewSharedPacer paces sharer phase of stride sharers of a SharedRate.
+func NewSharedPacer(rate *SharedRate, stride, phase int) *Pacer {
+	e := rate.cur.Load()
+	return &Pacer{sched: NewSchedule(e.start, e.rate, stride, phase), shared: rate, epoch: e, now: time.Now}
+}
+
+// follow switches to the shared rate's current schedule if it changed.
+// It runs at each clock read, so a change reaches a producer within one
+// burst of the tokens it already knew to be due.
+func (p *Pacer) follow() {
+	if p.shared == nil {
+		return
+	}
+	if e := p.shared.cur.Load(); e != p.epoch {
+		p.epoch = e
+		p.sched = Schedule{start: e.start, rate: e.rate, stride: p.sched.stride, phase: p.sched.phase}
+		p.next, p.due = 0, 0
+	}
+}
+
 // Wait returns the due time of the next token, sleeping until then when it
 // is in the future. It returns early with ctx's error, or with errStopped
 // when stop is closed.
 func (p *Pacer) Wait(ctx context.Context, stop <-chan struct{}) (time.Time, error) {
 	for p.next >= p.due {
 		now := p.now()
+		p.follow()
 		p.due = p.sched.Due(now)
 		if p.next < p.due {
 			p.bursts++
@@ -112,5 +163,6 @@ func (p *Pacer) Wait(ctx context.Context, stop <-chan struct{}) (time.Time, erro
 	return t, nil
 }
 
-// Taken is how many tokens Wait has handed out.
+// Taken is how many tokens Wait has handed out since the schedule began
+// (for a shared rate, since its last change).
 func (p *Pacer) Taken() int64 { return p.next }

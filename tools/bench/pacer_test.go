@@ -145,3 +145,43 @@ func TestPacerRealClock50k(t *testing.T) {
 	}
 	t.Logf("%.0f tokens in %s: %.0f/s", got, elapsed, got/elapsed.Seconds())
 }
+
+// A shared rate's change reaches the pacer at its next clock read, and what
+// the pacer owed under the old rate is forgiven, not sent in a burst.
+func TestSharedPacerFollowsChanges(t *testing.T) {
+	start := time.Unix(100, 0)
+	clock := start
+	rate := NewSharedRate(start, 1000) // a token a millisecond
+	p := NewSharedPacer(rate, 1, 0)
+	p.now = func() time.Time { return clock }
+	stop := make(chan struct{})
+	take := func() time.Time {
+		t.Helper()
+		due, err := p.Wait(context.Background(), stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return due
+	}
+	clock = start.Add(10 * time.Millisecond) // 11 tokens due; take 3
+	for range 3 {
+		take()
+	}
+	// The rate drops to 100/s at 10 ms: the 8 tokens still owed are
+	// dropped once the pacer runs out of those it knew due, and the next
+	// is token 0 of the new schedule, due at the change.
+	rate.Set(clock, 100)
+	for range 8 {
+		take() // known due before the change: handed out without a clock read
+	}
+	if due := take(); !due.Equal(clock) {
+		t.Fatalf("first token after the change due %v, want %v", due, clock)
+	}
+	clock = clock.Add(10 * time.Millisecond) // one more token at 100/s
+	if due := take(); !due.Equal(clock) {
+		t.Fatalf("second token after the change due %v, want %v", due, clock)
+	}
+	if rate.Rate() != 100 {
+		t.Fatalf("Rate() = %v", rate.Rate())
+	}
+}

@@ -73,6 +73,9 @@ type producer struct {
 	promise func(*kgo.Record, error)
 	pool    sync.Pool // of *sentRecord, recycled once acknowledged
 
+	// sent counts records Produce took: it returns once the record is in
+	// the client's buffer, and blocks while the buffer is full.
+	sent                    atomic.Int64
 	acked, ackedBytes, errs atomic.Int64
 }
 
@@ -160,6 +163,7 @@ func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
 			p.delay.Record(now.Sub(due))
 		}
 		p.cl.Produce(ctx, r, p.promise)
+		p.sent.Add(1)
 	}
 }
 

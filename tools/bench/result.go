@@ -34,6 +34,10 @@ type Result struct {
 	// at the end of the measured phase, and after draining.
 	Backlog         int64 `json:"backlog"`
 	BacklogAfterRun int64 `json:"backlog_after_drain"`
+
+	// Sustainable is the search's outcome, in a --sustainable run: the
+	// run was measured at its Rate.
+	Sustainable *Sustainable `json:"sustainable,omitempty"`
 	// Requests is the clients' traffic in the measured phase.
 	Requests Requests `json:"requests"`
 
@@ -87,10 +91,27 @@ func throughput(msgs, bytes, errs int64, seconds float64) Throughput {
 	return t
 }
 
+// Sustainable is the outcome of a sustainable-rate search (sustain.go).
+type Sustainable struct {
+	Rate   float64 `json:"rate"`
+	Trials []Trial `json:"trials"`
+	// Held: through the measured phase the producers sent at least 97% of
+	// the rate, the consumers received at least 97% of it, and the backlog
+	// at its end was under the search's limit. A trial is a few seconds; a
+	// rate that passed one may still not hold for the whole run.
+	Held bool `json:"held"`
+}
+
 // Interval is one progress line's figures.
 type Interval struct {
-	T             float64 `json:"t"` // seconds since the producers started
-	Warmup        bool    `json:"warmup,omitempty"`
+	T      float64 `json:"t"` // seconds since the producers started
+	Warmup bool    `json:"warmup,omitempty"`
+	// Search marks a sustainable-rate search's intervals (Warmup too: not
+	// measured).
+	Search bool `json:"search,omitempty"`
+	// TargetRate is the rate the producers were held to in the interval:
+	// the configured one, or the sustainable-rate search's; 0 for none.
+	TargetRate    float64 `json:"target_rate,omitempty"`
 	PublishRate   float64 `json:"publish_rate"`
 	PublishMB     float64 `json:"publish_mb_s"`
 	ConsumeRate   float64 `json:"consume_rate"`
@@ -106,13 +127,19 @@ type Interval struct {
 // line is the progress line for an interval.
 func (iv Interval) line(showBroker bool) string {
 	phase := "     "
-	if iv.Warmup {
+	switch {
+	case iv.Search:
+		phase = "srch "
+	case iv.Warmup:
 		phase = "warm "
 	}
 	s := fmt.Sprintf("%7.1fs %s pub %8.0f msg/s %7.2f MB/s p99 %7.2f ms | cons %8.0f msg/s %7.2f MB/s e2e p99 %7.2f ms | backlog %7d",
 		iv.T, phase, iv.PublishRate, iv.PublishMB, iv.PublishP99Ms, iv.ConsumeRate, iv.ConsumeMB, iv.EndToEndP99Ms, iv.Backlog)
 	if iv.Errors > 0 {
 		s += fmt.Sprintf(" | errors %d", iv.Errors)
+	}
+	if iv.TargetRate > 0 {
+		s += fmt.Sprintf(" | target %8.0f msg/s", iv.TargetRate)
 	}
 	if showBroker {
 		s += fmt.Sprintf(" | broker cpu %5.1f%% rss %5.0f MiB", iv.BrokerCPU, float64(iv.BrokerRSS)/mib)
@@ -163,6 +190,13 @@ func (r *Result) WriteSummary(w io.Writer) error {
 		r.Publish.RateMsgs, r.Publish.RateMB, r.Publish.Messages, r.Publish.Errors)
 	fmt.Fprintf(tw, "consume\t%.0f msg/s\t%.2f MB/s\t%d msgs\t%d errors\t\n",
 		r.Consume.RateMsgs, r.Consume.RateMB, r.Consume.Messages, r.Consume.Errors)
+	if sr := r.Sustainable; sr != nil {
+		held := "held through the measured phase"
+		if !sr.Held {
+			held = "NOT held through the measured phase: consumers fell behind or producers fell short"
+		}
+		fmt.Fprintf(tw, "sustainable rate\t%.0f msg/s\t%d trials\t%s\t\n", sr.Rate, len(sr.Trials), held)
+	}
 	fmt.Fprintf(tw, "backlog\t%d at end\t%d after drain\t\n", r.Backlog, r.BacklogAfterRun)
 	q := r.Requests
 	fmt.Fprintf(tw, "produce requests\t%.0f /s\t%.1f msgs\t%.1f KiB each\t\n", q.ProduceRate, q.MsgsPerProduce, q.ProduceKiB)

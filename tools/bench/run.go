@@ -177,6 +177,7 @@ func (r *runner) startProducers() error {
 
 // counts is a snapshot of the run's counters, all since the start.
 type counts struct {
+	sent                       int64
 	acked, ackedBytes, pubErrs int64
 	consumed, consBytes, cErrs int64
 	foreign                    int64
@@ -186,6 +187,7 @@ type counts struct {
 
 // addSince adds what the counters grew by from prev to cur.
 func (c *counts) addSince(cur, prev counts) {
+	c.sent += cur.sent - prev.sent
 	c.acked += cur.acked - prev.acked
 	c.ackedBytes += cur.ackedBytes - prev.ackedBytes
 	c.pubErrs += cur.pubErrs - prev.pubErrs
@@ -202,6 +204,7 @@ func (c *counts) addSince(cur, prev counts) {
 func (r *runner) counts() counts {
 	var c counts
 	for _, p := range r.producers {
+		c.sent += p.sent.Load()
 		c.acked += p.acked.Load()
 		c.ackedBytes += p.ackedBytes.Load()
 		c.pubErrs += p.errs.Load()
@@ -257,8 +260,17 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.prodCancel = pcancel
 	r.stop = make(chan struct{})
+	var shared *SharedRate
+	var search *rateSearch
+	if cfg.Sustainable {
+		search = newRateSearch(start, cfg.Subscriptions)
+		shared = NewSharedRate(start, search.current())
+	}
 	for i, p := range r.producers {
-		if cfg.Rate > 0 {
+		switch {
+		case shared != nil:
+			p.pacer = NewSharedPacer(shared, len(r.producers), i)
+		case cfg.Rate > 0:
 			// One schedule shared out: producer i takes tokens i, i+n, …
 			p.pacer = NewPacer(NewSchedule(start, cfg.Rate, len(r.producers), i))
 		}
@@ -270,6 +282,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 
 	warmupEnd := start.Add(cfg.Warmup)
+	if search != nil {
+		// The warmup starts once the search is over.
+		warmupEnd = start.Add(100 * 365 * 24 * time.Hour)
+	}
 	end := warmupEnd.Add(cfg.Duration)
 	timer := time.NewTimer(cfg.Progress)
 	defer timer.Stop()
@@ -309,6 +325,23 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			PublishP99Ms:  float64(pubC.interval.ValueAtQuantile(99)) / 1000,
 			EndToEndP99Ms: float64(e2eC.interval.ValueAtQuantile(99)) / 1000,
 			Errors:        cur.pubErrs - prev.pubErrs + cur.cErrs - prev.cErrs,
+			TargetRate:    cfg.Rate,
+		}
+		if shared != nil {
+			iv.TargetRate = shared.Rate()
+		}
+		if search != nil && res.Sustainable == nil {
+			iv.Search = true
+			rate, done := search.tick(now, cur, iv.Backlog)
+			if rate != shared.Rate() {
+				shared.Set(now, rate)
+			}
+			if done {
+				res.Sustainable = &Sustainable{Rate: rate, Trials: search.trials}
+				warmupEnd = now.Add(cfg.Warmup)
+				end = warmupEnd.Add(cfg.Duration)
+				fmt.Fprintf(r.progress, "bench: sustainable rate %.0f msg/s after %d trials; measuring at it\n", rate, len(search.trials))
+			}
 		}
 		if broker != nil {
 			broker.sample(keep)
@@ -337,6 +370,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Backlog = r.backlog(prev)
+	if sr := res.Sustainable; sr != nil && measuredDur > 0 {
+		sr.Held = search.held(sr.Rate, measured, measuredDur, res.Backlog)
+	}
 
 	// Stop publishing, let what was sent be acknowledged and consumed, and
 	// count the latencies of those late arrivals: they are of messages

@@ -112,6 +112,7 @@ signal exits at once.`,
 	f.StringVar(&mode, "consume-mode", string(cfg.ConsumeMode), "group (a consumer group per subscription) or assign (direct partition assignment)")
 	f.IntVar(&cfg.MessageSize, "message-size", cfg.MessageSize, "message payload bytes (at least 8: the send timestamp)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target publish rate in msg/s over all producers; 0 = max")
+	f.BoolVar(&cfg.Sustainable, "sustainable", false, "with --rate 0: find and hold the highest rate the consumers keep up with (OMB's producerRate 0), not publish without limit")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured phase")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before measuring; its figures are discarded")
 	f.DurationVar(&cfg.Drain, "drain", cfg.Drain, "how long consumers may catch up after the producers stop")

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// simulate drives a rateSearch against a pipeline whose consumers keep up
+// to capacity msg/s and whose producers send whatever rate they are given
+// up to sendCap; beyond capacity the backlog grows by the difference.
+func simulate(t *testing.T, capacity, sendCap float64) (float64, []Trial) {
+	t.Helper()
+	start := time.Unix(1000, 0)
+	s := newRateSearch(start, 1)
+	var c counts
+	var backlog float64
+	rate := s.current()
+	for sec := 1; sec <= 600; sec++ {
+		sent := min(rate, sendCap)
+		recv := min(capacity, sent+backlog)
+		backlog += sent - recv
+		c.sent += int64(sent)
+		c.acked += int64(sent)
+		c.consumed += int64(recv)
+		r, done := s.tick(start.Add(time.Duration(sec)*time.Second), c, int64(backlog))
+		if done {
+			return r, s.trials
+		}
+		rate = r
+	}
+	t.Fatalf("no result after 600 s: %+v", s.trials)
+	return 0, nil
+}
+
+func TestRateSearchFindsWhatConsumersKeepUpWith(t *testing.T) {
+	for _, tc := range []struct{ capacity, sendCap float64 }{
+		{470_000, 1e9},   // consumers are the limit
+		{1e9, 333_000},   // producers are the limit
+		{40_000, 1e9},    // below the first doubling
+		{3_000_000, 1e9}, // well above the usual
+		{300_000, 290_000},
+	} {
+		got, trials := simulate(t, tc.capacity, tc.sendCap)
+		// A trial tolerates 3% short, so the rate found may pass the
+		// limit by as much.
+		limit := min(tc.capacity, tc.sendCap)
+		if got > limit/searchKeepUp || got < (1-searchPrecision)*limit*searchKeepUp {
+			t.Errorf("capacity %.0f, producers %.0f: found %.0f msg/s after %d trials (%+v)", tc.capacity, tc.sendCap, got, len(trials), trials)
+		}
+		if len(trials) >= searchMaxTrials {
+			t.Errorf("capacity %.0f: the search ran out of trials", tc.capacity)
+		}
+	}
+}
+
+// A pipeline that cannot even carry the floor rate ends the search there
+// rather than searching forever.
+func TestRateSearchFloor(t *testing.T) {
+	got, trials := simulate(t, 500, 1e9)
+	if got != searchMinRate || len(trials) >= searchMaxTrials {
+		t.Fatalf("found %.0f after %d trials", got, len(trials))
+	}
+}
+
+func TestHeld(t *testing.T) {
+	s := newRateSearch(time.Unix(0, 0), 2)
+	d := 10 * time.Second
+	ok := counts{sent: 1_000_000, consumed: 2 * 990_000}
+	if !s.held(100_000, ok, d, 20_000) {
+		t.Error("a phase that kept up was judged not held")
+	}
+	if s.held(100_000, counts{sent: 1_000_000, consumed: 2 * 900_000}, d, 20_000) {
+		t.Error("consumers 10% behind were judged to have kept up")
+	}
+	if s.held(100_000, counts{sent: 900_000, consumed: 2 * 900_000}, d, 0) {
+		t.Error("producers 10% short were judged to have kept up")
+	}
+	if s.held(100_000, ok, d, 2*60_000) {
+		t.Error("a backlog of 0.6 s was judged kept up")
+	}
+}
