@@ -15,9 +15,10 @@ import (
 // somewhat later than it was written, and dropping those pages under it
 // sends its fetches to the disk. So the lowest read position is held for
 // readerHold after it was last seen, even through windows the reader did not
-// touch, up to holdWindows behind the writer; a reader gone for longer no
-// longer pins anything, and a reader further behind gets its bytes from disk
-// instead of evicting the hot tail.
+// touch, as long as it is within holdWindows of the writer; a reader gone
+// for longer no longer pins anything, and a reader further behind pins
+// nothing either: it gets its bytes from disk, and keeping a tail it will
+// not read before the writer has moved on would only grow the page cache.
 //
 // What such a reader brings back from the disk is dropped again once it is
 // sent (Records.uncache): left cached, those pages grew the page cache by
@@ -28,17 +29,26 @@ import (
 // 633-661k (three runs each, alternated) and took the broker from 72-79%
 // of a core to 68-69%.
 
-// holdWindows bounds what a hold keeps cached, in writeback windows behind
-// the writer (16 MiB a partition at the default 8 MiB): a reader further
-// behind than that reads from disk. Unbounded, the page cache grew by the
-// whole ingest rate while consumers lagged, and on the 2-core Firecracker
-// VM this was measured on, pwrite became three times as costly (pprof at
-// full load: shard.produce from 1.7 s to 5.3 s of CPU in 10 s, publish rate
-// down a fifth), probably because every fresh guest page is backed by the
-// host on first touch, while pages dropped and reused stay cheap. At 8
-// windows the cost was still a tenth of the publish rate; at 2 it is within
-// the noise of dropping at once.
-const holdWindows = 2
+// holdWindows is the reach of a hold, in writeback windows behind the
+// writer (64 MiB a partition at the default 8 MiB): a reader further behind
+// than that reads from disk and holds nothing.
+//
+// Unbounded, the page cache grew by the whole ingest rate while consumers
+// lagged, and on the 2-core Firecracker VM this was measured on, pwrite
+// became three times as costly (pprof at full load: shard.produce from
+// 1.7 s to 5.3 s of CPU in 10 s, publish rate down a fifth), probably
+// because every fresh guest page is backed by the host on first touch,
+// while pages dropped and reused stay cheap.
+//
+// The reach was 2 windows, and a reader beyond it still kept those 2
+// cached; with 8 kept that way, full load (consumers seconds behind) lost a
+// fifth of its publish rate. But 2 windows are one second of a partition
+// taking 16 MiB/s (500,000 msg/s of 1 KiB over 32 partitions), so a
+// consumer held up for longer than that fell to the disk. Now readers out
+// of reach keep nothing, which at full load took the broker from 73-75% of
+// a core to 61-62% at the same publish rate (two runs each, alternated),
+// and the reach can be 8 windows, four seconds at that rate.
+const holdWindows = 8
 
 // readerHold is how long the lowest position a reader was seen at keeps
 // the pages above it cached: longer than a consumer's pause between fetches
@@ -89,17 +99,18 @@ func (p *partition) writebackStep(s *segment, window, now int64) (wbJob, bool) {
 	case p.hold.base >= 0 && now >= p.hold.until:
 		p.hold.base = -1
 	}
-	end := s.wbPos
+	// A reader more than holdWindows behind the writer (below reach)
+	// holds nothing. One in an earlier segment counts as at this one's
+	// start: it needs all of this segment, if any.
+	end, reach := s.wbPos, s.wbPos-holdWindows*window
 	switch {
 	case p.hold.base < 0 || p.hold.base > s.base:
 	case p.hold.base < s.base:
-		end = s.dropPos // a reader in an earlier segment needs all of this one
-	case p.hold.pos < end:
+		if reach <= 0 {
+			end = s.dropPos
+		}
+	case p.hold.pos < end && p.hold.pos >= reach:
 		end = p.hold.pos
-	}
-	// A hold keeps at most holdWindows windows behind the writer.
-	if floor := s.wbPos - holdWindows*window; end < floor {
-		end = floor
 	}
 	if end > s.dropPos {
 		j.dropFrom, j.dropLen = s.dropPos, end-s.dropPos

@@ -11,8 +11,9 @@ import (
 // TestWritebackHold checks which pages paced writeback drops: everything
 // behind the writer when nobody reads, nothing above a tailing reader's
 // lowest position (in its segment or any later one) while the reader was
-// seen within readerHold, never more than holdWindows windows behind the
-// writer, and everything again once the hold lapsed.
+// seen within readerHold and is within holdWindows windows of the writer,
+// everything behind the writer once it is further behind, and everything
+// again once the hold lapsed.
 func TestWritebackHold(t *testing.T) {
 	const w = 8 << 20
 	p := &partition{fresh: readHold{base: -1}, hold: readHold{base: -1}}
@@ -20,7 +21,8 @@ func TestWritebackHold(t *testing.T) {
 	now := time.Now().UnixNano()
 	var dropped, synced int64
 	// step writes a window and checks the drop: up to limit (-1: up to
-	// what was synced before), but never keeping more than holdWindows.
+	// what was synced before); a limit more than holdWindows behind holds
+	// nothing.
 	step := func(what string, limit int64) {
 		t.Helper()
 		seg.size += w
@@ -33,7 +35,7 @@ func TestWritebackHold(t *testing.T) {
 			end = synced
 		}
 		if floor := synced - holdWindows*w; end < floor {
-			end = floor
+			end = synced
 		}
 		var from, n int64
 		if end > dropped {
@@ -60,6 +62,11 @@ func TestWritebackHold(t *testing.T) {
 	}
 	if dropped <= w+1024 {
 		t.Fatal("the hold was never bounded")
+	}
+	p.noteRead(100, w+1024)
+	step("reader in this segment, out of reach", w+1024)
+	if dropped != synced-w {
+		t.Fatalf("a reader out of reach kept [%d,%d) cached", dropped, synced-w)
 	}
 	now += int64(readerHold) + 1
 	step("hold lapsed", -1)

@@ -96,7 +96,7 @@ type Sustainable struct {
 	Rate   float64 `json:"rate"`
 	Trials []Trial `json:"trials"`
 	// Held: through the measured phase the producers sent at least 97% of
-	// the rate, the consumers received at least 97% of it, and the backlog
+	// the rate, the consumers received at least 99% of that, and the backlog
 	// at its end was under the search's limit. A trial is a few seconds; a
 	// rate that passed one may still not hold for the whole run.
 	Held bool `json:"held"`
