@@ -29,6 +29,10 @@ var (
 	ErrCorruptSegment = errors.New("corrupt segment")
 	// ErrCorruptIndex: an index file is malformed (size, ordering, bounds).
 	ErrCorruptIndex = errors.New("corrupt index")
+	// ErrStorage: writing the log failed (the disk is full, or an I/O
+	// error). Nothing of the failed append stays in the log, so a retry
+	// is safe; Kafka's clients retry KAFKA_STORAGE_ERROR.
+	ErrStorage = errors.New("log storage write failed")
 	// ErrNotLocal: the range lives only in the cold tier and no cold tier is
 	// configured.
 	ErrNotLocal = errors.New("segment not available locally")

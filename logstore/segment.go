@@ -89,8 +89,27 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 
 // appendBatches writes buf, which holds whole validated batches with offsets
 // already assigned, and indexes them. It allocates nothing.
+//
+// The segment's state changes only once all of buf is written. A write can
+// be short: on a disk that fills up, pwrite writes what fits and returns
+// that count without an error (the error comes on the next call). Taking a
+// short write for a whole one advanced the size past the end of the file,
+// so the next append left a hole of zeros that consumers read as batches
+// failing their CRC. On failure the caller truncates the file back to the
+// segment's size.
 func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 	pos := s.size
+	fd := int(s.log.f.Fd())
+	for n := 0; n < len(buf); {
+		w, err := unix.Pwrite(fd, buf[n:], pos+int64(n))
+		if err == nil && w == 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return fmt.Errorf("%w: append to %s at byte %d: %w", ErrStorage, s.logPath, pos+int64(n), err)
+		}
+		n += w
+	}
 	for off := 0; off < len(buf); {
 		b := buf[off:]
 		length := int(binary.BigEndian.Uint32(b[offBatchLength:])) + batchLogOverhead
@@ -99,9 +118,6 @@ func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 		maxTs := int64(binary.BigEndian.Uint64(b[offMaxTimestamp:]))
 		s.indexBatch(base, base+lastDelta, pos+int64(off), maxTs, length, indexInterval)
 		off += length
-	}
-	if _, err := unix.Pwrite(int(s.log.f.Fd()), buf, pos); err != nil {
-		return fmt.Errorf("append to %s: %w", s.logPath, err)
 	}
 	s.size += int64(len(buf))
 	return nil

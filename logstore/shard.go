@@ -158,6 +158,9 @@ type shard struct {
 
 	scratch [BatchHeaderSize]byte
 	wg      sync.WaitGroup
+
+	lastAppendLog int64 // unix nanoseconds; see logAppendError
+
 }
 
 func newShard(id int, opts *Options) *shard {
@@ -562,6 +565,7 @@ func (s *shard) produce(r *request) {
 		// last good size keeps the log valid for the next append.
 		_ = seg.log.f.Truncate(seg.size)
 		seg.next = r.produced.BaseOffset
+		s.logAppendError(p, err)
 		r.finish(err)
 		return
 	}
@@ -585,6 +589,19 @@ func (s *shard) produce(r *request) {
 		s.markDirty(p)
 		p.waitAcks = append(p.waitAcks, r)
 	}
+}
+
+// logAppendError logs a failed append, at most once a second per shard: a
+// full disk fails every produce until space comes back, and the operator
+// needs to hear of it without a line per request.
+func (s *shard) logAppendError(p *partition, err error) {
+	now := time.Now().UnixNano()
+	if now-s.lastAppendLog < int64(time.Second) {
+		return
+	}
+	s.lastAppendLog = now
+	s.opts.Logger.Error("append failed; the produce is refused and the log keeps what it had",
+		"topic", p.topic, "partition", p.id, "err", err)
 }
 
 func (s *shard) fetch(r *request) {

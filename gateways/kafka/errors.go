@@ -35,6 +35,7 @@ var errorTable = []struct {
 	{ring.ErrCorruptSegment, kerr.KafkaStorageError},
 	{ring.ErrCorruptIndex, kerr.KafkaStorageError},
 	{ring.ErrNotLocal, kerr.KafkaStorageError},
+	{ring.ErrStorage, kerr.KafkaStorageError},
 	{ring.ErrInvalidRequest, kerr.InvalidRequest},
 	// The store or the path to it is going away or being rebuilt: a
 	// retriable code that also makes the client refresh its metadata.

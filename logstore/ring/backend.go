@@ -82,6 +82,7 @@ var (
 	ErrInvalidProducerEpoch = logstore.ErrInvalidProducerEpoch
 	ErrColdTier             = logstore.ErrColdTier
 	ErrNotLocal             = logstore.ErrNotLocal
+	ErrStorage              = logstore.ErrStorage
 	ErrInvalidRequest       = logstore.ErrInvalidRequest
 	ErrClosed               = logstore.ErrClosed
 )

@@ -53,6 +53,7 @@ var (
 //	  16  ErrOutOfOrderSequence
 //	  17  ErrInvalidProducerEpoch
 //	  18  ErrColdTier
+//	  19  ErrStorage
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -91,6 +92,7 @@ var errorCodes = []struct {
 	{16, ErrOutOfOrderSequence},
 	{17, ErrInvalidProducerEpoch},
 	{18, ErrColdTier},
+	{19, ErrStorage},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},

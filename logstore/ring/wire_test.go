@@ -125,7 +125,7 @@ func TestErrorCodes(t *testing.T) {
 	// Every store sentinel has a code.
 	for _, s := range []error{ErrCorruptBatch, ErrBadMagic, ErrBadCRC, ErrInvalidProducer, ErrMessageTooLarge,
 		ErrOffsetOutOfRange, ErrUnknownPartition, ErrPartitionExists, ErrCorruptSegment, ErrCorruptIndex,
-		ErrNotLocal, ErrInvalidRequest, ErrClosed, context.Canceled, context.DeadlineExceeded} {
+		ErrNotLocal, ErrStorage, ErrInvalidRequest, ErrClosed, context.Canceled, context.DeadlineExceeded} {
 		if codeOf(s) <= 0 {
 			t.Fatalf("%v has no wire code", s)
 		}

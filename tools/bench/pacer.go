@@ -62,10 +62,10 @@ func (s Schedule) Due(now time.Time) int64 {
 }
 
 // SharedRate is a rate its sharers' Pacers follow while it changes: the
-// sustainable-rate controller sets it once a period. A change starts a new
-// schedule at the time of the change, so tokens a producer owed under the
-// old rate are forgiven: a lower rate must not begin with the burst of what
-// the higher one left unsent.
+// sustainable-rate search (sustain.go) sets each trial's. A change starts
+// a new schedule at the time of the change, so tokens a producer owed under
+// the old rate are forgiven: a lower rate must not begin with the burst of
+// what the higher one left unsent.
 type SharedRate struct{ cur atomic.Pointer[rateEpoch] }
 
 type rateEpoch struct {
