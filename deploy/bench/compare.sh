@@ -79,7 +79,12 @@ mkdir -p "$out"
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed for the table" >&2; exit 1; }
 
 # The workload. --delete-topics leaves each broker as it found it.
+# The topic keeps at most 1 GiB a partition, in 128 MiB segments, on both
+# brokers, each checking retention every 10 s: a sustainable-rate run
+# writes about 50 GB, more than this machine's disk has free (an earlier
+# run filled it, and Kafka took its log directory offline).
 workload=(--partitions 32 --producers 4 --consumers 4 --subscriptions 1
+	--topic-config retention.bytes=1073741824 --topic-config segment.bytes=134217728
 	--message-size 1024 --acks 1 --linger "$linger" --consume-mode group
 	--warmup "$warmup" --duration "$duration" --drain 15s)
 
@@ -190,7 +195,8 @@ run_aerostream() {
 	(cd "$aero_dir" && exec env -u AEROSTREAM_CONFIG "$bench" serve --data-dir "$aero_dir/data" \
 		--kafka-listen "$aero_addr" --controller-listen "$aero_ctl_addr" \
 		--native-listen '' --http-listen '' --ring-listen '' \
-		--tiered_storage.enabled="$aero_tiering" >"$rd/aerostream-serve.log" 2>&1) &
+		--tiered_storage.enabled="$aero_tiering" --logstore.retention_check_interval_ms=10000 \
+		>"$rd/aerostream-serve.log" 2>&1) &
 	aero_pid=$!
 	if wait_port "$aero_addr" 30 "$aero_pid" &&
 		timeout 90 "$bench" bench --brokers "$aero_addr" --partitions 1 --rate 100 \

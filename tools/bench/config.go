@@ -39,6 +39,9 @@ type Config struct {
 	// CreateTopics creates the topics that do not exist; DeleteTopics
 	// deletes, at the end, those this run created (never others).
 	CreateTopics bool `json:"create_topics"`
+	// TopicConfigs are set on the topics the run creates (retention.bytes
+	// and segment.bytes keep a long run within a small disk).
+	TopicConfigs map[string]string `json:"topic_configs,omitempty"`
 	DeleteTopics bool `json:"delete_topics"`
 
 	Producers     int         `json:"producers_per_topic"`

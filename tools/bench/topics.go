@@ -45,7 +45,14 @@ func ensureTopics(ctx context.Context, adm *kadm.Client, cfg *Config, names []st
 		if !cfg.CreateTopics {
 			return nil, fmt.Errorf("%w: topics %v do not exist and topic creation is off", ErrNotReady, missing)
 		}
-		resp, err := adm.CreateTopics(ctx, int32(cfg.Partitions), int16(cfg.ReplicationFactor), nil, missing...)
+		var configs map[string]*string
+		for k, v := range cfg.TopicConfigs {
+			if configs == nil {
+				configs = map[string]*string{}
+			}
+			configs[k] = &v
+		}
+		resp, err := adm.CreateTopics(ctx, int32(cfg.Partitions), int16(cfg.ReplicationFactor), configs, missing...)
 		if err != nil {
 			return nil, fmt.Errorf("creating topics: %w", err)
 		}

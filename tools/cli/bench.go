@@ -101,6 +101,7 @@ signal exits at once.`,
 	f.StringSliceVarP(&cfg.Brokers, "brokers", "b", cfg.Brokers, "bootstrap servers, host:port, comma separated")
 	f.IntVar(&cfg.Topics, "topics", cfg.Topics, "number of topics")
 	f.StringSliceVar(&cfg.TopicNames, "topic-names", nil, "use these topics (comma separated) instead of fresh ones")
+	f.StringToStringVar(&cfg.TopicConfigs, "topic-config", nil, "configs of the topics the run creates, key=value (repeatable), e.g. retention.bytes=1073741824")
 	f.StringVar(&cfg.TopicPrefix, "topic-prefix", cfg.TopicPrefix, "prefix of generated topic names")
 	f.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions per topic, for topics the run creates")
 	f.IntVar(&cfg.ReplicationFactor, "replication-factor", cfg.ReplicationFactor, "replication factor of topics the run creates")
