@@ -21,10 +21,10 @@ import "time"
 //     buffer is full, so a saturated broker or client shows here), the
 //     consumers received at least 99% of what was sent, and the backlog
 //     at its end is under searchLag's worth of messages. The consumers'
-//     margin is narrow and the watch long because a pipeline a few percent
-//     short of a rate passes a short, lenient trial and then falls behind
-//     for good in the measured phase (seen at 500,000 msg/s with 5 s
-//     trials and a 3% margin: the backlog grew by 1M messages in 10 s);
+//     margin is narrow and the watch long because consumers 2% short of a
+//     rate fall only a tenth of a second behind in 5 s, which a 3% margin
+//     and the backlog limit both let pass, and then keep falling behind
+//     through the measured phase;
 //   - the rate doubles from searchStart until a trial fails, then bisects
 //     between the highest rate passed and the lowest failed, until they are
 //     within searchPrecision of each other;
