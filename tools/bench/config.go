@@ -42,7 +42,7 @@ type Config struct {
 	// TopicConfigs are set on the topics the run creates (retention.bytes
 	// and segment.bytes keep a long run within a small disk).
 	TopicConfigs map[string]string `json:"topic_configs,omitempty"`
-	DeleteTopics bool `json:"delete_topics"`
+	DeleteTopics bool              `json:"delete_topics"`
 
 	Producers     int         `json:"producers_per_topic"`
 	Subscriptions int         `json:"subscriptions_per_topic"`
