@@ -79,12 +79,13 @@ mkdir -p "$out"
 command -v python3 >/dev/null || { echo "compare.sh: python3 is needed for the table" >&2; exit 1; }
 
 # The workload. --delete-topics leaves each broker as it found it.
-# The topic keeps at most 1 GiB a partition, in 128 MiB segments, on both
-# brokers, each checking retention every 10 s: a sustainable-rate run
-# writes about 50 GB, more than this machine's disk has free (an earlier
-# run filled it, and Kafka took its log directory offline).
+# The topic keeps at most 512 MiB a partition, in 128 MiB segments, on both
+# brokers, each checking retention every 10 s (and Kafka deleting at once,
+# see deploy/kafka-peer): a sustainable-rate run writes about 50 GB, more
+# than this machine's disk has free (unbounded, a run filled it, and Kafka
+# took its log directory offline).
 workload=(--partitions 32 --producers 4 --consumers 4 --subscriptions 1
-	--topic-config retention.bytes=1073741824 --topic-config segment.bytes=134217728
+	--topic-config retention.bytes=536870912 --topic-config segment.bytes=134217728
 	--message-size 1024 --acks 1 --linger "$linger" --consume-mode group
 	--warmup "$warmup" --duration "$duration" --drain 15s)
 
