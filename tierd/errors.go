@@ -10,6 +10,10 @@ var (
 	// ErrVerify: an uploaded or stored object does not match the catalog
 	// (size or CRC32C).
 	ErrVerify = errors.New("object verification failed")
+	// ErrBadSegment: a segment object restore had to read (one no manifest
+	// lists) is not a whole, valid log: a batch fails its length, magic or
+	// CRC32C, offsets go backwards, or the object ends inside a batch.
+	ErrBadSegment = errors.New("segment object is not a valid log")
 	// ErrClosed: the daemon has stopped.
 	ErrClosed = errors.New("tierd closed")
 )

@@ -9,7 +9,6 @@ import (
 	"io"
 	"sort"
 
-	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd/objstore"
 )
 
@@ -170,10 +169,22 @@ func completeManifest(ctx context.Context, b objstore.Bucket, m *Manifest, hadMa
 	return nil
 }
 
+// The RecordBatch v2 fields scanSegment reads. logstore owns the format;
+// tierd does not import logstore (doc.go), so it reads the few it needs.
+const (
+	batchPrefix     = 12 // base offset (int64), batch length (int32)
+	batchHeaderSize = 61
+	batchMagicAt    = 16
+	batchCRCAt      = 17 // CRC32C of everything from the attributes on
+	batchCRCFrom    = 21
+	batchLastDelta  = 23 // int32
+	batchMaxTsAt    = 35 // int64
+)
+
 // scanSegment reads a segment's .log object once, checking every batch
-// (length, CRC32C) as Fetch would, and returns the manifest entry tierd
-// would have written for it: offsets, timestamps as the log computes them
-// (from the batches' max timestamps), and the object's CRC32C.
+// (length, magic, CRC32C, rising offsets), and returns the manifest entry
+// tierd would have written for it: offsets, timestamps as the log computes
+// them (from the batches' max timestamps), and the object's CRC32C.
 func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo, k parsedKey) (ManifestSegment, error) {
 	s := ManifestSegment{BaseOffset: k.base, EndOffset: k.base, Bytes: info.Size, MinTimestamp: -1, MaxTimestamp: -1,
 		SegmentID: k.id, ObjectKey: info.Key, ObjectSize: info.Size, ETag: info.ETag}
@@ -190,15 +201,15 @@ func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 	var buf []byte
 	var pos int64
 	for {
-		var prefix [12]byte // base offset, batch length
+		var prefix [batchPrefix]byte
 		if _, err := io.ReadFull(r, prefix[:]); err == io.EOF {
 			break
 		} else if err != nil {
 			return s, fmt.Errorf("batch at byte %d: %w", pos, truncated(err))
 		}
 		size := int64(int32(binary.BigEndian.Uint32(prefix[8:]))) + int64(len(prefix))
-		if size < logstore.BatchHeaderSize || pos+size > info.Size {
-			return s, fmt.Errorf("%w: batch at byte %d claims %d bytes of the object's %d", logstore.ErrCorruptBatch, pos, size, info.Size)
+		if size < batchHeaderSize || pos+size > info.Size {
+			return s, fmt.Errorf("%w: batch at byte %d claims %d bytes of the object's %d", ErrBadSegment, pos, size, info.Size)
 		}
 		if int64(cap(buf)) < size {
 			buf = make([]byte, size)
@@ -208,20 +219,24 @@ func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 		if _, err := io.ReadFull(r, buf[len(prefix):]); err != nil {
 			return s, fmt.Errorf("batch at byte %d: %w", pos, truncated(err))
 		}
-		bh, err := logstore.ValidateBatch(buf)
-		if err != nil {
-			return s, fmt.Errorf("batch at byte %d: %w", pos, err)
+		if m := buf[batchMagicAt]; m != 2 {
+			return s, fmt.Errorf("%w: batch at byte %d has magic %d, want 2", ErrBadSegment, pos, m)
 		}
-		if bh.BaseOffset < s.EndOffset {
-			return s, fmt.Errorf("%w: batch at byte %d starts at offset %d, before %d", logstore.ErrCorruptBatch, pos, bh.BaseOffset, s.EndOffset)
+		if want, got := binary.BigEndian.Uint32(buf[batchCRCAt:]), crc32.Checksum(buf[batchCRCFrom:], castagnoli); got != want {
+			return s, fmt.Errorf("%w: batch at byte %d has CRC32C %08x, header says %08x", ErrBadSegment, pos, got, want)
 		}
-		if ts := bh.MaxTimestamp; ts >= 0 {
+		base := int64(binary.BigEndian.Uint64(buf))
+		lastDelta := int64(int32(binary.BigEndian.Uint32(buf[batchLastDelta:])))
+		if base < s.EndOffset || lastDelta < 0 {
+			return s, fmt.Errorf("%w: batch at byte %d holds offsets %d..%d, after %d", ErrBadSegment, pos, base, base+lastDelta, s.EndOffset)
+		}
+		if ts := int64(binary.BigEndian.Uint64(buf[batchMaxTsAt:])); ts >= 0 {
 			if s.MinTimestamp < 0 || ts < s.MinTimestamp {
 				s.MinTimestamp = ts
 			}
 			s.MaxTimestamp = max(s.MaxTimestamp, ts)
 		}
-		s.EndOffset = bh.NextOffset()
+		s.EndOffset = base + lastDelta + 1
 		pos += size
 	}
 	if pos != info.Size {
@@ -237,7 +252,7 @@ func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 // truncated names an object that ends inside a batch.
 func truncated(err error) error {
 	if err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: the object ends inside the batch", logstore.ErrCorruptBatch)
+		return fmt.Errorf("%w: the object ends inside the batch", ErrBadSegment)
 	}
 	return err
 }

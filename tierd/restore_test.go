@@ -86,7 +86,7 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ReadManifests(ctx, b, topic); !errors.Is(err, logstore.ErrCorruptBatch) || !strings.Contains(err.Error(), bad) {
+	if _, err := ReadManifests(ctx, b, topic); !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("a corrupt unlisted segment: %v", err)
 	}
 	for _, ext := range segmentExts {

@@ -342,8 +342,9 @@ func (a *adminServer) gc(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"dry_run": dry, "orphans": orphans})
 }
 
-// restoreTopic rebuilds a topic's partitions from the bucket's manifests on
-// this (empty) node.
+// restoreTopic rebuilds a topic's partitions on this (empty) node from the
+// bucket: its manifests and the segments uploaded after them
+// (tierd.ReadManifests).
 func (a *adminServer) restoreTopic(w http.ResponseWriter, r *http.Request) {
 	if !a.needTier(w) {
 		return
@@ -356,7 +357,7 @@ func (a *adminServer) restoreTopic(w http.ResponseWriter, r *http.Request) {
 	s := newStream(w)
 	ms, err := a.tier.daemon.Manifests(r.Context(), topic)
 	if err == nil && len(ms) == 0 {
-		err = fmt.Errorf("no manifest for topic %q in the bucket", topic)
+		err = fmt.Errorf("nothing of topic %q in the bucket: no manifest, no segment", topic)
 	}
 	if err != nil {
 		s.finish(nil, err)
