@@ -160,7 +160,6 @@ type shard struct {
 	wg      sync.WaitGroup
 
 	lastAppendLog int64 // unix nanoseconds; see logAppendError
-
 }
 
 func newShard(id int, opts *Options) *shard {
@@ -563,8 +562,9 @@ func (s *shard) produce(r *request) {
 	if err := seg.appendBatches(r.records, s.opts.IndexIntervalBytes); err != nil {
 		// A failed write may have left a partial batch; truncating to the
 		// last good size keeps the log valid for the next append.
+		// appendBatches changes the segment's state only after a whole
+		// write, so nothing else needs undoing.
 		_ = seg.log.f.Truncate(seg.size)
-		seg.next = r.produced.BaseOffset
 		s.logAppendError(p, err)
 		r.finish(err)
 		return

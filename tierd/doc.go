@@ -21,9 +21,10 @@
 //  5. manifest: the partition is marked, and <topic>/<partition>/manifest.json
 //     is rewritten from the catalog at most once per
 //     Options.ManifestInterval (1 s), at Drain, at shutdown and, for every
-//     partition, at start (which repairs a crash between 4 and 5), so it
-//     is enough to rebuild the catalog on an empty node (Restore) up to the
-//     last interval's uploads. Remote deletions rewrite it at once.
+//     partition, at start (which repairs a crash between 4 and 5). It lags
+//     the last interval's uploads, so `tier restore` (ReadManifests) takes
+//     the manifest plus the finished uploads beyond it, reading each of
+//     those once. Remote deletions rewrite it at once.
 //
 // Eviction of local copies and remote retention are decided by the store
 // (logstore) under local.retention.* and retention.*; tierd performs the

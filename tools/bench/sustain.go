@@ -124,6 +124,7 @@ func (s *rateSearch) tick(now time.Time, c counts, backlog int64) (rate float64,
 			s.phase = searchDraining
 		}
 	case searchDraining:
+		// Drained: a tenth of a second's worth left at the best rate.
 		if backlog <= int64(float64(s.subs)*max(1000, s.lo*searchLag.Seconds()/5)) || el >= searchDrainMax {
 			s.phase, s.since = searchSettling, now
 		}
