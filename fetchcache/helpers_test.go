@@ -185,20 +185,28 @@ func lastNext(t testing.TB, b []byte) int64 {
 
 // getCounter counts GetRange calls and bytes per key.
 type getCounter struct {
-	mu   sync.Mutex
-	gets map[string]int
+	mu    sync.Mutex
+	gets  map[string]int
+	bytes map[string]int64 // read through GETs, per key
 }
 
 func countGets(b objstore.Bucket) (objstore.Bucket, *getCounter) {
-	gc := &getCounter{gets: map[string]int{}}
+	gc := &getCounter{gets: map[string]int{}, bytes: map[string]int64{}}
 	return objstore.Instrumented(b, objstore.ObserverFunc(func(_ context.Context, ev objstore.Event) {
 		if ev.Op != objstore.OpGetRange {
 			return
 		}
 		gc.mu.Lock()
 		gc.gets[ev.Key]++
+		gc.bytes[ev.Key] += ev.Bytes
 		gc.mu.Unlock()
 	})), gc
+}
+
+func (g *getCounter) bytesOf(key string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.bytes[key]
 }
 
 func (g *getCounter) of(key string) int {
