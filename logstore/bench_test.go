@@ -186,3 +186,27 @@ func BenchmarkSequentialRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoll measures what a roll costs the shard goroutine: creating a
+// segment (log, two preallocated, mapped indexes) and its first appends,
+// which make the first stores into each mapping. A roll stalls every produce
+// to the shard's partitions for this long.
+func BenchmarkRoll(b *testing.B) {
+	dir := b.TempDir()
+	opts := Options{MaxIndexBytes: 10 << 20} // the default
+	batch := benchBatch(16 << 10)
+	for b.Loop() {
+		s, err := createSegment(dir, 0, &opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 2 { // the first batch of a segment needs no index entry
+			if err := s.appendBatches(batch, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := s.remove(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
