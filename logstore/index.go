@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,7 +19,17 @@ type mmapIndex struct {
 	data    []byte // the mapping; len = mapped size
 	width   int    // bytes per entry
 	entries int
+	// reserved is how much of the file, from its start, has blocks
+	// allocated by reserve; noReserve is set where the filesystem cannot
+	// allocate ahead (reserve then does nothing).
+	reserved  int
+	noReserve bool
 }
+
+// indexReserveChunk is how far ahead reserve allocates: one fallocate per
+// 8,192 offset entries, which is one per 32 MiB of log at the default
+// index interval.
+const indexReserveChunk = 64 << 10
 
 const (
 	offsetEntryWidth = 8  // relative offset uint32, position uint32
@@ -78,6 +89,33 @@ func openIndex(path string, width, maxBytes int, writable bool) (*mmapIndex, err
 	}
 	idx.data = data
 	return idx, nil
+}
+
+// reserve allocates disk blocks for the index's first entries entries
+// before anything stores into them. The preallocated file is sparse, and a
+// store into a hole of a shared mapping makes the filesystem allocate a
+// block inside a page fault; on a full disk that fault cannot fail
+// politely and raises SIGBUS, which kills the process. An fallocate that
+// fails returns ENOSPC instead, which the append turns into ErrStorage
+// before it writes anything. Allocating the whole preallocated size up
+// front would take 17.5 MiB of disk per active segment, per partition,
+// whether or not the index ever fills; this takes a chunk at a time.
+func (x *mmapIndex) reserve(entries int) error {
+	need := min(entries*x.width, len(x.data))
+	if x.noReserve || need <= x.reserved {
+		return nil
+	}
+	to := min((need+indexReserveChunk-1)/indexReserveChunk*indexReserveChunk, len(x.data))
+	err := unix.Fallocate(int(x.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, int64(x.reserved), int64(to-x.reserved))
+	switch {
+	case errors.Is(err, unix.EOPNOTSUPP):
+		x.noReserve = true // as before: blocks are allocated on first store
+		return nil
+	case err != nil:
+		return fmt.Errorf("reserve %d bytes of %s: %w", to-x.reserved, x.f.Name(), err)
+	}
+	x.reserved = to
+	return nil
 }
 
 func (x *mmapIndex) capacity() int { return len(x.data) / x.width }

@@ -99,6 +99,19 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 // segment's size.
 func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 	pos := s.size
+	// Each batch adds at most one entry to each index; their blocks are
+	// allocated before the log write, so a full disk fails here, with
+	// nothing written, rather than in a page fault (see reserve).
+	batches := 0
+	for off := 0; off < len(buf); batches++ {
+		off += int(binary.BigEndian.Uint32(buf[off+offBatchLength:])) + batchLogOverhead
+	}
+	if err := s.idx.reserve(s.idx.entries + batches); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if err := s.tidx.reserve(s.tidx.entries + batches); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
 	fd := int(s.log.f.Fd())
 	for n := 0; n < len(buf); {
 		w, err := unix.Pwrite(fd, buf[n:], pos+int64(n))
