@@ -155,7 +155,12 @@ func (r *Records) Release() {
 // still sending from. Counting is atomic because releases come from gateway
 // goroutines; the shard goroutine is the only one that takes references.
 type fileRef struct {
-	f    *os.File
+	f *os.File
+	// wb is the same file opened again, for paced writeback's syncs (nil
+	// until the first). The kernel reports a writeback error once per
+	// open file: had writeback learned of one through f, the fdatasync
+	// that decides the high watermark would have succeeded after it.
+	wb   *os.File
 	refs atomic.Int32
 }
 
@@ -170,6 +175,9 @@ func (r *fileRef) acquire() { r.refs.Add(1) }
 func (r *fileRef) release() {
 	if r.refs.Add(-1) == 0 {
 		_ = r.f.Close()
+		if r.wb != nil {
+			_ = r.wb.Close()
+		}
 	}
 }
 

@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
 )
 
 // partition is one topic-partition's log. All fields belong to the owning
-// shard goroutine.
+// shard goroutine, except failed, which its writeback goroutine sets.
 type partition struct {
 	topic string
 	id    int32
@@ -44,6 +45,15 @@ type partition struct {
 	// Paced writeback's view of the readers (writeback.go): the lowest read
 	// since the last step, and the hold it refreshes.
 	fresh, hold readHold
+
+	// failed is set, once, when a write of the log did not reach the disk
+	// (writeback or fdatasync reported an error); produce then fails with
+	// it. The kernel reports such an error once and marks the pages
+	// clean, so a later sync that succeeds says nothing of the bytes lost:
+	// going on would acknowledge records on top of a hole. Kafka takes the
+	// log directory offline for the same reason. A restart recovers the
+	// log from what the disk holds.
+	failed atomic.Pointer[error]
 }
 
 func partitionDir(root, topic string, id int32) string {
@@ -99,14 +109,26 @@ func createPartition(s *shard, topic string, id int32, cfg PartitionConfig) (*pa
 // roll seals the active segment (if any) and starts a new one at base.
 func (p *partition) roll(s *shard, base int64) error {
 	opts := s.opts
+	if f := p.failed.Load(); f != nil {
+		return *f // its active segment is neither sealed nor uploaded
+	}
 	if len(p.segs) > 0 {
 		old := p.active()
+		if opts.Flush == FlushNone {
+			// Other policies sync the old segment below.
+			if j, ok := p.finalWriteback(old); ok {
+				s.queueWriteback(p, old, j)
+			}
+		}
 		if opts.Flush != FlushNone && old.durable < old.size {
 			// The old segment's tail must be durable before the new one
 			// takes writes, or a later sync of the new file would advance
 			// the high watermark over unsynced bytes.
 			if err := old.syncData(); err != nil {
-				return fmt.Errorf("sync %s before roll: %w", old.logPath, err)
+				// Not retried by the next produce: that sync would succeed
+				// with the bytes lost (see partition.failed).
+				s.failStorage(p, fmt.Errorf("sync %s before roll: %w", old.logPath, err))
+				return *p.failed.Load()
 			}
 			old.durable = old.size
 			p.advanceHW(old.next)

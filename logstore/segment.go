@@ -45,6 +45,7 @@ type segment struct {
 
 	// Paced writeback state (see writeback.go).
 	wbPos   int64 // sync_file_range has been started up to here
+	wbWait  int64 // a job that waits for writeback has been made up to here
 	dropPos int64 // page cache dropped up to here
 }
 
@@ -466,7 +467,7 @@ func (s *segment) loadSealedIndexes(idxPath, tidxPath string, size int64, opts *
 		_, rel := s.tidx.timeAt(s.tidx.entries - 1)
 		s.maxTsOffset = s.base + int64(rel)
 	}
-	s.size, s.durable, s.wbPos, s.dropPos = size, size, size, 0
+	s.size, s.durable, s.wbPos, s.wbWait, s.dropPos = size, size, size, size, 0
 	s.sealed = true
 	return nil
 }
@@ -488,6 +489,18 @@ func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, a
 	if s.tidx, err = openIndex(tidxPath, timeEntryWidth, opts.MaxIndexBytes/offsetEntryWidth*timeEntryWidth, true); err != nil {
 		return err
 	}
+	// The indexes' blocks are allocated before the scan stores into them,
+	// as appendBatches does (see reserve): on a full disk, recovery fails
+	// with ErrStorage rather than dying of SIGBUS at every start. An entry
+	// takes at least the index interval of log, and a batch at least its
+	// header.
+	bound := int(size/int64(max(opts.IndexIntervalBytes, BatchHeaderSize))) + 1
+	if err := s.idx.reserve(bound); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if err := s.tidx.reserve(bound); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
 	res := scanLog(s.log.f, size, s.base, func(h *BatchHeader, pos int64) {
 		s.indexBatch(h.BaseOffset, h.LastOffset(), pos, h.MaxTimestamp, int(h.Length), opts.IndexIntervalBytes)
 	})
@@ -501,7 +514,7 @@ func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, a
 	if res.batches > 0 {
 		s.next = res.next
 	}
-	s.size, s.durable, s.wbPos = res.validSize, res.validSize, res.validSize
+	s.size, s.durable, s.wbPos, s.wbWait = res.validSize, res.validSize, res.validSize, res.validSize
 	if !active {
 		return s.seal()
 	}

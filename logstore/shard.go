@@ -2,8 +2,10 @@ package logstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -125,6 +127,7 @@ type syncItem struct {
 	ref  *fileRef
 	size int64
 	next int64
+	err  error // the fdatasync's failure
 }
 
 type syncBatch struct{ items []syncItem }
@@ -147,7 +150,8 @@ type shard struct {
 	// fadvise(DONTNEED) of an 8 MiB window cost ~1.5 ms of kernel time
 	// (pprof at 50k msg/s), a stall every produce queued behind them on
 	// this shard would otherwise wait out.
-	wb chan wbJob
+	wb     chan wbJob
+	wbDone chan struct{} // closed when the writeback goroutine has exited
 
 	// chores feeds the chore goroutine: the slow filesystem and catalog
 	// work of rolls and evictions (index truncation, catalog syncs,
@@ -171,6 +175,7 @@ func newShard(id int, opts *Options) *shard {
 		syncDone: make(chan *syncBatch, 1),
 		spare:    &syncBatch{},
 		wb:       make(chan wbJob, 64),
+		wbDone:   make(chan struct{}),
 		chores:   make(chan func(), 1024),
 	}
 }
@@ -201,15 +206,17 @@ func (s *shard) flusher() {
 	defer s.wg.Done()
 	for b := range s.syncReq {
 		var last *fileRef
+		var lastErr error
 		for i := range b.items {
 			it := &b.items[i]
 			if it.ref != last {
+				lastErr = nil
 				if err := unix.Fdatasync(int(it.ref.f.Fd())); err != nil {
-					s.opts.Logger.Error("fdatasync failed", "segment", it.seg.logPath, "err", err)
-					it.size = -1
+					lastErr = fmt.Errorf("fdatasync %s: %w", it.seg.logPath, err)
 				}
 				last = it.ref
 			}
+			it.err = lastErr
 		}
 		s.syncDone <- b
 	}
@@ -261,9 +268,23 @@ func (s *shard) settle(ctx context.Context, closed <-chan struct{}) error {
 // writeback makes the writeback syscalls off the shard goroutine.
 func (s *shard) writeback() {
 	defer s.wg.Done()
+	defer close(s.wbDone)
 	for j := range s.wb {
-		j.run()
+		if err := j.run(); err != nil {
+			s.failStorage(j.p, err)
+		}
 		j.ref.release()
+	}
+}
+
+// failStorage takes p offline for produce after a write of its log did
+// not reach the disk (see partition.failed). Any of the shard's goroutines
+// may call it; the first failure is kept and logged.
+func (s *shard) failStorage(p *partition, err error) {
+	e := fmt.Errorf("%w: %s/%d refuses produce until a restart: %w", ErrStorage, p.topic, p.id, err)
+	if p.failed.CompareAndSwap(nil, &e) {
+		s.opts.Logger.Error("a write to the log did not reach the disk; the partition refuses produce until a restart",
+			"topic", p.topic, "partition", p.id, "err", err)
 	}
 }
 
@@ -271,15 +292,31 @@ func (s *shard) writeback() {
 // goroutine. When that goroutine is behind, the step runs here, which is
 // the backpressure.
 func (s *shard) paceWriteback(p *partition, seg *segment) {
-	j, ok := p.writebackStep(seg, s.opts.WritebackBytes, time.Now().UnixNano())
-	if !ok {
-		return
+	if j, ok := p.writebackStep(seg, s.opts.WritebackBytes, time.Now().UnixNano()); ok {
+		s.queueWriteback(p, seg, j)
+	}
+}
+
+// queueWriteback hands j to the writeback goroutine, or runs it here when
+// that goroutine is behind.
+func (s *shard) queueWriteback(p *partition, seg *segment, j wbJob) {
+	if seg.log.wb == nil {
+		f, err := os.Open(seg.logPath)
+		if err != nil {
+			// Writeback shares the log's descriptor, and may then hide
+			// an error from the next fdatasync (see fileRef.wb).
+			s.opts.Logger.Warn("opening a log for writeback", "segment", seg.logPath, "err", err)
+			f = nil
+		}
+		seg.log.wb = f
 	}
 	seg.log.acquire() // released by the writeback goroutine, after the syscalls
 	select {
 	case s.wb <- j:
 	default:
-		j.run()
+		if err := j.run(); err != nil {
+			s.failStorage(p, err)
+		}
 		seg.log.release()
 	}
 }
@@ -366,10 +403,18 @@ func (s *shard) completeSync(b *syncBatch) {
 		if it.p.deleted {
 			continue
 		}
-		if it.size < 0 {
-			// The data may not be durable; keep the partition dirty so the
-			// next sync retries instead of advancing the high watermark.
-			s.markDirty(it.p)
+		if it.err != nil {
+			s.failStorage(it.p, it.err)
+		}
+		if f := it.p.failed.Load(); f != nil {
+			// Not retried: the next fdatasync would succeed with the
+			// bytes lost (see partition.failed). What waits for a sync
+			// fails; the high watermark stays where it is.
+			for _, w := range it.p.waitAcks {
+				w.finish(*f)
+			}
+			it.p.waitAcks = nil
+			*it = syncItem{}
 			continue
 		}
 		if it.size > it.seg.durable {
@@ -515,11 +560,20 @@ func (s *shard) produce(r *request) {
 		r.finish(fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(r.records), p.cfg.MaxMessageBytes))
 		return
 	}
+	if f := p.failed.Load(); f != nil {
+		r.finish(*f)
+		return
+	}
 	seg := p.active()
 	if seg.size > 0 && (seg.size+int64(len(r.records)) > p.cfg.SegmentBytes ||
 		r.appendedAt.Sub(seg.created) >= p.cfg.SegmentMs || seg.indexFull() ||
 		seg.next-seg.base > math.MaxUint32/2) {
 		if err := p.roll(s, seg.next); err != nil {
+			if !errors.Is(err, ErrStorage) {
+				// A file the new segment needs could not be made (a full
+				// disk, most often): the client's KAFKA_STORAGE_ERROR.
+				err = fmt.Errorf("%w: %w", ErrStorage, err)
+			}
 			r.finish(fmt.Errorf("roll %s/%d: %w", p.topic, p.id, err))
 			return
 		}
@@ -694,7 +748,9 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 			}
 			seg.log.acquire()
 			res.Records = Records{File: seg.log.f, Pos: pos, Len: int(n), ref: seg.log}
-			if pos < seg.dropPos {
+			if pos < seg.dropPos && p.failed.Load() == nil {
+				// Not after a failed write: the pages may hold the only
+				// good copy of what the disk lost.
 				res.Records.uncache = int(min(pos+n, seg.dropPos) - pos)
 			}
 			p.noteRead(seg.base, pos)
@@ -823,10 +879,16 @@ func (s *shard) shutdown() {
 	}
 	close(s.syncReq)
 	close(s.wb)
+	<-s.wbDone // a failure it finds must be seen below
 	for _, p := range s.parts {
 		seg := p.active()
 		if err := seg.syncData(); err != nil {
 			s.opts.Logger.Error("final sync failed", "segment", seg.logPath, "err", err)
+		} else if f := p.failed.Load(); f != nil {
+			for _, w := range p.waitAcks {
+				w.finish(*f)
+			}
+			p.waitAcks = nil
 		} else {
 			seg.durable = seg.size
 			p.advanceHW(seg.next)

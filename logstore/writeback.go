@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -56,10 +57,13 @@ const holdWindows = 8
 // away releases them soon.
 const readerHold = 30 * time.Second
 
-// wbJob is one writeback step: the ranges to write back and to drop.
+// wbJob is one writeback step: the range to start writing back, the range
+// to wait for (what earlier steps started), and the range to drop.
 type wbJob struct {
-	ref               *fileRef // the log file; held until the syscalls are done
+	p                 *partition // whose failed a failure sets; nothing else of it is touched
+	ref               *fileRef   // the log file; held until the syscalls are done
 	syncFrom, syncLen int64
+	waitFrom, waitLen int64
 	dropFrom, dropLen int64
 }
 
@@ -91,7 +95,9 @@ func (p *partition) writebackStep(s *segment, window, now int64) (wbJob, bool) {
 	if s.size-s.wbPos < window {
 		return wbJob{}, false
 	}
-	j := wbJob{ref: s.log, syncFrom: s.wbPos, syncLen: s.size - s.wbPos}
+	j := wbJob{p: p, ref: s.log, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
+		waitFrom: s.wbWait, waitLen: s.wbPos - s.wbWait}
+	s.wbWait = s.wbPos
 	switch {
 	case p.fresh.base >= 0:
 		p.hold = readHold{base: p.fresh.base, pos: p.fresh.pos, until: now + int64(readerHold)}
@@ -120,11 +126,46 @@ func (p *partition) writebackStep(s *segment, window, now int64) (wbJob, bool) {
 	return j, true
 }
 
-// run makes the two syscalls.
-func (j *wbJob) run() {
-	fd := int(j.ref.f.Fd())
-	_ = unix.SyncFileRange(fd, j.syncFrom, j.syncLen, unix.SYNC_FILE_RANGE_WRITE)
+// finalWriteback is the last step for a segment that stops taking
+// writes (a roll): it starts the writeback of the rest and waits for all
+// of it not yet waited for, so a failure in the segment's last window
+// reaches the partition too.
+func (p *partition) finalWriteback(s *segment) (wbJob, bool) {
+	if s.wbWait >= s.size {
+		return wbJob{}, false
+	}
+	j := wbJob{p: p, ref: s.log, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
+		waitFrom: s.wbWait, waitLen: s.size - s.wbWait}
+	s.wbPos, s.wbWait = s.size, s.size
+	return j, true
+}
+
+// run starts the writeback of the sync range, waits for the wait range
+// (started a step earlier, so usually no wait at all) and drops the drop
+// range, which lies below what has been waited for. The wait is what
+// learns whether a write failed: pages dropped after a failed write would
+// be read back from the disk as whatever it holds there. It returns the
+// failure, and then drops nothing.
+func (j *wbJob) run() error {
+	f := j.ref.wb
+	if f == nil {
+		f = j.ref.f
+	}
+	fd := int(f.Fd())
+	if j.syncLen > 0 {
+		if err := unix.SyncFileRange(fd, j.syncFrom, j.syncLen, unix.SYNC_FILE_RANGE_WRITE); err != nil {
+			return fmt.Errorf("writeback of %s, bytes %d-%d: %w", f.Name(), j.syncFrom, j.syncFrom+j.syncLen, err)
+		}
+	}
+	if j.waitLen > 0 {
+		const wait = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+		if err := unix.SyncFileRange(fd, j.waitFrom, j.waitLen, wait); err != nil {
+			return fmt.Errorf("writeback of %s, bytes %d-%d: %w", f.Name(), j.waitFrom, j.waitFrom+j.waitLen, err)
+		}
+	}
 	if j.dropLen > 0 {
+		// Only a hint: pages it leaves cached cost memory, not correctness.
 		_ = unix.Fadvise(fd, j.dropFrom, j.dropLen, unix.FADV_DONTNEED)
 	}
+	return nil
 }
