@@ -48,10 +48,20 @@
 // # Paced writeback
 //
 // Each full window (WritebackBytes) behind the writer is handed to the
-// kernel with sync_file_range, and the window before it is dropped from the
-// page cache unless a reader seen in the last 30 s still needs it, up to two
-// windows behind the writer. What a reader further behind brings back from
-// the disk is dropped again once sent (writeback.go).
+// kernel with sync_file_range, and the window before it is waited for and
+// then dropped from the page cache unless a reader seen in the last 30 s
+// still needs it, up to eight windows behind the writer. What a reader
+// further behind brings back from the disk is dropped again once sent
+// (writeback.go).
+//
+// # Storage failures
+//
+// A write that fails (a full disk: pwrite, or the fallocate that gives the
+// mmap'd indexes their blocks before any store into them) fails its
+// produce with ErrStorage and changes nothing. A write that did not reach
+// the disk (writeback or fdatasync reports an error) takes the partition
+// offline for produce until a restart, since the kernel reports such an
+// error only once (partition.failed).
 //
 // # Fetch
 //
