@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
+.PHONY: help build run test test-unit disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -35,8 +35,16 @@ run: build ## build, then run a single-node AeroStream on the defaults (./data)
 
 test: lint test-unit test-crash test-objstore test-tiered fuzz test-controller test-kafka ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients
 
-test-unit: ## unit tests with the race detector (crash-tagged tests excluded)
+test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
+
+# logstore's storage-failure tests (logstore/diskfull_test.go) run, as root,
+# a log on a tmpfs that fills and on ext4 over a loop device that fails;
+# they need mount, losetup (util-linux) and mkfs.ext4 (e2fsprogs).
+disk-tools: ## install losetup and mkfs.ext4 (apt) for logstore's storage-failure tests
+	@if ! command -v losetup >/dev/null || ! command -v mkfs.ext4 >/dev/null; then \
+	  apt-get install -y util-linux mount e2fsprogs || { apt-get update && apt-get install -y util-linux mount e2fsprogs; }; \
+	fi
 
 test-crash: ## crash tests: kill a real aerostream process, check what survives
 	$(GO) test -tags crash -timeout 15m -run Crash -count=1 -v ./tools/...

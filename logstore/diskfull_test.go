@@ -81,19 +81,25 @@ func TestDiskFullLosesNothing(t *testing.T) {
 // the logs (the catalog stays outside it), and returns dir.
 func mountFull(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it mounts a 4 MiB tmpfs to fill")
-	}
 	dir := t.TempDir()
-	logs := filepath.Join(dir, "logs")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	mountTmpfs(t, filepath.Join(dir, "logs"), "4m")
+	return dir
+}
+
+// mountTmpfs mounts a tmpfs of size at path until the test ends. It needs
+// root, and skips the test, saying so, without it.
+func mountTmpfs(t *testing.T, path, size string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it mounts a tmpfs (make test runs as root in CI)")
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", logs, "tmpfs", 0, "size=4m"); err != nil {
+	if err := unix.Mount("tmpfs", path, "tmpfs", 0, "size="+size); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v", err)
 	}
-	t.Cleanup(func() { _ = unix.Unmount(logs, unix.MNT_DETACH) })
-	return dir
+	t.Cleanup(func() { _ = unix.Unmount(path, unix.MNT_DETACH) })
 }
 
 // TestDiskFullIndexStores fills the disk at the one moment a store into a
@@ -193,11 +199,11 @@ func TestDiskFullIndexStores(t *testing.T) {
 // so, and not to drop pages whose write it knows failed.
 func TestWritebackFailureTakesPartitionOffline(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: it mounts a tmpfs and a loop device")
+		t.Skip("needs root: it mounts a tmpfs and a loop device (make test runs as root in CI)")
 	}
 	for _, tool := range []string{"losetup", "mkfs.ext4"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s (util-linux, e2fsprogs): %v", tool, err)
+			t.Skipf("needs %s (util-linux, e2fsprogs; make disk-tools installs them): %v", tool, err)
 		}
 	}
 	for _, policy := range []FlushPolicy{FlushNone, FlushAlways} {
@@ -210,15 +216,10 @@ func failingDevice(t *testing.T, policy FlushPolicy) {
 	back := filepath.Join(base, "back")
 	dir := filepath.Join(base, "store")
 	logs := filepath.Join(dir, "logs")
-	for _, d := range []string{back, logs} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if err := unix.Mount("tmpfs", back, "tmpfs", 0, "size=16m"); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(back, unix.MNT_DETACH) })
+	mountTmpfs(t, back, "16m")
 	img := filepath.Join(back, "disk.img")
 	if err := os.WriteFile(img, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -118,6 +118,14 @@ func (x *mmapIndex) reserve(entries int) error {
 	return nil
 }
 
+// maxNewEntries bounds how many entries n bytes of log can add to an index:
+// an entry needs indexInterval bytes since the one before it, and every
+// batch is at least a header, so reserve can be given a bound without a
+// walk over the batches.
+func maxNewEntries(n int64, indexInterval int) int {
+	return int(n/int64(max(indexInterval, BatchHeaderSize))) + 1
+}
+
 func (x *mmapIndex) capacity() int { return len(x.data) / x.width }
 func (x *mmapIndex) full() bool    { return x.entries >= x.capacity() }
 

@@ -100,18 +100,11 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 // segment's size.
 func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 	pos := s.size
-	// Each batch adds at most one entry to each index; their blocks are
-	// allocated before the log write, so a full disk fails here, with
-	// nothing written, rather than in a page fault (see reserve).
-	batches := 0
-	for off := 0; off < len(buf); batches++ {
-		off += int(binary.BigEndian.Uint32(buf[off+offBatchLength:])) + batchLogOverhead
-	}
-	if err := s.idx.reserve(s.idx.entries + batches); err != nil {
-		return fmt.Errorf("%w: %w", ErrStorage, err)
-	}
-	if err := s.tidx.reserve(s.tidx.entries + batches); err != nil {
-		return fmt.Errorf("%w: %w", ErrStorage, err)
+	// The indexes' blocks for what buf can add are allocated before the
+	// log write, so a full disk fails here, with nothing written, rather
+	// than in a page fault (see reserve).
+	if err := s.reserveIndexes(int64(len(buf)), indexInterval); err != nil {
+		return err
 	}
 	fd := int(s.log.f.Fd())
 	for n := 0; n < len(buf); {
@@ -134,6 +127,19 @@ func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 		off += length
 	}
 	s.size += int64(len(buf))
+	return nil
+}
+
+// reserveIndexes allocates the blocks of the entries that n more bytes of
+// log can add to either index (see mmapIndex.reserve).
+func (s *segment) reserveIndexes(n int64, indexInterval int) error {
+	k := maxNewEntries(n, indexInterval)
+	if err := s.idx.reserve(s.idx.entries + k); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if err := s.tidx.reserve(s.tidx.entries + k); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
 	return nil
 }
 
@@ -489,17 +495,10 @@ func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, a
 	if s.tidx, err = openIndex(tidxPath, timeEntryWidth, opts.MaxIndexBytes/offsetEntryWidth*timeEntryWidth, true); err != nil {
 		return err
 	}
-	// The indexes' blocks are allocated before the scan stores into them,
-	// as appendBatches does (see reserve): on a full disk, recovery fails
-	// with ErrStorage rather than dying of SIGBUS at every start. An entry
-	// takes at least the index interval of log, and a batch at least its
-	// header.
-	bound := int(size/int64(max(opts.IndexIntervalBytes, BatchHeaderSize))) + 1
-	if err := s.idx.reserve(bound); err != nil {
-		return fmt.Errorf("%w: %w", ErrStorage, err)
-	}
-	if err := s.tidx.reserve(bound); err != nil {
-		return fmt.Errorf("%w: %w", ErrStorage, err)
+	// As in appendBatches: on a full disk, recovery fails with ErrStorage
+	// rather than dying of SIGBUS at every start.
+	if err := s.reserveIndexes(size, opts.IndexIntervalBytes); err != nil {
+		return err
 	}
 	res := scanLog(s.log.f, size, s.base, func(h *BatchHeader, pos int64) {
 		s.indexBatch(h.BaseOffset, h.LastOffset(), pos, h.MaxTimestamp, int(h.Length), opts.IndexIntervalBytes)
