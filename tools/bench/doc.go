@@ -26,7 +26,8 @@
 // kgo's hooks count every client's produce requests and fetch responses,
 // so a result also says how many messages each request carried: on a
 // machine the client shares with the broker, that is part of what the
-// client's CPU depends on.
+// client's CPU depends on. The same hooks time each produce request's round
+// trip, the broker's share of the publish latency.
 //
 // bench imports no aerostream package: it is a client, and it must measure
 // AeroStream and its peers the same way.

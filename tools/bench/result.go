@@ -47,6 +47,10 @@ type Result struct {
 	// could not keep the target rate.
 	PublishDelay    Latency `json:"publish_delay_ms"`
 	EndToEndLatency Latency `json:"end_to_end_latency_ms"`
+	// ProduceRoundTrip is each produce request's time on the wire and in
+	// the broker, write start to response read: the broker's share of
+	// PublishLatency.
+	ProduceRoundTrip Latency `json:"produce_round_trip_ms"`
 
 	Broker  *ProcStats    `json:"broker,omitempty"`
 	Client  *ProcStats    `json:"client,omitempty"`
@@ -205,7 +209,7 @@ func (r *Result) WriteSummary(w io.Writer) error {
 	for _, l := range []struct {
 		name string
 		l    Latency
-	}{{"publish", r.PublishLatency}, {"publish delay", r.PublishDelay}, {"end-to-end", r.EndToEndLatency}} {
+	}{{"publish", r.PublishLatency}, {"publish delay", r.PublishDelay}, {"end-to-end", r.EndToEndLatency}, {"produce round trip", r.ProduceRoundTrip}} {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t\n",
 			l.name, l.l.P50, l.l.P95, l.l.P99, l.l.P999, l.l.Max, l.l.Mean, l.l.Count)
 	}

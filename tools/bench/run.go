@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err 
 	}
 	fmt.Fprintf(progress, "bench: topics ready: %v (created %d)\n", ts.names, len(ts.created))
 
-	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress)}
+	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress), wire: newWireCounter()}
 	defer r.close()
 	if err := r.startConsumers(ctx); err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ type runner struct {
 	subs      []*subscription
 	consumers []*consumer
 	producers []*producer
-	wire      wireCounter // of every client
+	wire      *wireCounter // of every client
 
 	consCancel context.CancelFunc
 	consWG     sync.WaitGroup
@@ -104,7 +104,7 @@ func (r *runner) startConsumers(ctx context.Context) error {
 			sub := &subscription{topic: t, group: fmt.Sprintf("%s-sub-%03d", t, s), partitions: r.ts.partitions[t]}
 			r.subs = append(r.subs, sub)
 			for c := 0; c < r.cfg.Consumers; c++ {
-				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log, &r.wire)
+				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log, r.wire)
 				id++
 				if err != nil {
 					return err
@@ -164,7 +164,7 @@ func (r *runner) startProducers() error {
 	id := 0
 	for _, t := range r.ts.names {
 		for i := 0; i < r.cfg.Producers; i++ {
-			p, err := newProducer(&r.cfg, id, t, &r.wire)
+			p, err := newProducer(&r.cfg, id, t, r.wire)
 			if err != nil {
 				return err
 			}
@@ -240,6 +240,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		e2eRecs = append(e2eRecs, c.e2e)
 	}
 	pubC, delayC, e2eC := newCollector(pubRecs), newCollector(delayRecs), newCollector(e2eRecs)
+	rttC := newCollector([]*Recorder{r.wire.produceRTT})
 	self := newProcWatch(0)
 	var broker *procWatch
 	if cfg.BrokerPID != 0 {
@@ -313,6 +314,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		pubC.collect(keep)
 		delayC.collect(keep)
 		e2eC.collect(keep)
+		rttC.collect(keep)
 		self.sample(keep)
 		iv := Interval{
 			T:             now.Sub(start).Seconds(),
@@ -387,6 +389,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	pubC.collect(true)
 	delayC.collect(true)
 	e2eC.collect(true)
+	rttC.collect(true)
 	last := r.counts()
 	res.BacklogAfterRun = r.backlog(last)
 	if last.foreign > 0 {
@@ -401,6 +404,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	res.PublishLatency = Summarize(pubC.total)
 	res.PublishDelay = Summarize(delayC.total)
 	res.EndToEndLatency = Summarize(e2eC.total)
+	res.ProduceRoundTrip = Summarize(rttC.total)
 	if self.failed == nil && self.stats.Samples > 0 {
 		s := self.stats
 		res.Client = &s

@@ -93,6 +93,11 @@ func TestRunGroupsAtFixedRate(t *testing.T) {
 	if q := res.Requests; q.ProduceRate <= 0 || q.MsgsPerProduce < 1 || q.ProduceKiB*1024 < q.MsgsPerProduce*float64(cfg.MessageSize) || q.FetchRate <= 0 || q.MsgsPerFetch <= 0 || q.FetchKiB <= 0 {
 		t.Errorf("request counts implausible: %+v", q)
 	}
+	// Each measured produce request was timed, and a round trip is part
+	// of its messages' publish latency, so it cannot be the longer.
+	if rt := res.ProduceRoundTrip; rt.Count == 0 || float64(rt.Count) > 1.5*res.Requests.ProduceRate*res.MeasuredSeconds+10 || rt.P50 <= 0 || rt.P50 > res.PublishLatency.Max {
+		t.Errorf("produce round trip %+v against %.0f requests/s and publish latency %+v", rt, res.Requests.ProduceRate, res.PublishLatency)
+	}
 	if res.MeasuredSeconds < 0.9 || res.MeasuredSeconds > 1.5 {
 		t.Errorf("measured %.2f s, want about 1", res.MeasuredSeconds)
 	}

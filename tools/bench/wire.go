@@ -14,14 +14,25 @@ import (
 // the client's own work: a broker that answers sooner gets more, smaller
 // produce requests and fetch responses for the same messages, and the
 // client pays per request.
+//
+// produceRTT is each produce request's round trip, from the start of its
+// write to the end of its response's read: the broker's share of the
+// publish latency, as near as the client can see it. The rest of a
+// publish is the client's: the linger, its timers, and its scheduling.
 type wireCounter struct {
 	produceReqs, produceBytes atomic.Int64
 	fetchResps, fetchBytes    atomic.Int64
+	produceRTT                *Recorder
+}
+
+func newWireCounter() *wireCounter {
+	return &wireCounter{produceRTT: NewRecorder()}
 }
 
 var (
 	_ kgo.HookBrokerWrite = (*wireCounter)(nil)
 	_ kgo.HookBrokerRead  = (*wireCounter)(nil)
+	_ kgo.HookBrokerE2E   = (*wireCounter)(nil)
 )
 
 func (w *wireCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, n int, _, _ time.Duration, err error) {
@@ -35,6 +46,12 @@ func (w *wireCounter) OnBrokerRead(_ kgo.BrokerMetadata, key int16, n int, _, _ 
 	if err == nil && key == int16(kmsg.Fetch) {
 		w.fetchResps.Add(1)
 		w.fetchBytes.Add(int64(n))
+	}
+}
+
+func (w *wireCounter) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if key == int16(kmsg.Produce) && e.Err() == nil {
+		w.produceRTT.Record(e.DurationE2E())
 	}
 }
 
