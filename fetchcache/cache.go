@@ -290,7 +290,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		k := int64(entryPos) / c.chunkSize
 		if c.streams.follows(o.key, k) || (k == 0 && offset == seg.BaseOffset) {
 			end := min(int64(entryPos)+max(int64(maxBytes), 1), o.size)
-			c.readahead(o, (end-1)/c.chunkSize)
+			c.readahead(o, (end-1)/c.chunkSize, -1)
 		}
 	}
 	r := reader{c: c, o: o}
@@ -331,7 +331,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		// A batch over several chunks fetches them in parallel, not one
 		// after the other.
 		for k := k0 + 1; k <= (end-1)/c.chunkSize; k++ {
-			c.prefetch(o, k, nil)
+			c.prefetch(o, k, nil, -1)
 		}
 		out = make([]byte, end-pos)
 		if err := r.readAt(ctx, out, pos); err != nil {
@@ -347,7 +347,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		return nil, err
 	}
 	if c.opts.Readahead > 0 && c.streams.sequential(o, k0, k1, pos == 0) {
-		c.readahead(o, k1)
+		c.readahead(o, k1, -1)
 	}
 	return out, nil
 }
@@ -356,7 +356,11 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 // far as free readahead slots allow, in spans of several chunks a GET
 // (span.go). A window that runs past o's end goes on into the object of
 // the next segment, its index first (next.go).
-func (c *Cache) readahead(o *object, k int64) {
+//
+// anchor >= 0 is the reader position a top-up (pump) chose the window
+// from: each chunk is fetched only while that is still o's latest read
+// (see moved). A reader's own calls pass -1: they are the reader.
+func (c *Cache) readahead(o *object, k, anchor int64) {
 	last := k + int64(c.opts.Readahead)
 	span := c.spanChunks()
 	for n := k + 1; n <= last; n++ {
@@ -372,7 +376,7 @@ func (c *Cache) readahead(o *object, k int64) {
 			if run < span && n+run-1 == end && end < o.chunks-1 && n > k+1 {
 				return
 			}
-			if !c.prefetchSpan(o, n, run, o) {
+			if !c.prefetchSpan(o, n, run, o, anchor) {
 				return
 			}
 			n += run - 1
@@ -383,7 +387,7 @@ func (c *Cache) readahead(o *object, k int64) {
 			return
 		}
 		for m := int64(0); m <= last-n && m < nx.chunks; m++ {
-			if !c.prefetch(nx, m, o) {
+			if !c.prefetch(nx, m, o, anchor) {
 				return
 			}
 		}
@@ -790,7 +794,8 @@ func (c *Cache) mainSet(key string, data []byte, reserved bool) {
 // (it returns false then), so it never queues ahead of demand reads, and
 // when it completes it tops up origin's window (pump). origin nil is a
 // span prefetch (a chunk of the range being read), which waits for a slot.
-func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
+// anchor is readahead's.
+func (c *Cache) prefetch(o *object, k int64, origin *object, anchor int64) bool {
 	readahead := origin != nil
 	key := c.chunkKey(o.key, k)
 	// GetTTL looks without counting an access: a prefetch must not raise
@@ -807,7 +812,7 @@ func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
 	}
 	c.flights.mu.Lock()
 	defer c.flights.mu.Unlock()
-	if c.flights.m[key] != nil || c.scan.has(key) {
+	if c.flights.m[key] != nil || c.scan.has(key) || readahead && c.moved(origin, anchor) {
 		if readahead {
 			c.releaseReadahead()
 		}
@@ -832,6 +837,24 @@ func (c *Cache) prefetch(o *object, k int64, origin *object) bool {
 			func(data []byte) { c.fillDemand(key, data) }, nil)
 	}
 	return true
+}
+
+// moved reports whether the reader of origin has read on since a top-up
+// chose its window at anchor (anchor < 0: not a top-up). A top-up runs on
+// the goroutine of the GET that just landed; held up between reading the
+// reader's position and starting its GETs (a busy machine can hold it for
+// as long as the reader takes to cross a few chunks), it would fetch
+// chunks the reader has read and the scan segment has already dropped,
+// GETs for nobody. The reader's own reads keep its window from where it
+// is now. Called under c.flights.mu, which every fill into the scan
+// segment takes, so nothing is dropped between this check and the GET it
+// allows.
+func (c *Cache) moved(origin *object, anchor int64) bool {
+	if anchor < 0 {
+		return false
+	}
+	latest, ok := c.streams.latest(origin.key)
+	return !ok || latest != anchor
 }
 
 // fetchChunk GETs chunk k of o. readahead says the caller holds a

@@ -30,7 +30,9 @@
 //     never delays the caller or queues ahead of demand reads; each
 //     prefetch that completes tops the window up again (from the reader's
 //     latest position), so slots freed while the consumer is busy do not
-//     sit idle until its next fetch. A window that runs past the object's
+//     sit idle until its next fetch; a top-up whose reader has read on
+//     before its GETs start drops them, as they would fetch chunks already
+//     read. A window that runs past the object's
 //     end continues into the object of the next segment (its index, then
 //     its first chunks), found by one List of the key prefix that names
 //     the next base offset (next.go). Readahead waits until half its

@@ -189,5 +189,5 @@ func (c *Cache) pump(o *object) {
 			o, latest = nx, l
 		}
 	}
-	c.readahead(o, latest)
+	c.readahead(o, latest, latest)
 }

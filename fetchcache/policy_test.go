@@ -87,17 +87,12 @@ func TestScanResistance(t *testing.T) {
 		t.Errorf("the backfill evicted %d chunks from the main segment (%d bytes held)", after.MainEvictions-before.MainEvictions, after.MainBytes)
 	}
 	// Each chunk of the backfill is fetched once. Under CPU contention
-	// (CI runs packages in parallel) a chunk is now and then fetched twice:
-	// with both cores busy, 2 to 4 of 40 runs read 403-409 GETs for 402
-	// chunks, and where bytes were counted, one chunk (4096 bytes) more
-	// than the object. Cause not found yet. Up to 2% of the chunks
-	// fetched again is let pass and logged; a policy that reads the
-	// backfill twice, or GETs a chunk per read, still fails.
-	read, size := gets.bytesOf(bfKey), int64(len(bf.log))
-	if extra := read - size; extra < 0 || extra > int64(bfChunks)*chunk/50 {
-		t.Errorf("backfill of %d bytes read %d bytes from the bucket in %d GETs", size, read, gets.of(bfKey))
-	} else if extra > 0 {
-		t.Logf("backfill read %d bytes more than the object (%d GETs for %d chunks)", extra, gets.of(bfKey), bfChunks)
+	// one was now and then fetched twice (2 to 4 of 40 runs with both
+	// cores busy): a readahead top-up held up long enough for the reader
+	// to cross its window fetched a chunk already read and dropped. Top-ups
+	// now check that the reader is still where they started from (moved).
+	if read, size := gets.bytesOf(bfKey), int64(len(bf.log)); read != size {
+		t.Errorf("backfill of %d bytes read %d bytes from the bucket in %d GETs for %d chunks", size, read, gets.of(bfKey), bfChunks)
 	}
 	t.Logf("backfill: %d chunks through a %d-chunk main segment; main evictions %d, promotions %d, readahead %d/%d hit, hit ratio overall %.3f",
 		bfChunks, mainChunks, after.MainEvictions-before.MainEvictions, after.Promotions-before.Promotions,

@@ -49,10 +49,10 @@ func (c *Cache) missing(o *object, n, last int64) int64 {
 // prefetchSpan starts one readahead GET of up to run chunks of o from chunk
 // n, on a free readahead slot (false when there is none). Chunks that came
 // in meanwhile end the span early. When it is done, origin's window is
-// topped up again (pump).
-func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object) bool {
+// topped up again (pump). anchor is readahead's.
+func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object, anchor int64) bool {
 	if run <= 1 {
-		return c.prefetch(o, n, origin)
+		return c.prefetch(o, n, origin, anchor)
 	}
 	if !c.tryAcquireReadahead() {
 		c.st.readaheadSkipped.Add(1)
@@ -62,7 +62,7 @@ func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object) bool {
 	c.flights.mu.Lock()
 	var keys []string
 	var fs []*flight
-	for k := n; k < n+run; k++ {
+	for k := n; k < n+run && !c.moved(origin, anchor); k++ {
 		key := c.chunkKey(o.key, k)
 		if c.flights.m[key] != nil || c.scan.has(key) {
 			break
