@@ -32,10 +32,10 @@
 //     latest position), so slots freed while the consumer is busy do not
 //     sit idle until its next fetch; a top-up whose reader has read on
 //     before its GETs start drops them, as they would fetch chunks already
-//     read. A window that runs past the object's
-//     end continues into the object of the next segment (its index, then
-//     its first chunks), found by one List of the key prefix that names
-//     the next base offset (next.go). Readahead waits until half its
+//     read. A window that runs past the object's end continues into the
+//     object of the next segment (its index, then its first chunks), found
+//     by one List of the key prefix that names the next base offset
+//     (next.go). Readahead waits until half its
 //     window is missing and fetches that half with one ranged GET (span.go),
 //     so a replay makes half as many requests (or fewer, with a larger
 //     window) as it reads chunks.
