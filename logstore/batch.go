@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 )
 
 // RecordBatch v2 header layout (Kafka's DefaultRecordBatch). Offsets are
@@ -81,6 +82,13 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 	bl := int32(binary.BigEndian.Uint32(b[offBatchLength:]))
 	if bl < BatchHeaderSize-batchLogOverhead {
 		return h, fmt.Errorf("%w: batch length %d below header size", ErrCorruptBatch, bl)
+	}
+	// Length counts the 12 bytes before the length field too, in an int32
+	// that callers slice with: a field within 12 of the int32 maximum would
+	// wrap it negative (found by FuzzRecoverSegment). No real batch comes
+	// near that size.
+	if bl > math.MaxInt32-batchLogOverhead {
+		return h, fmt.Errorf("%w: batch length %d too large", ErrCorruptBatch, bl)
 	}
 	h.BaseOffset = int64(binary.BigEndian.Uint64(b[offBaseOffset:]))
 	h.Length = bl + batchLogOverhead
