@@ -62,7 +62,10 @@ func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object, anchor int
 	c.flights.mu.Lock()
 	var keys []string
 	var fs []*flight
-	for k := n; k < n+run && !c.moved(origin, anchor); k++ {
+	if c.moved(origin, anchor) {
+		run = 0 // a stale top-up: see moved
+	}
+	for k := n; k < n+run; k++ {
 		key := c.chunkKey(o.key, k)
 		if c.flights.m[key] != nil || c.scan.has(key) {
 			break
