@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 	"github.com/dgraph-io/ristretto/v2"
 	"golang.org/x/time/rate"
 )
@@ -220,23 +220,46 @@ func (c *Cache) enter() error {
 	return nil
 }
 
-// object is a remote .log object as one read sees it.
+// object is a remote segment object as one read sees it: a bundle
+// (tierd/segobj) or a legacy .log object.
 type object struct {
 	key    string
-	idxKey string // "" when the key does not end in .log
+	idxKey string // the index's name (IndexKey); "" when there is none
+	// size is the object's, which sets its chunks; end is where its log
+	// ends: size for a legacy .log, the record's Bytes for a bundle, 0
+	// when not known yet (a bundle found by a List, next.go).
 	size   int64
+	end    int64
 	chunks int64
 	seg    catalog.Segment
 }
 
-// IndexKey is the key of the offset index uploaded beside the log object
-// logKey: the same key with ".index" for ".log" (DESIGN §4). It returns ""
-// when logKey does not end in ".log".
-func IndexKey(logKey string) string {
-	if base, ok := strings.CutSuffix(logKey, ".log"); ok {
-		return base + ".index"
+// IndexKey names the offset index of the segment object key, in the index
+// cache and in the flight group: for a legacy .log object, the key of the
+// .index object beside it (DESIGN §4); for a bundle, which holds its index
+// after the log, the bundle's key with "#index" (not a chunk key, which
+// ends in digits). It returns "" for a key of neither shape.
+func IndexKey(key string) string {
+	if segobj.IsBundle(key) {
+		return key + "#index"
 	}
-	return ""
+	return segobj.LegacyIndexKey(key)
+}
+
+// setSize sets o's size, log end and chunk count; end is the record's
+// Bytes, used for a bundle only. A chunk's bytes run to the object's end,
+// so every reader of an object cuts the same chunks; reads and readahead
+// stop at the chunk holding the log's last byte.
+func (o *object) setSize(size, chunkSize, end int64) {
+	o.size, o.end = size, size
+	if segobj.IsBundle(o.key) {
+		o.end = end
+	}
+	last := o.size
+	if o.end > 0 {
+		last = o.end
+	}
+	o.chunks = (last + chunkSize - 1) / chunkSize
 }
 
 // chunkKey names chunk k of obj in the cache and in the flight group. The
@@ -289,7 +312,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		_, entryPos, _ := indexLookup(x, relOffset(seg, offset))
 		k := int64(entryPos) / c.chunkSize
 		if c.streams.follows(o.key, k) || (k == 0 && offset == seg.BaseOffset) {
-			end := min(int64(entryPos)+max(int64(maxBytes), 1), o.size)
+			end := min(int64(entryPos)+max(int64(maxBytes), 1), o.end)
 			c.readahead(o, (end-1)/c.chunkSize, -1)
 		}
 	}
@@ -300,15 +323,15 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	}
 	if pos < 0 {
 		if seg.EndOffset > offset {
-			return nil, c.corrupt(o, o.size, fmt.Errorf("no batch holds offset %d, which the segment record says is below %d", offset, seg.EndOffset))
+			return nil, c.corrupt(o, o.end, fmt.Errorf("no batch holds offset %d, which the segment record says is below %d", offset, seg.EndOffset))
 		}
 		return nil, nil
 	}
 	n := max(int64(maxBytes), int64(h.Length))
-	end := min(pos+n, o.size)
+	end := min(pos+n, o.end)
 	k0 := pos / c.chunkSize
 	var out []byte
-	if first, lim := pos+int64(h.Length), min((k0+1)*c.chunkSize, o.size); first <= lim {
+	if first, lim := pos+int64(h.Length), min((k0+1)*c.chunkSize, o.end); first <= lim {
 		// The first batch lies in one chunk: the result is that chunk's
 		// own memory, up to its end at most, not a copy. Copying cached
 		// chunks into a fresh buffer was a quarter of the node's CPU in
@@ -403,9 +426,11 @@ func relOffset(seg catalog.Segment, offset int64) uint32 {
 // object resolves seg's log object, learning its size with Head when the
 // record lacks it.
 func (c *Cache) object(ctx context.Context, seg catalog.Segment) (*object, error) {
-	o := &object{key: seg.ObjectKey, idxKey: IndexKey(seg.ObjectKey), size: seg.ObjectSize, seg: seg}
-	if o.size <= 0 {
-		size, ok := c.sizes.get(o.key, nil)
+	o := &object{key: seg.ObjectKey, idxKey: IndexKey(seg.ObjectKey), seg: seg}
+	size := seg.ObjectSize
+	if size <= 0 {
+		var ok bool
+		size, ok = c.sizes.get(o.key, nil)
 		if !ok {
 			err := objstore.Retry(ctx, c.retry, func(ctx context.Context) error {
 				release, err := c.acquire(ctx)
@@ -425,9 +450,12 @@ func (c *Cache) object(ctx context.Context, seg catalog.Segment) (*object, error
 			}
 			c.sizes.add(o.key, size, 1)
 		}
-		o.size = size
 	}
-	o.chunks = (o.size + c.chunkSize - 1) / c.chunkSize
+	o.setSize(size, c.chunkSize, seg.Bytes)
+	if segobj.IsBundle(o.key) && (o.end < 0 || o.end > o.size-segobj.TrailerSize) {
+		return nil, fmt.Errorf("fetchcache: %s: %w: the record gives a log of %d bytes in a %d-byte object",
+			o.key, segobj.ErrBadObject, seg.Bytes, o.size)
+	}
 	return o, nil
 }
 
@@ -449,9 +477,9 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 	pos, want := int64(entryPos), base+int64(entryRel)
 	reread := false
 	var hdr [logstore.BatchHeaderSize]byte
-	for pos < r.o.size {
-		if r.o.size-pos < logstore.BatchHeaderSize {
-			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("object ends %d bytes into a batch header", r.o.size-pos))
+	for pos < r.o.end {
+		if r.o.end-pos < logstore.BatchHeaderSize {
+			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("log ends %d bytes into a batch header", r.o.end-pos))
 		}
 		if err := r.readAt(ctx, hdr[:], pos); err != nil {
 			return 0, h, err
@@ -479,9 +507,9 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 			c.purge(r.o, pos, logstore.BatchHeaderSize)
 			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("batch base offset %d, want %d after the batch before it", h.BaseOffset, want))
 		}
-		if int64(h.Length) > r.o.size-pos {
+		if int64(h.Length) > r.o.end-pos {
 			c.purge(r.o, pos, logstore.BatchHeaderSize)
-			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("batch of %d bytes runs past the object end at %d", h.Length, r.o.size))
+			return 0, h, c.corrupt(r.o, pos, fmt.Errorf("batch of %d bytes runs past the log's end at %d", h.Length, r.o.end))
 		}
 		if h.LastOffset() >= offset {
 			return pos, h, nil

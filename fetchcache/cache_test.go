@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // TestReadEveryOffset reads every offset of a segment, with chunk sizes
@@ -54,6 +56,80 @@ func TestReadEveryOffset(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestReadBundle is TestReadEveryOffset for a bundled segment object: the
+// same bytes from every offset, each chunk under the log fetched once, and
+// the index taken from the object's tail in one GET. A chunk never serves
+// bytes past the log's end.
+func TestReadBundle(t *testing.T) {
+	s := buildSegment(t, 1000, 200<<10, 1)
+	for _, chunk := range []int{1000, 4096, 65536, 1 << 20} {
+		t.Run(fmt.Sprintf("chunk=%d", chunk), func(t *testing.T) {
+			mem, gets := countGets(objstore.NewMemBucket())
+			key := bundleKey("every", s.base)
+			rec := putBundle(t, mem, key, s)
+			c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: 16 << 20, Readahead: -1})
+			for _, max := range []int{0, 700, 5000, 1 << 20} {
+				for off := s.base; off < s.end; off++ {
+					checkRead(t, c, rec, s, off, max)
+				}
+			}
+			if got := consume(t, c, rec, s.base, 1<<20); !bytes.Equal(got, s.log) {
+				t.Fatalf("consumed %d bytes, the log has %d", len(got), len(s.log))
+			}
+			chunks := (len(s.log) + chunk - 1) / chunk
+			if n := gets.of(key); n != chunks+1 {
+				t.Errorf("%d GETs of the object for %d chunks and the index", n, chunks)
+			}
+			if st := c.Stats(); st.BadIndexes != 0 || st.GetErrors != 0 || st.CorruptBatches != 0 || st.IndexMisses != 1 {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// TestBundleBadTail: a bundle whose tail does not check out is read from
+// its first batch on, correctly; a record whose log length cannot be the
+// object's is refused by name.
+func TestBundleBadTail(t *testing.T) {
+	s := buildSegment(t, 0, 60<<10, 9)
+	mem := objstore.NewMemBucket()
+	key := bundleKey("badtail", 0)
+	rec := putBundle(t, mem, key, s)
+	obj := readObject(t, mem, key)
+	obj[len(s.log)+3] ^= 0xff // inside the index: the trailer's CRC catches it
+	if _, err := mem.Put(context.Background(), key, bytes.NewReader(obj), int64(len(obj))); err != nil {
+		t.Fatal(err)
+	}
+	c := newCache(t, mem, Options{ChunkSize: 4096, MaxBytes: 1 << 20})
+	for off := s.base; off < s.end; off += 5 {
+		checkRead(t, c, rec, s, off, 3000)
+	}
+	if st := c.Stats(); st.BadIndexes != 1 || st.CorruptBatches != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	for _, bytes := range []int64{rec.ObjectSize, rec.ObjectSize - segobj.TrailerSize + 1, -1} {
+		bad := rec
+		bad.Bytes = bytes
+		if _, err := c.ReadRemote(context.Background(), bad, 0, 100); !errors.Is(err, segobj.ErrBadObject) || !strings.Contains(err.Error(), key) {
+			t.Errorf("record with Bytes %d: %v", bytes, err)
+		}
+	}
+}
+
+func readObject(t *testing.T, b objstore.Bucket, key string) []byte {
+	t.Helper()
+	rc, err := b.GetRange(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // TestConsumeSegment reads a segment as a consumer does and gets back

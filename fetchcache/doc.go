@@ -5,13 +5,18 @@
 //
 // # What it owns
 //
-//   - Aligned chunks of remote .log objects (Options.ChunkSize, 4 MiB by
+//   - Aligned chunks of remote segment objects (Options.ChunkSize, 4 MiB by
 //     default), fetched by range GET and kept in memory under one byte
 //     budget (Options.MaxBytes), split in three segments:
 //     the main segment, a ristretto cache (TinyLFU admission, sampled-LFU
 //     eviction) for chunks that earned their place; the scan segment, a
 //     small LRU that every freshly fetched chunk enters first; and an index
-//     segment, an LRU of whole remote .index objects.
+//     segment, an LRU of remote offset indexes. A segment object is a
+//     bundle (tierd/segobj: the log, then its indexes and a trailer), whose
+//     index is read from the object's tail in one GET, or a legacy .log
+//     object with an .index object beside it. Reads stop at the log's end
+//     (the record's Bytes for a bundle); a chunk's bytes run to the
+//     object's end, so all readers of an object cut the same chunks.
 //   - The admission rule between the first two (a 2Q variant, see
 //     cache.go): a chunk moves to the main segment only when it is
 //     referenced again (a read starting at or before a position already

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/logtest"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 	"go.uber.org/goleak"
 )
 
@@ -122,6 +124,25 @@ func put(t testing.TB, b objstore.Bucket, key string, s *testSeg, withIndex bool
 	}
 	return catalog.Segment{Topic: "t", Partition: 0, BaseOffset: s.base, EndOffset: s.end, Bytes: int64(len(s.log)),
 		State: catalog.StateRemote, SegmentID: "seg1", ObjectKey: key, ObjectSize: int64(len(s.log))}
+}
+
+func bundleKey(name string, base int64) string {
+	return fmt.Sprintf("prefix/%s/0/%020d-%s.seg", name, base, "seg1")
+}
+
+// putBundle uploads the segment as tierd does, one object (tierd/segobj):
+// log, index, a stand-in time index, trailer. It returns its catalog
+// record.
+func putBundle(t testing.TB, b objstore.Bucket, key string, s *testSeg) catalog.Segment {
+	t.Helper()
+	tidx := bytes.Repeat([]byte{0xee}, len(s.index)*3/2)
+	tr := segobj.NewTrailer(int64(len(s.log)), s.index, tidx)
+	obj := tr.Append(slices.Concat(s.log, s.index, tidx))
+	if _, err := b.Put(context.Background(), key, bytes.NewReader(obj), int64(len(obj))); err != nil {
+		t.Fatal(err)
+	}
+	return catalog.Segment{Topic: "t", Partition: 0, BaseOffset: s.base, EndOffset: s.end, Bytes: int64(len(s.log)),
+		State: catalog.StateRemote, SegmentID: "seg1", ObjectKey: key, ObjectSize: int64(len(obj))}
 }
 
 func newCache(t testing.TB, b objstore.Bucket, opts Options) *Cache {

@@ -1,16 +1,21 @@
 package fetchcache
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
-// The remote .index object is the segment's sparse offset index exactly as
-// logstore writes it (DESIGN §4): big-endian (relative offset uint32,
+// A remote segment's offset index is the .index object beside a legacy
+// .log object, or the part of a bundle after its log (tierd/segobj). Either
+// way it is the segment's sparse offset index exactly as logstore writes
+// it (DESIGN §4): big-endian (relative offset uint32,
 // position uint32) pairs, one per ~4 KiB of log, both columns strictly
 // increasing. It only tells where to start reading headers, so an index
 // that is missing, malformed or not this log's costs a longer header scan
@@ -48,10 +53,13 @@ func (c *Cache) index(ctx context.Context, o *object) ([]byte, error) {
 	return x, err
 }
 
-// fetchIndex GETs and validates o's index object. readahead says the caller
+// fetchIndex GETs and validates o's index. readahead says the caller
 // holds a readahead slot, which this call releases; readahead is not
 // retried.
 func (c *Cache) fetchIndex(ctx context.Context, o *object, readahead bool) ([]byte, error) {
+	if segobj.IsBundle(o.key) {
+		return c.fetchBundleIndex(ctx, o, readahead)
+	}
 	var data []byte
 	missing := false
 	get := func(ctx context.Context) error {
@@ -100,6 +108,69 @@ func (c *Cache) fetchIndex(ctx context.Context, o *object, readahead bool) ([]by
 	}
 	return data, nil
 }
+
+// fetchBundleIndex GETs the part of the bundle o after its log, in one
+// GET, and takes the offset index from it once the trailer checks out. A
+// bundle whose log end is not known yet (found by a List) costs one more
+// small GET, of its trailer, first.
+func (c *Cache) fetchBundleIndex(ctx context.Context, o *object, readahead bool) ([]byte, error) {
+	var tail []byte
+	end := o.end
+	get := func(ctx context.Context) error {
+		if end <= 0 {
+			var buf [segobj.TrailerSize]byte
+			if o.size < segobj.TrailerSize {
+				return fmt.Errorf("fetchcache: %s: %w: %d bytes, too short for a trailer", o.key, segobj.ErrBadObject, o.size)
+			}
+			if err := c.getRange(ctx, o.key, o.size-segobj.TrailerSize, buf[:]); err != nil {
+				return err
+			}
+			t, err := segobj.ParseTrailer(buf[:])
+			if err == nil && t.ObjectSize() != o.size {
+				err = fmt.Errorf("%w: the trailer gives %d bytes, the object has %d", segobj.ErrBadObject, t.ObjectSize(), o.size)
+			}
+			if err != nil {
+				return fmt.Errorf("fetchcache: %s: %w", o.key, err)
+			}
+			end = t.LogBytes
+		}
+		// Both indexes come in the one GET; the time index is about as
+		// large as the offset index and not worth a second request.
+		if n := o.size - end; n > 4*c.opts.IndexBytes+segobj.TrailerSize {
+			return errIndexTooLarge
+		}
+		tail = make([]byte, o.size-end)
+		return c.getRange(ctx, o.key, end, tail)
+	}
+	err := c.withSlot(ctx, o.idxKey, readahead, get)
+	if errors.Is(err, errIndexTooLarge) {
+		c.st.badIndexes.Add(1)
+		c.log.Warn("remote index larger than the index cache; reading headers from the segment start instead",
+			"index", o.idxKey, "index_bytes", c.opts.IndexBytes)
+		return noIndex, nil
+	}
+	if err != nil {
+		c.st.getErrors.Add(1)
+		return nil, err
+	}
+	idx, _, err := segobj.SplitTail(tail, end)
+	if err == nil && int64(len(idx)) > c.opts.IndexBytes {
+		err = errIndexTooLarge
+	}
+	if err == nil {
+		err = validateIndex(idx, end)
+	}
+	if err != nil {
+		c.st.badIndexes.Add(1)
+		c.log.Warn("unusable remote index; reading headers from the segment start instead", "index", o.idxKey, "err", err)
+		return noIndex, nil
+	}
+	// A copy, so the cache does not keep the time index and trailer too.
+	return bytes.Clone(idx), nil
+}
+
+// errIndexTooLarge: an index larger than the index cache's budget.
+var errIndexTooLarge = errors.New("index larger than the index cache")
 
 // dropIndex replaces o's cached index with noIndex after locate found it
 // pointing at the wrong batch.

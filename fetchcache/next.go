@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // Readahead across objects.
@@ -23,8 +23,9 @@ import (
 // The cache is handed one segment record per read and does not know the
 // next one's object key, which carries a segment id fixed when it was
 // sealed. It finds it with one List of the key prefix that names the next
-// segment's base offset (DESIGN §4: <dir>/<base offset, 20 digits>-<segment
-// id>.log, the next base offset being this record's end offset), sent as a
+// segment's base offset (<dir>/<base offset, 20 digits>-<segment id>.seg,
+// or .log for a legacy segment, the next base offset being this record's
+// end offset), sent as a
 // readahead (a free I/O slot or nothing), once per object: the answer is
 // remembered (a missing next object for a short while only, as it may be
 // uploaded any moment). A key of another shape turns the feature off for
@@ -53,7 +54,7 @@ func nextListKey(obj string) string { return obj + "#next" }
 // have that shape.
 func nextPrefix(key string, end int64) (string, bool) {
 	dir, base := path.Split(key)
-	if end < 0 || len(base) < 22 || base[20] != '-' || !strings.HasSuffix(base, ".log") {
+	if end < 0 || len(base) < 22 || base[20] != '-' || !segobj.IsSegment(base) {
 		return "", false
 	}
 	for i := range 20 {
@@ -79,8 +80,8 @@ func (c *Cache) nextObject(o, origin *object) *object {
 	if e, ok := c.nexts.get(o.key, nil); ok {
 		switch {
 		case e.key != "":
-			nx := &object{key: e.key, idxKey: IndexKey(e.key), size: e.size}
-			nx.chunks = (nx.size + c.chunkSize - 1) / c.chunkSize
+			nx := &object{key: e.key, idxKey: IndexKey(e.key)}
+			nx.setSize(e.size, c.chunkSize, 0) // a bundle's log end: from its trailer
 			// The next object's own successor is found from its record
 			// when a reader gets there; here it has none, so the window
 			// stops at its end.
@@ -117,9 +118,9 @@ func (c *Cache) nextObject(o, origin *object) *object {
 	return nil
 }
 
-// listNext lists prefix and returns the one .log object under it, or an
-// entry with no key when there is none (or, which tierd never makes, more
-// than one: readahead does not guess).
+// listNext lists prefix and returns the one segment object (a bundle or a
+// legacy .log) under it, or an entry with no key when there is none (or,
+// which tierd never makes, more than one: readahead does not guess).
 func (c *Cache) listNext(ctx context.Context, prefix string) (nextEntry, error) {
 	e := nextEntry{at: time.Now()}
 	found := 0
@@ -127,7 +128,7 @@ func (c *Cache) listNext(ctx context.Context, prefix string) (nextEntry, error) 
 		if err != nil {
 			return e, fmt.Errorf("fetchcache: %s %q: %w", objstore.OpList, prefix, err)
 		}
-		if strings.HasSuffix(info.Key, ".log") {
+		if segobj.IsSegment(info.Key) {
 			found++
 			e.key, e.size = info.Key, info.Size
 		}

@@ -331,6 +331,7 @@ func TestIndexKey(t *testing.T) {
 	for in, want := range map[string]string{
 		"p/t/0/00000000000000000000-ab.log": "p/t/0/00000000000000000000-ab.index",
 		"x.log.log":                         "x.log.index",
+		"p/t/0/00000000000000000000-ab.seg": "p/t/0/00000000000000000000-ab.seg#index",
 		"no-suffix":                         "",
 	} {
 		if got := IndexKey(in); got != want {
@@ -374,6 +375,38 @@ func TestReadaheadNextObject(t *testing.T) {
 	}
 }
 
+// TestReadaheadNextBundle is TestReadaheadNextObject over bundles: the next
+// object is found by its List, its log end learnt from its trailer (one
+// small GET) before its index is taken from its tail, and every chunk
+// holding log bytes is fetched once.
+func TestReadaheadNextBundle(t *testing.T) {
+	const chunk = 4096
+	s1 := buildSegment(t, 0, 12*chunk, 53)
+	s2 := buildSegment(t, s1.end, 12*chunk, 54)
+	counted, gets := countGets(objstore.NewMemBucket())
+	rec1 := putBundle(t, counted, bundleKey("ranext", s1.base), s1)
+	rec2 := putBundle(t, counted, bundleKey("ranext", s2.base), s2)
+	c := newCache(t, counted, Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: 3})
+	if got := consume(t, c, rec1, s1.base, 3000); !bytes.Equal(got, s1.log) {
+		t.Fatal("first segment: wrong bytes")
+	}
+	waitFor(t, func() bool {
+		return c.idx.has(IndexKey(rec2.ObjectKey)) && gets.of(rec2.ObjectKey) >= 3 && c.Stats().InflightGets == 0
+	}, "the next segment's trailer, index and first chunk")
+	if got := consume(t, c, rec2, s2.base, 3000); !bytes.Equal(got, s2.log) {
+		t.Fatal("second segment: wrong bytes")
+	}
+	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
+	// Each object: its chunks, one index GET; the second, found by a List,
+	// one trailer GET too.
+	if n, want := gets.of(rec1.ObjectKey)+gets.of(rec2.ObjectKey), chunksOf(s1, chunk)+chunksOf(s2, chunk)+3; n != want {
+		t.Errorf("%d GETs for %d", n, want)
+	}
+	if st := c.Stats(); st.BadIndexes != 0 || st.IndexMisses != 1 {
+		t.Errorf("stats %+v: the next index was not prefetched", st)
+	}
+}
+
 // TestNextPrefix documents which keys readahead can follow to the next
 // segment's object.
 func TestNextPrefix(t *testing.T) {
@@ -387,6 +420,7 @@ func TestNextPrefix(t *testing.T) {
 		{"t/3/100-x.log", 200, ""},
 		{"t/3/0000000000000000010a-x.log", 200, ""},
 		{"t/3/00000000000000000100-x.idx", 200, ""},
+		{"t/3/00000000000000000100-x.seg", 200, "t/3/00000000000000000200-"},
 	} {
 		got, ok := nextPrefix(tc.key, tc.end)
 		if ok != (tc.want != "") || got != tc.want {

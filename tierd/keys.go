@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
-// Object keys (DESIGN §4), below the provider's configured prefix:
+// Object keys, below the provider's configured prefix (tierd/segobj):
 //
-//	<topic>/<partition>/<base offset, 20 digits>-<segment id>.{log,index,timeindex}
+//	<topic>/<partition>/<base offset, 20 digits>-<segment id>.seg
 //	<topic>/<partition>/manifest.json
+//
+// and, written by earlier versions and still read, a segment as three
+// objects <...>.log, <...>.index and <...>.timeindex (DESIGN §4).
 
-// segmentExts are the files of a segment, in upload order: the log last, so
-// that an object named .log only exists once its indexes do.
+// segmentExts are the local files of a segment, as staged.
 var segmentExts = []string{".index", ".timeindex", ".log"}
 
 func segmentKey(topic string, partition int32, base int64, id, ext string) string {
@@ -23,19 +27,13 @@ func manifestKey(topic string, partition int32) string {
 	return fmt.Sprintf("%s/%d/manifest.json", topic, partition)
 }
 
-// siblingKey turns a segment's .log key into the key of another of its
-// files.
-func siblingKey(logKey, ext string) string {
-	return strings.TrimSuffix(logKey, ".log") + ext
-}
-
 // parsedKey is what an object key names.
 type parsedKey struct {
 	topic     string
 	partition int32
 	base      int64
 	id        string
-	ext       string // ".log", ".index", ".timeindex", or "manifest.json"
+	ext       string // ".seg", ".log", ".index", ".timeindex", or "manifest.json"
 }
 
 // parseKey reads an object key written by tierd; ok is false for anything
@@ -61,7 +59,7 @@ func parseKey(key string) (parsedKey, bool) {
 	}
 	k.ext = name[dot:]
 	switch k.ext {
-	case ".log", ".index", ".timeindex":
+	case segobj.Ext, segobj.LegacyLogExt, segobj.LegacyIndexExt, segobj.LegacyTimeIndexExt:
 	default:
 		return parsedKey{}, false
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // Manifest is a partition's manifest.json: every segment that has a cloud
@@ -84,8 +85,11 @@ func decodeManifest(b []byte) (Manifest, error) {
 			return m, fmt.Errorf("%w: segment at %d overlaps the previous one", ErrBadManifest, s.BaseOffset)
 		}
 		k, ok := parseKey(s.ObjectKey)
-		if !ok || k.topic != m.Topic || k.partition != m.Partition || k.base != s.BaseOffset || k.ext != ".log" {
+		if !ok || k.topic != m.Topic || k.partition != m.Partition || k.base != s.BaseOffset || !segobj.IsSegment(s.ObjectKey) {
 			return m, fmt.Errorf("%w: object key %q does not name segment %d of %s/%d", ErrBadManifest, s.ObjectKey, s.BaseOffset, m.Topic, m.Partition)
+		}
+		if segobj.IsBundle(s.ObjectKey) && s.ObjectSize > 0 && s.ObjectSize < s.Bytes+segobj.TrailerSize {
+			return m, fmt.Errorf("%w: segment %d: a %d-byte log does not fit its %d-byte object", ErrBadManifest, s.BaseOffset, s.Bytes, s.ObjectSize)
 		}
 	}
 	return m, nil

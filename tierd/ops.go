@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // Operator commands behind `aerostream tier …`. They run inside the store
@@ -28,8 +30,10 @@ type VerifyResult struct {
 }
 
 // Verify re-reads every remote object of the given topic (all topics when
-// empty) and checks it against the catalog's size and CRC32C; the index
-// objects must exist. progress, when set, is told of each segment done.
+// empty) and checks it against the catalog's size and CRC32C, and its
+// indexes: a bundle's trailer must check out against the record, and a
+// legacy segment's index objects must exist. progress, when set, is told
+// of each segment done.
 func (d *Daemon) Verify(ctx context.Context, topic string, progress func(done, total int)) ([]VerifyResult, error) {
 	recs, err := d.remoteRecords(topic)
 	if err != nil {
@@ -38,7 +42,11 @@ func (d *Daemon) Verify(ctx context.Context, topic string, progress func(done, t
 	out := make([]VerifyResult, 0, len(recs))
 	for i, r := range recs {
 		res := VerifyResult{Topic: r.Topic, Partition: r.Partition, Base: r.BaseOffset, ObjectKey: r.ObjectKey, OK: true}
-		sum, n, err := d.remoteChecksum(ctx, r.ObjectKey)
+		tailFrom := int64(-1)
+		if segobj.IsBundle(r.ObjectKey) {
+			tailFrom = r.Bytes
+		}
+		sum, n, tail, err := d.remoteChecksumTail(ctx, r.ObjectKey, tailFrom)
 		switch {
 		case err != nil:
 			res.OK, res.Problem = false, err.Error()
@@ -48,10 +56,8 @@ func (d *Daemon) Verify(ctx context.Context, topic string, progress func(done, t
 			res.OK, res.Problem = false, fmt.Sprintf("checksum %s, catalog says %s", sum, r.Checksum)
 		}
 		if res.OK {
-			for _, ext := range []string{".index", ".timeindex"} {
-				if _, err := d.opts.Bucket.Head(ctx, siblingKey(r.ObjectKey, ext)); err != nil {
-					res.OK, res.Problem = false, fmt.Sprintf("%s: %v", ext, err)
-				}
+			if err := d.checkIndexes(ctx, r, tail); err != nil {
+				res.OK, res.Problem = false, err.Error()
 			}
 		}
 		out = append(out, res)
@@ -63,6 +69,22 @@ func (d *Daemon) Verify(ctx context.Context, topic string, progress func(done, t
 		}
 	}
 	return out, nil
+}
+
+// checkIndexes checks the indexes of the remote segment r: tail is the
+// bundle's bytes from the log's end (remoteChecksumTail); a legacy
+// segment's two index objects must exist.
+func (d *Daemon) checkIndexes(ctx context.Context, r catalog.Segment, tail []byte) error {
+	if segobj.IsBundle(r.ObjectKey) {
+		_, _, err := segobj.SplitTail(tail, r.Bytes)
+		return err
+	}
+	for _, key := range segobj.Objects(r.ObjectKey)[:2] {
+		if _, err := d.opts.Bucket.Head(ctx, key); err != nil {
+			return fmt.Errorf("%s: %w", path.Ext(key), err)
+		}
+	}
+	return nil
 }
 
 // remoteRecords lists catalog records with a cloud pointer, not being
@@ -119,8 +141,8 @@ func (d *Daemon) GC(ctx context.Context, dryRun bool, minAge time.Duration) ([]O
 			if r.ObjectKey == "" {
 				continue
 			}
-			for _, ext := range segmentExts {
-				referenced[siblingKey(r.ObjectKey, ext)] = true
+			for _, key := range segobj.Objects(r.ObjectKey) {
+				referenced[key] = true
 			}
 		}
 	}
@@ -210,6 +232,10 @@ func (d *Daemon) download(ctx context.Context, r catalog.Segment, path string) e
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	tailFrom := int64(-1)
+	if segobj.IsBundle(r.ObjectKey) {
+		tailFrom = r.Bytes
+	}
 	return objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
 		rc, err := d.opts.Bucket.GetRange(ctx, r.ObjectKey, 0, -1)
 		if err != nil {
@@ -227,14 +253,23 @@ func (d *Daemon) download(ctx context.Context, r catalog.Segment, path string) e
 		if err != nil {
 			return err
 		}
-		sum, n, err := fileChecksum(path)
+		sum, n, tail, err := fileChecksumTail(path, tailFrom)
 		if err != nil {
 			return err
 		}
 		if n != r.ObjectSize || (r.Checksum != "" && sum != r.Checksum) {
 			return fmt.Errorf("%w: downloaded %s: %d bytes %s, catalog says %d bytes %s", ErrVerify, r.ObjectKey, n, sum, r.ObjectSize, r.Checksum)
 		}
-		return nil
+		if tailFrom < 0 {
+			return nil
+		}
+		// A bundle: the store adopts the log alone and rebuilds its
+		// indexes, as for a legacy segment, whose .log was all that was
+		// downloaded.
+		if _, _, err := segobj.SplitTail(tail, r.Bytes); err != nil {
+			return fmt.Errorf("downloaded %s: %w", r.ObjectKey, err)
+		}
+		return os.Truncate(path, r.Bytes)
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // The read half of `tier restore`: what the bucket holds of a topic, as
@@ -106,8 +107,9 @@ func ReadManifests(ctx context.Context, b objstore.Bucket, topic string) ([]Mani
 }
 
 // completeManifest appends to m the segments in objects that lie beyond its
-// last one: those whose .log, .index and .timeindex are all there (tierd
-// uploads the .log last, so its presence means the upload finished).
+// last one: bundled objects, and legacy segments whose .log, .index and
+// .timeindex are all there (tierd uploaded the .log last, so its presence
+// meant the upload had finished).
 // Segments below the manifest's end are left out: they are leftovers of a
 // deletion (retention removes a segment from the manifest before its
 // objects), or a second copy of a listed one, and `tier gc` removes them.
@@ -127,13 +129,15 @@ func completeManifest(ctx context.Context, b objstore.Bucket, m *Manifest, hadMa
 	var cands []candidate
 	for key, info := range objects {
 		k, _ := parseKey(key)
-		if k.ext != ".log" || listed[key] || hadManifest && k.base < next {
+		if !segobj.IsSegment(key) || listed[key] || hadManifest && k.base < next {
 			continue
 		}
-		if _, ok := objects[siblingKey(key, ".index")]; !ok {
-			continue
+		complete := true
+		for _, part := range segobj.Objects(key) {
+			_, ok := objects[part]
+			complete = complete && ok
 		}
-		if _, ok := objects[siblingKey(key, ".timeindex")]; !ok {
+		if !complete {
 			continue
 		}
 		cands = append(cands, candidate{k, info})
@@ -181,15 +185,25 @@ const (
 	batchMaxTsAt    = 35 // int64
 )
 
-// scanSegment reads a segment's .log object once, checking every batch
-// (length, magic, CRC32C, rising offsets), and returns the manifest entry
-// tierd would have written for it: offsets, timestamps as the log computes
-// them (from the batches' max timestamps), and the object's CRC32C.
+// scanSegment reads a segment's object once, checking every batch of its
+// log (length, magic, CRC32C, rising offsets) and a bundle's indexes, and
+// returns the manifest entry tierd would have written for it: offsets,
+// timestamps as the log computes them (from the batches' max timestamps),
+// and the object's CRC32C.
 func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo, k parsedKey) (ManifestSegment, error) {
 	s := ManifestSegment{BaseOffset: k.base, EndOffset: k.base, Bytes: info.Size, MinTimestamp: -1, MaxTimestamp: -1,
 		SegmentID: k.id, ObjectKey: info.Key, ObjectSize: info.Size, ETag: info.ETag}
 	if !info.LastModified.IsZero() {
 		s.UploadedAt = info.LastModified.UnixNano()
+	}
+	bundled := segobj.IsBundle(info.Key)
+	if bundled {
+		// The trailer says where the log ends.
+		t, err := readTrailer(ctx, b, info)
+		if err != nil {
+			return s, err
+		}
+		s.Bytes = t.LogBytes
 	}
 	rc, err := b.GetRange(ctx, info.Key, 0, -1)
 	if err != nil {
@@ -200,16 +214,14 @@ func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 	r := bufio.NewReaderSize(io.TeeReader(rc, h), 1<<20)
 	var buf []byte
 	var pos int64
-	for {
+	for pos < s.Bytes {
 		var prefix [batchPrefix]byte
-		if _, err := io.ReadFull(r, prefix[:]); err == io.EOF {
-			break
-		} else if err != nil {
+		if _, err := io.ReadFull(r, prefix[:]); err != nil {
 			return s, fmt.Errorf("batch at byte %d: %w", pos, truncated(err))
 		}
 		size := int64(int32(binary.BigEndian.Uint32(prefix[8:]))) + int64(len(prefix))
-		if size < batchHeaderSize || pos+size > info.Size {
-			return s, fmt.Errorf("%w: batch at byte %d claims %d bytes of the object's %d", ErrBadSegment, pos, size, info.Size)
+		if size < batchHeaderSize || pos+size > s.Bytes {
+			return s, fmt.Errorf("%w: batch at byte %d claims %d bytes of the log's %d", ErrBadSegment, pos, size, s.Bytes)
 		}
 		if int64(cap(buf)) < size {
 			buf = make([]byte, size)
@@ -239,14 +251,47 @@ func scanSegment(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 		s.EndOffset = base + lastDelta + 1
 		pos += size
 	}
-	if pos != info.Size {
+	rest, err := io.ReadAll(io.LimitReader(r, maxTail))
+	if err != nil {
+		return s, fmt.Errorf("after the log: %w", err)
+	}
+	if pos += int64(len(rest)); pos != info.Size {
 		return s, fmt.Errorf("read %d bytes, the bucket lists %d", pos, info.Size)
+	}
+	if bundled {
+		if _, _, err := segobj.SplitTail(rest, s.Bytes); err != nil {
+			return s, err
+		}
+	} else if len(rest) > 0 {
+		return s, fmt.Errorf("%w: %d bytes after the last batch", ErrBadSegment, len(rest))
 	}
 	s.Checksum = objstore.FormatCRC32C(h.Sum32())
 	if info.Checksum != "" && info.Checksum != s.Checksum {
 		return s, fmt.Errorf("%w: read %s, the bucket lists %s", ErrVerify, s.Checksum, info.Checksum)
 	}
 	return s, nil
+}
+
+// readTrailer GETs the trailer of the bundled object info and checks it
+// against the object's size.
+func readTrailer(ctx context.Context, b objstore.Bucket, info objstore.ObjectInfo) (segobj.Trailer, error) {
+	if info.Size < segobj.TrailerSize {
+		return segobj.Trailer{}, fmt.Errorf("%w: %d bytes, too short for a trailer", segobj.ErrBadObject, info.Size)
+	}
+	rc, err := b.GetRange(ctx, info.Key, info.Size-segobj.TrailerSize, segobj.TrailerSize)
+	if err != nil {
+		return segobj.Trailer{}, err
+	}
+	defer rc.Close()
+	var buf [segobj.TrailerSize]byte
+	if _, err := io.ReadFull(rc, buf[:]); err != nil {
+		return segobj.Trailer{}, fmt.Errorf("trailer: %w", err)
+	}
+	t, err := segobj.ParseTrailer(buf[:])
+	if err == nil && t.ObjectSize() != info.Size {
+		err = fmt.Errorf("%w: the trailer gives %d bytes, the bucket lists %d", segobj.ErrBadObject, t.ObjectSize(), info.Size)
+	}
+	return t, err
 }
 
 // truncated names an object that ends inside a batch.

@@ -14,6 +14,7 @@ import (
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/logtest"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 // TestRestoreTakesSegmentsBeyondManifest: a node lost between uploads and
@@ -78,19 +79,24 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A segment that cannot be read is refused by name, not skipped.
-	bad := segmentKey(topic, 2, 1<<40, "feedface", ".log")
-	for _, ext := range segmentExts {
-		junk := []byte("not a record batch, not at all")
-		if _, err := b.Put(ctx, siblingKey(bad, ext), bytes.NewReader(junk), int64(len(junk))); err != nil {
-			t.Fatal(err)
+	// A segment that cannot be read is refused by name, not skipped: a
+	// legacy one (three objects) and a bundle.
+	junk := []byte("not a record batch, not at all, not at all, not at all")
+	for _, bad := range []struct {
+		key  string
+		want error
+	}{{segmentKey(topic, 2, 1<<40, "feedface", ".log"), ErrBadSegment}, {segmentKey(topic, 2, 1<<40, "feedface", ".seg"), segobj.ErrBadObject}} {
+		for _, key := range segobj.Objects(bad.key) {
+			if _, err := b.Put(ctx, key, bytes.NewReader(junk), int64(len(junk))); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if _, err := ReadManifests(ctx, b, topic); !errors.Is(err, ErrBadSegment) || !strings.Contains(err.Error(), bad) {
-		t.Fatalf("a corrupt unlisted segment: %v", err)
-	}
-	for _, ext := range segmentExts {
-		b.Delete(ctx, siblingKey(bad, ext))
+		if _, err := ReadManifests(ctx, b, topic); !errors.Is(err, bad.want) || !strings.Contains(err.Error(), bad.key) {
+			t.Fatalf("a corrupt unlisted segment: %v", err)
+		}
+		for _, key := range segobj.Objects(bad.key) {
+			b.Delete(ctx, key)
+		}
 	}
 
 	ms, err := ReadManifests(ctx, b, topic)
@@ -128,7 +134,7 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 	}
 
 	// Restored, the node serves every batch the bucket holds, and gc finds
-	// nothing to delete but the unfinished upload's index files.
+	// nothing to delete: the unfinished upload left no object.
 	fresh := startNode(t, t.TempDir(), b)
 	defer fresh.stop()
 	for _, m := range ms {
@@ -167,8 +173,8 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 		keys = append(keys, o.Key)
 	}
 	slices.Sort(keys)
-	if w := []string{siblingKey(missing.ObjectKey, ".index"), siblingKey(missing.ObjectKey, ".timeindex")}; !slices.Equal(keys, w) {
-		t.Fatalf("gc after restore would delete %v, want only %v", keys, w)
+	if len(keys) != 0 {
+		t.Fatalf("gc after restore would delete %v", keys)
 	}
 }
 
@@ -202,6 +208,47 @@ func FuzzScanSegment(f *testing.F) {
 		}
 		if s.EndOffset < s.BaseOffset || len(body) > 0 && s.EndOffset == s.BaseOffset {
 			t.Fatalf("scan of %d bytes ends at offset %d", len(body), s.EndOffset)
+		}
+	})
+}
+
+// FuzzScanBundle is FuzzScanSegment for bundled objects: whatever the
+// bytes, restore gets an error or a scan whose log, indexes and trailer
+// account for the whole object.
+func FuzzScanBundle(f *testing.F) {
+	var log []byte
+	for i := range 3 {
+		batch := logtest.Filler(int64(i), 2, 50, byte(i))
+		binary.BigEndian.PutUint64(batch, uint64(2*i))
+		log = append(log, batch...)
+	}
+	idx, tidx := []byte{0, 0, 0, 2, 0, 0, 0, 90}, []byte("twelve bytes")
+	obj := segobj.NewTrailer(int64(len(log)), idx, tidx).Append(slices.Concat(log, idx, tidx))
+	f.Add(obj)
+	f.Add(obj[1:])
+	f.Add(segobj.NewTrailer(int64(len(log)-3), idx, tidx).Append(slices.Concat(log[:len(log)-3], idx, tidx)))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ctx := context.Background()
+		b := objstore.NewMemBucket()
+		key := segmentKey("t", 0, 0, "ab", segobj.Ext)
+		info, err := b.Put(ctx, key, bytes.NewReader(body), int64(len(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := parseKey(key)
+		s, err := scanSegment(ctx, b, objstore.ObjectInfo{Key: key, Size: info.Size}, k)
+		if err != nil {
+			return
+		}
+		tr, err := segobj.ParseTrailer(body)
+		if err != nil || tr.LogBytes != s.Bytes || tr.ObjectSize() != int64(len(body)) || s.ObjectSize != int64(len(body)) {
+			t.Fatalf("scan took a %d-byte log from a %d-byte object with trailer %+v (%v)", s.Bytes, len(body), tr, err)
+		}
+		if want := objstore.FormatCRC32C(crc32.Checksum(body, castagnoli)); s.Checksum != want {
+			t.Fatalf("scan says %s; the object is %s", s.Checksum, want)
+		}
+		if s.EndOffset < s.BaseOffset || s.Bytes > 0 && s.EndOffset == s.BaseOffset {
+			t.Fatalf("scan of a %d-byte log ends at offset %d", s.Bytes, s.EndOffset)
 		}
 	})
 }

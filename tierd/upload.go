@@ -15,6 +15,7 @@ import (
 
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/segobj"
 )
 
 func jsonIndent(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }
@@ -23,15 +24,64 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// fileChecksum is the CRC32C of a local file, in objstore's format.
-func fileChecksum(path string) (string, int64, error) {
-	f, err := os.Open(path)
+// bundle is a staged segment as the one object it is uploaded as
+// (tierd/segobj): the log file, then its indexes and the trailer, which
+// are small and held in memory.
+type bundle struct {
+	log  string // the staged .log
+	tail []byte
+	size int64
+}
+
+// loadBundle reads the staged segment of rec in dir. The log must be as
+// long as the record says: readers take the record's Bytes as the log's end
+// in the object.
+func loadBundle(dir string, rec catalog.Segment) (*bundle, error) {
+	name := func(ext string) string { return filepath.Join(dir, fmt.Sprintf("%020d%s", rec.BaseOffset, ext)) }
+	idx, err := os.ReadFile(name(segobj.LegacyIndexExt))
+	if err != nil {
+		return nil, err
+	}
+	tidx, err := os.ReadFile(name(segobj.LegacyTimeIndexExt))
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{log: name(segobj.LegacyLogExt)}
+	st, err := os.Stat(b.log)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() != rec.Bytes {
+		return nil, fmt.Errorf("%w: %s has %d bytes, its catalog record %d", ErrVerify, b.log, st.Size(), rec.Bytes)
+	}
+	t := segobj.NewTrailer(st.Size(), idx, tidx)
+	b.tail = t.Append(append(append(make([]byte, 0, t.TailBytes()), idx...), tidx...))
+	b.size = t.ObjectSize()
+	return b, nil
+}
+
+// open returns the object's bytes.
+func (b *bundle) open() (io.ReadCloser, error) {
+	f, err := os.Open(b.log)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(f, bytes.NewReader(b.tail)), f}, nil
+}
+
+// checksum is the CRC32C of the object, in objstore's format, and its
+// length as read.
+func (b *bundle) checksum() (string, int64, error) {
+	rc, err := b.open()
 	if err != nil {
 		return "", 0, err
 	}
-	defer f.Close()
+	defer rc.Close()
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, rc)
 	if err != nil {
 		return "", 0, err
 	}
@@ -75,22 +125,27 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 		return fmt.Errorf("stage: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	start := time.Now()
-	var logInfo objstore.ObjectInfo
-	var total int64
-	for _, ext := range segmentExts {
-		path := filepath.Join(dir, fmt.Sprintf("%020d%s", rec.BaseOffset, ext))
-		key := segmentKey(rec.Topic, rec.Partition, rec.BaseOffset, rec.SegmentID, ext)
-		info, err := d.putFile(ctx, path, key)
-		if err != nil {
-			return fmt.Errorf("upload %s: %w", key, err)
-		}
-		total += info.Size
-		if ext == ".log" {
-			logInfo = info
-		}
+	// The record as the settled seal left it: its Bytes is what the
+	// bundle's log length is checked against.
+	cur, err := d.opts.Catalog.GetSegment(rec.Topic, rec.Partition, rec.BaseOffset)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && (cur.SegmentID != rec.SegmentID || cur.ObjectKey != "") {
+		return nil // deleted, replaced or uploaded meanwhile
 	}
-	rec.ObjectKey, rec.ObjectSize, rec.Checksum, rec.ETag = logInfo.Key, logInfo.Size, logInfo.Checksum, logInfo.ETag
+	if err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	rec = cur
+	start := time.Now()
+	b, err := loadBundle(dir, rec)
+	if err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	key := segmentKey(rec.Topic, rec.Partition, rec.BaseOffset, rec.SegmentID, segobj.Ext)
+	info, err := d.putObject(ctx, b, key)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	rec.ObjectKey, rec.ObjectSize, rec.Checksum, rec.ETag = info.Key, info.Size, info.Checksum, info.ETag
 	rec.UploadedAt = time.Now().UnixNano()
 	if err := d.opts.Store.SetRemote(ctx, rec); err != nil {
 		// If the segment is gone (retention, topic deletion) the objects
@@ -104,38 +159,34 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 		}
 		return fmt.Errorf("record cloud pointer: %w", err)
 	}
-	d.opts.Metrics.uploaded(rec.Topic, total, time.Since(start))
+	d.opts.Metrics.uploaded(rec.Topic, b.size, time.Since(start))
 	d.log.Debug("segment uploaded", "topic", rec.Topic, "partition", rec.Partition, "base", rec.BaseOffset,
-		"key", rec.ObjectKey, "bytes", total, "took", time.Since(start))
+		"key", rec.ObjectKey, "bytes", b.size, "took", time.Since(start))
 	d.markManifest(rec.Topic, rec.Partition)
 	return nil
 }
 
-// putFile uploads one staged file under key unless an identical object is
-// already there, and verifies it: the CRC32C of the bytes sent must equal
-// the file's, and the stored size must match (read back with a Head unless
-// the provider reports the upload Verified).
+// putObject uploads a staged segment under key unless an identical object
+// is already there, and verifies it: the CRC32C of the bytes sent must
+// equal the bundle's, and the stored size must match (read back with a Head
+// unless the provider reports the upload Verified).
 //
-// The file's CRC32C is computed from the bytes as they are read for the
-// upload, not in a read pass of its own: the staged file is a hard link to
+// The bundle's CRC32C is computed from the bytes as they are read for the
+// upload, not in a read pass of its own: the staged log is a hard link to
 // a sealed segment, so what was read is the file, and the second pass was
 // CPU and I/O taken from the produce path for every segment.
-func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.ObjectInfo, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return objstore.ObjectInfo{}, err
-	}
-	size := st.Size()
+func (d *Daemon) putObject(ctx context.Context, b *bundle, key string) (objstore.ObjectInfo, error) {
+	size := b.size
 	var sum string
 	var info objstore.ObjectInfo
 	conditional := true
-	err = objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
-		f, err := os.Open(path)
+	err := objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
+		rc, err := b.open()
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		hr := &hashingReader{r: f, h: crc32.New(castagnoli)}
+		defer rc.Close()
+		hr := &hashingReader{r: rc, h: crc32.New(castagnoli)}
 		var sendErr error
 		info, sendErr = d.send(ctx, hr, key, size, conditional)
 		if sendErr != nil && !objstore.IsPreconditionFailed(sendErr) {
@@ -145,12 +196,12 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 			sum = objstore.FormatCRC32C(hr.h.Sum32())
 		} else {
 			// The provider stopped reading early (a refused conditional
-			// put need not read the body): read the file itself.
+			// put need not read the body): read the bundle itself.
 			var n int64
-			if sum, n, err = fileChecksum(path); err != nil {
+			if sum, n, err = b.checksum(); err != nil {
 				return err
 			} else if n != size {
-				return fmt.Errorf("%w: %s changed size while staged (%d, then %d bytes)", ErrVerify, path, size, n)
+				return fmt.Errorf("%w: %s changed size while staged (%d, then %d bytes)", ErrVerify, b.log, size, n)
 			}
 		}
 		if sendErr != nil { // a refused conditional put
@@ -175,7 +226,7 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 		return info, err
 	}
 	if info.Checksum != "" && info.Checksum != sum {
-		return info, fmt.Errorf("%w: %s sent with %s, file has %s", ErrVerify, key, info.Checksum, sum)
+		return info, fmt.Errorf("%w: %s sent with %s, the staged segment has %s", ErrVerify, key, info.Checksum, sum)
 	}
 	if info.Verified && info.Size == size && info.ETag != "" {
 		// The service checked the body it stored against what was sent,
@@ -189,7 +240,7 @@ func (d *Daemon) putFile(ctx context.Context, path, key string) (objstore.Object
 		return info, fmt.Errorf("verify %s: %w", key, err)
 	}
 	if head.Size != size {
-		return info, fmt.Errorf("%w: %s stored with %d bytes, file has %d", ErrVerify, key, head.Size, size)
+		return info, fmt.Errorf("%w: %s stored with %d bytes, the staged segment has %d", ErrVerify, key, head.Size, size)
 	}
 	info.Key, info.Size, info.Checksum = key, size, sum
 	if info.ETag == "" {
@@ -242,17 +293,67 @@ func (d *Daemon) sameObject(ctx context.Context, key string, size int64, sum str
 
 // remoteChecksum streams an object and returns its CRC32C and size.
 func (d *Daemon) remoteChecksum(ctx context.Context, key string) (string, int64, error) {
+	sum, n, _, err := d.remoteChecksumTail(ctx, key, -1)
+	return sum, n, err
+}
+
+// remoteChecksumTail is remoteChecksum that also returns the object's bytes
+// from tailFrom on (none when tailFrom < 0): a bundle's indexes and
+// trailer, checked in the same pass.
+func (d *Daemon) remoteChecksumTail(ctx context.Context, key string, tailFrom int64) (string, int64, []byte, error) {
 	rc, err := d.opts.Bucket.GetRange(ctx, key, 0, -1)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	defer rc.Close()
-	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, rc)
+	return checksumTail(rc, tailFrom)
+}
+
+// fileChecksumTail is remoteChecksumTail for a local file.
+func fileChecksumTail(path string, tailFrom int64) (string, int64, []byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return "", n, err
+		return "", 0, nil, err
 	}
-	return objstore.FormatCRC32C(h.Sum32()), n, nil
+	defer f.Close()
+	return checksumTail(f, tailFrom)
+}
+
+// maxTail bounds what checksumTail keeps: far beyond the indexes of any
+// segment, so a record whose Bytes is wrong costs an error, not the object
+// in memory.
+const maxTail = 64 << 20
+
+func checksumTail(r io.Reader, tailFrom int64) (string, int64, []byte, error) {
+	h := crc32.New(castagnoli)
+	w := io.Writer(h)
+	var t tailWriter
+	if tailFrom >= 0 {
+		t.from = tailFrom
+		w = io.MultiWriter(h, &t)
+	}
+	n, err := io.Copy(w, r)
+	if err != nil {
+		return "", n, nil, err
+	}
+	return objstore.FormatCRC32C(h.Sum32()), n, t.tail, nil
+}
+
+// tailWriter keeps the bytes written from position from on, up to maxTail.
+type tailWriter struct {
+	from, n int64
+	tail    []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	if end := w.n + int64(len(p)); end > w.from {
+		skip := max(w.from-w.n, 0)
+		keep := p[skip:]
+		keep = keep[:min(int64(len(keep)), maxTail-int64(len(w.tail)))]
+		w.tail = append(w.tail, keep...)
+	}
+	w.n += int64(len(p))
+	return len(p), nil
 }
 
 // deleteSegment removes a segment's objects and tells the store.
@@ -275,11 +376,9 @@ func (d *Daemon) deleteSegment(ctx context.Context, rec catalog.Segment) error {
 	return nil
 }
 
+// deleteObjects removes every object of the segment whose log is logKey.
 func (d *Daemon) deleteObjects(ctx context.Context, logKey string) error {
-	keys := make([]string, 0, len(segmentExts))
-	for _, ext := range segmentExts {
-		keys = append(keys, siblingKey(logKey, ext))
-	}
+	keys := segobj.Objects(logKey)
 	return objstore.Retry(ctx, d.opts.Retry, func(ctx context.Context) error {
 		return d.opts.Bucket.DeleteMany(ctx, keys)
 	})
