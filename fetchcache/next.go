@@ -25,11 +25,12 @@ import (
 // sealed. It finds it with one List of the key prefix that names the next
 // segment's base offset (<dir>/<base offset, 20 digits>-<segment id>.seg,
 // or .log for a legacy segment, the next base offset being this record's
-// end offset), sent as a
-// readahead (a free I/O slot or nothing), once per object: the answer is
-// remembered (a missing next object for a short while only, as it may be
-// uploaded any moment). A key of another shape turns the feature off for
-// that object; reads are served exactly as before.
+// end offset), sent as a readahead (a free I/O slot or nothing), once per
+// object: the answer is remembered (a missing next object for a short
+// while only, as it may be uploaded any moment). A key of another shape
+// turns the feature off for that object; reads are served exactly as
+// before. A bundle found this way has no record yet, so its log's end is
+// read from its trailer before its index (index.go).
 
 // nextNoneTTL is how long "no next object yet" is believed: the next
 // segment of a partition being read near its end may be uploading.
