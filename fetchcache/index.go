@@ -110,22 +110,26 @@ func (c *Cache) fetchIndex(ctx context.Context, o *object, readahead bool) ([]by
 }
 
 // fetchBundleIndex GETs the part of the bundle o after its log, in one
-// GET, and takes the offset index from it once the trailer checks out. A
-// bundle whose log end is not known yet (found by a List) costs one more
-// small GET, of its trailer, first.
+// GET, and takes the offset index from it once the trailer checks out.
+//
+// A bundle whose log end is not known yet (found by a List, next.go) has
+// its last tailGuess bytes fetched instead: they hold the trailer and, for
+// any segment indexed at logstore's default interval, the whole tail, so
+// the next segment's index is one GET away as with a known end; a larger
+// tail costs one more GET for the rest.
 func (c *Cache) fetchBundleIndex(ctx context.Context, o *object, readahead bool) ([]byte, error) {
 	var tail []byte
 	end := o.end
 	get := func(ctx context.Context) error {
 		if end <= 0 {
-			var buf [segobj.TrailerSize]byte
 			if o.size < segobj.TrailerSize {
 				return fmt.Errorf("fetchcache: %s: %w: %d bytes, too short for a trailer", o.key, segobj.ErrBadObject, o.size)
 			}
-			if err := c.getRange(ctx, o.key, o.size-segobj.TrailerSize, buf[:]); err != nil {
+			buf := make([]byte, tailGuess(o.size))
+			if err := c.getRange(ctx, o.key, o.size-int64(len(buf)), buf); err != nil {
 				return err
 			}
-			t, err := segobj.ParseTrailer(buf[:])
+			t, err := segobj.ParseTrailer(buf)
 			if err == nil && t.ObjectSize() != o.size {
 				err = fmt.Errorf("%w: the trailer gives %d bytes, the object has %d", segobj.ErrBadObject, t.ObjectSize(), o.size)
 			}
@@ -133,6 +137,10 @@ func (c *Cache) fetchBundleIndex(ctx context.Context, o *object, readahead bool)
 				return fmt.Errorf("fetchcache: %s: %w", o.key, err)
 			}
 			end = t.LogBytes
+			if n := t.TailBytes(); n <= int64(len(buf)) {
+				tail = buf[int64(len(buf))-n:]
+				return nil
+			}
 		}
 		// Both indexes come in the one GET; the time index is about as
 		// large as the offset index and not worth a second request.
@@ -168,6 +176,12 @@ func (c *Cache) fetchBundleIndex(ctx context.Context, o *object, readahead bool)
 	// A copy, so the cache does not keep the time index and trailer too.
 	return bytes.Clone(idx), nil
 }
+
+// tailGuess is how many bytes from the end of a bundle of size bytes to
+// fetch when its log's end is not known: 1/128 of it (logstore indexes
+// every 4 KiB with 8-byte offset and 12-byte time entries, 1/200 of the
+// log), at least 16 KiB, at most the object.
+func tailGuess(size int64) int64 { return min(size, max(16<<10, size/128)) }
 
 // errIndexTooLarge: an index larger than the index cache's budget.
 var errIndexTooLarge = errors.New("index larger than the index cache")

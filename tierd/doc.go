@@ -22,7 +22,7 @@
 //     (through the partition's shard, the only writer of its records);
 //  5. manifest: the partition is marked, and <topic>/<partition>/manifest.json
 //     is rewritten from the catalog at most once per
-//     Options.ManifestInterval (1 s), at Drain, at shutdown and, for every
+//     Options.ManifestInterval (10 s), at Drain, at shutdown and, for every
 //     partition, at start (which repairs a crash between 4 and 5). It lags
 //     the last interval's uploads, so `tier restore` (ReadManifests) takes
 //     the manifest plus the finished uploads beyond it, reading each of

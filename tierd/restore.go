@@ -294,10 +294,14 @@ func readTrailer(ctx context.Context, b objstore.Bucket, info objstore.ObjectInf
 	return t, err
 }
 
-// truncated names an object that ends inside a batch.
+// truncated names an object that ends inside a batch, or before its
+// listed size.
 func truncated(err error) error {
-	if err == io.ErrUnexpectedEOF {
+	switch err {
+	case io.ErrUnexpectedEOF:
 		return fmt.Errorf("%w: the object ends inside the batch", ErrBadSegment)
+	case io.EOF:
+		return fmt.Errorf("%w: the object ends before the length it is listed with", ErrBadSegment)
 	}
 	return err
 }

@@ -131,7 +131,9 @@ func (t *tierStack) storeHooks(o *logstore.Options) {
 // start makes the daemon for st and runs it until ctx ends.
 func (t *tierStack) start(ctx context.Context, cfg config.Config, st *logstore.Store, cat *catalog.Catalog, logger *slog.Logger) error {
 	d, err := tierd.New(tierd.Options{Bucket: t.bucket, Store: st, Catalog: cat, Uploaders: cfg.TieredStorage.Uploaders,
-		RescanInterval: time.Duration(cfg.TieredStorage.RescanIntervalMs) * time.Millisecond, Metrics: t.metrics, Logger: logger})
+		RescanInterval:   time.Duration(cfg.TieredStorage.RescanIntervalMs) * time.Millisecond,
+		ManifestInterval: time.Duration(cfg.TieredStorage.ManifestIntervalMs) * time.Millisecond,
+		Metrics:          t.metrics, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -32,16 +32,17 @@ type Config struct {
 // TieredStorage configures the cold tier: where sealed segments are
 // uploaded (tierd) and how cold reads are cached (fetchcache).
 type TieredStorage struct {
-	Enabled           bool   `toml:"enabled" help:"upload sealed segments to the cold tier and serve old offsets from it"`
-	Provider          string `toml:"provider" help:"s3, gcs, azure or local"`
-	Uploaders         int    `toml:"uploaders" help:"segments uploaded at once"`
-	CacheBytes        int64  `toml:"cache_bytes" help:"memory budget of the cold-read chunk cache"`
-	CacheChunkBytes   int    `toml:"cache_chunk_bytes" help:"size of the aligned chunks cold reads fetch and cache"`
-	CachePrealloc     bool   `toml:"cache_prealloc" help:"allocate and touch the cache's chunk memory at start, so a fresh node's first cold reads do not pay page faults"`
-	ColdReadGets      int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
-	ColdReadBytesPerS int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
-	RescanIntervalMs  int64  `toml:"rescan_interval_ms" help:"how often tierd rescans the catalog for uploads and deletions to retry"`
-	CacheReadahead    int    `toml:"cache_readahead_chunks" help:"chunks fetched ahead of a sequential cold reader; 0 = none"`
+	Enabled            bool   `toml:"enabled" help:"upload sealed segments to the cold tier and serve old offsets from it"`
+	Provider           string `toml:"provider" help:"s3, gcs, azure or local"`
+	Uploaders          int    `toml:"uploaders" help:"segments uploaded at once"`
+	CacheBytes         int64  `toml:"cache_bytes" help:"memory budget of the cold-read chunk cache"`
+	CacheChunkBytes    int    `toml:"cache_chunk_bytes" help:"size of the aligned chunks cold reads fetch and cache"`
+	CachePrealloc      bool   `toml:"cache_prealloc" help:"allocate and touch the cache's chunk memory at start, so a fresh node's first cold reads do not pay page faults"`
+	ColdReadGets       int    `toml:"cold_read_gets" help:"cold I/O budget: range GETs in flight at once"`
+	ColdReadBytesPerS  int64  `toml:"cold_read_bytes_per_sec" help:"rate limit of cold-read bytes; 0 = none"`
+	RescanIntervalMs   int64  `toml:"rescan_interval_ms" help:"how often tierd rescans the catalog for uploads and deletions to retry"`
+	ManifestIntervalMs int64  `toml:"manifest_interval_ms" help:"how long a partition's manifest.json in the bucket may lag its uploads; tier restore reads the segments uploaded since once"`
+	CacheReadahead     int    `toml:"cache_readahead_chunks" help:"chunks fetched ahead of a sequential cold reader; 0 = none"`
 
 	S3    TierS3    `toml:"s3"`
 	GCS   TierGCS   `toml:"gcs"`
@@ -192,15 +193,16 @@ func Default() Config {
 			ProducerIDExpirationMs:   86400000,
 		},
 		TieredStorage: TieredStorage{
-			Enabled:          true,
-			Provider:         "local",
-			Uploaders:        2,
-			CacheBytes:       256 << 20,
-			CacheChunkBytes:  4 << 20,
-			CachePrealloc:    true,
-			ColdReadGets:     8,
-			RescanIntervalMs: 60000,
-			CacheReadahead:   4,
+			Enabled:            true,
+			Provider:           "local",
+			Uploaders:          2,
+			CacheBytes:         256 << 20,
+			CacheChunkBytes:    4 << 20,
+			CachePrealloc:      true,
+			ColdReadGets:       8,
+			RescanIntervalMs:   60000,
+			ManifestIntervalMs: 10000,
+			CacheReadahead:     4,
 		},
 		TopicDefaults: TopicDefaults{
 			SegmentBytes:    128 << 20,

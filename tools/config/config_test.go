@@ -91,6 +91,7 @@ func TestKeyNames(t *testing.T) {
 		"tiered_storage.cold_read_gets":           "AEROSTREAM_TIERED_STORAGE_COLD_READ_GETS",
 		"tiered_storage.cold_read_bytes_per_sec":  "AEROSTREAM_TIERED_STORAGE_COLD_READ_BYTES_PER_SEC",
 		"tiered_storage.rescan_interval_ms":       "AEROSTREAM_TIERED_STORAGE_RESCAN_INTERVAL_MS",
+		"tiered_storage.manifest_interval_ms":     "AEROSTREAM_TIERED_STORAGE_MANIFEST_INTERVAL_MS",
 		"tiered_storage.cache_readahead_chunks":   "AEROSTREAM_TIERED_STORAGE_CACHE_READAHEAD_CHUNKS",
 		"tiered_storage.s3.bucket":                "AEROSTREAM_TIERED_STORAGE_S3_BUCKET",
 		"tiered_storage.s3.prefix":                "AEROSTREAM_TIERED_STORAGE_S3_PREFIX",

@@ -175,6 +175,7 @@ func (c *Config) validate() []fieldError {
 	positive("tiered_storage.cache_chunk_bytes", int64(ts.CacheChunkBytes))
 	positive("tiered_storage.cold_read_gets", int64(ts.ColdReadGets))
 	positive("tiered_storage.rescan_interval_ms", ts.RescanIntervalMs)
+	positive("tiered_storage.manifest_interval_ms", ts.ManifestIntervalMs)
 	if ts.ColdReadBytesPerS < 0 {
 		bad("tiered_storage.cold_read_bytes_per_sec", "must be 0 (no limit) or positive")
 	}
