@@ -15,12 +15,11 @@ import (
 // A remote segment's offset index is the .index object beside a legacy
 // .log object, or the part of a bundle after its log (tierd/segobj). Either
 // way it is the segment's sparse offset index exactly as logstore writes
-// it (DESIGN §4): big-endian (relative offset uint32,
-// position uint32) pairs, one per ~4 KiB of log, both columns strictly
-// increasing. It only tells where to start reading headers, so an index
-// that is missing, malformed or not this log's costs a longer header scan
-// from byte 0, never a wrong answer: locate checks the batch at the entry it
-// uses.
+// it (DESIGN §4): big-endian (relative offset uint32, position uint32)
+// pairs, one per ~4 KiB of log, both columns strictly increasing. It only
+// tells where to start reading headers, so an index that is missing,
+// malformed or not this log's costs a longer header scan from byte 0,
+// never a wrong answer: locate checks the batch at the entry it uses.
 const indexEntryWidth = 8
 
 // noIndex marks an object whose index is missing or unusable, cached so the

@@ -60,7 +60,7 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 	n.stop()
 
 	// The loss: partition 0's manifest is the one written before its last
-	// three uploads, and of those the first never finished (its .log is
+	// three uploads, and of those the first never finished (its object is
 	// missing); partition 2 lost the node before its first manifest.
 	p0 := uploaded[0]
 	keep := len(p0) - 3

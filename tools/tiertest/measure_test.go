@@ -488,10 +488,6 @@ func (u cpuUse) per(gib float64, self string) string {
 	return fmt.Sprintf("MinIO %.2f, node %.2f, %s %.2f", u.minio/gib, u.node/gib, self, u.self/gib)
 }
 
-// produceP99 reads the node's Produce request-duration histogram and
-// returns the upper bound of the bucket that holds its 99th percentile:
-// the broker's own share of a produce's latency, without the client's and
-// the network's.
 // objstoreRequests sums the node's object store requests by operation
 // (aerostream_objstore_requests_total, over topics; manifests count under
 // their partition's topic too).
@@ -516,6 +512,10 @@ func (n *node) objstoreRequests() string {
 	return strings.Join(parts, ", ")
 }
 
+// produceP99 reads the node's Produce request-duration histogram and
+// returns the upper bound of the bucket that holds its 99th percentile:
+// the broker's own share of a produce's latency, without the client's and
+// the network's.
 func (n *node) produceP99() time.Duration {
 	resp, err := http.Get("http://" + n.http + "/metrics")
 	if err != nil {
