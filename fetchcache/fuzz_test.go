@@ -32,14 +32,7 @@ func FuzzReadRemote(f *testing.F) {
 	f.Add(s.log[:len(s.log)-10], s.index, int64(10), s.batches[len(s.batches)-1].base, 100)
 	f.Add([]byte{}, []byte{}, int64(0), int64(0), 0)
 
-	mem := objstore.NewMemBucket()
-	// No readahead: background GETs would make coverage vary from run to
-	// run, and the fuzzer would keep minimising inputs that are not new.
-	c, err := New(mem, Options{ChunkSize: 256, MaxBytes: 1 << 20, Readahead: -1, Logger: quietLogger()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { c.Close() })
+	mem, c := fuzzCache(f)
 	ctx := context.Background()
 	n := 0
 	f.Fuzz(func(t *testing.T, log, index []byte, base, offset int64, maxBytes int) {
@@ -113,12 +106,7 @@ func FuzzReadBundle(f *testing.F) {
 	f.Add(spoilt, int64(len(s.log)), int64(10), s.batches[2].base, 5000)
 	f.Add(obj[:len(obj)-1], int64(len(s.log)), int64(10), int64(10), 5000)
 
-	mem := objstore.NewMemBucket()
-	c, err := New(mem, Options{ChunkSize: 256, MaxBytes: 1 << 20, Readahead: -1, Logger: quietLogger()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { c.Close() })
+	mem, c := fuzzCache(f)
 	ctx := context.Background()
 	n := 0
 	f.Fuzz(func(t *testing.T, obj []byte, logBytes, base, offset int64, maxBytes int) {
@@ -143,4 +131,18 @@ func FuzzReadBundle(f *testing.F) {
 			checkServed(t, obj[:logBytes], got, offset)
 		}
 	})
+}
+
+// fuzzCache is the cache the fuzz targets read through, over an in-memory
+// bucket, closed when the target ends. No readahead: background GETs would
+// make coverage vary from run to run, and the fuzzer would keep minimising
+// inputs that are not new.
+func fuzzCache(f *testing.F) (objstore.Bucket, *Cache) {
+	mem := objstore.NewMemBucket()
+	c, err := New(mem, Options{ChunkSize: 256, MaxBytes: 1 << 20, Readahead: -1, Logger: quietLogger()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { c.Close() })
+	return mem, c
 }

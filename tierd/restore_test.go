@@ -181,25 +181,12 @@ func TestRestoreTakesSegmentsBeyondManifest(t *testing.T) {
 // FuzzScanSegment: restore reads segment objects no manifest vouches for,
 // so any bytes must get an error or a scan that accounts for all of them.
 func FuzzScanSegment(f *testing.F) {
-	var seg []byte
-	for i := range 3 {
-		batch := logtest.Filler(int64(i), 2, 50, byte(i))
-		binary.BigEndian.PutUint64(batch, uint64(2*i)) // outside the CRC
-		seg = append(seg, batch...)
-	}
+	seg := fuzzLog()
 	f.Add(seg)
 	f.Add(seg[:len(seg)-7])
 	f.Add([]byte("not a batch"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := context.Background()
-		b := objstore.NewMemBucket()
-		key := segmentKey("t", 0, 0, "ab", ".log")
-		info, err := b.Put(ctx, key, bytes.NewReader(body), int64(len(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _ := parseKey(key)
-		s, err := scanSegment(ctx, b, objstore.ObjectInfo{Key: key, Size: info.Size}, k)
+		s, err := scanBody(t, ".log", body)
 		if err != nil {
 			return
 		}
@@ -216,27 +203,14 @@ func FuzzScanSegment(f *testing.F) {
 // bytes, restore gets an error or a scan whose log, indexes and trailer
 // account for the whole object.
 func FuzzScanBundle(f *testing.F) {
-	var log []byte
-	for i := range 3 {
-		batch := logtest.Filler(int64(i), 2, 50, byte(i))
-		binary.BigEndian.PutUint64(batch, uint64(2*i))
-		log = append(log, batch...)
-	}
+	log := fuzzLog()
 	idx, tidx := []byte{0, 0, 0, 2, 0, 0, 0, 90}, []byte("twelve bytes")
 	obj := segobj.NewTrailer(int64(len(log)), idx, tidx).Append(slices.Concat(log, idx, tidx))
 	f.Add(obj)
 	f.Add(obj[1:])
 	f.Add(segobj.NewTrailer(int64(len(log)-3), idx, tidx).Append(slices.Concat(log[:len(log)-3], idx, tidx)))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ctx := context.Background()
-		b := objstore.NewMemBucket()
-		key := segmentKey("t", 0, 0, "ab", segobj.Ext)
-		info, err := b.Put(ctx, key, bytes.NewReader(body), int64(len(body)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, _ := parseKey(key)
-		s, err := scanSegment(ctx, b, objstore.ObjectInfo{Key: key, Size: info.Size}, k)
+		s, err := scanBody(t, segobj.Ext, body)
 		if err != nil {
 			return
 		}
@@ -251,4 +225,30 @@ func FuzzScanBundle(f *testing.F) {
 			t.Fatalf("scan of a %d-byte log ends at offset %d", s.Bytes, s.EndOffset)
 		}
 	})
+}
+
+// fuzzLog is a small valid log, the scan fuzzers' seed: three batches of
+// two records, offsets 0 to 5.
+func fuzzLog() []byte {
+	var log []byte
+	for i := range 3 {
+		batch := logtest.Filler(int64(i), 2, 50, byte(i))
+		binary.BigEndian.PutUint64(batch, uint64(2*i)) // outside the CRC
+		log = append(log, batch...)
+	}
+	return log
+}
+
+// scanBody puts body in a fresh bucket as segment object of extension ext
+// and scans it as restore does.
+func scanBody(t *testing.T, ext string, body []byte) (ManifestSegment, error) {
+	ctx := context.Background()
+	b := objstore.NewMemBucket()
+	key := segmentKey("t", 0, 0, "ab", ext)
+	info, err := b.Put(ctx, key, bytes.NewReader(body), int64(len(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := parseKey(key)
+	return scanSegment(ctx, b, objstore.ObjectInfo{Key: key, Size: info.Size}, k)
 }
