@@ -352,9 +352,16 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		// next read starts inside the next chunk and is served in place.
 		end = first
 		// A batch over several chunks fetches them in parallel, not one
-		// after the other.
+		// after the other. The chunks already in memory are taken first:
+		// each GET started here adds a chunk to the scan segment, and
+		// would push out the least recently used, which may be a chunk
+		// this read is about to copy (prefetched, not yet read), then
+		// fetched a second time. TestScanResistance caught that under the
+		// race detector on a busy machine.
 		for k := k0 + 1; k <= (end-1)/c.chunkSize; k++ {
-			c.prefetch(o, k, nil, -1)
+			if !r.cached(k) {
+				c.prefetch(o, k, nil, -1)
+			}
 		}
 		out = make([]byte, end-pos)
 		if err := r.readAt(ctx, out, pos); err != nil {
@@ -669,6 +676,31 @@ func (r *reader) chunk(ctx context.Context, k int64) ([]byte, error) {
 	}
 	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
 	return data, nil
+}
+
+// cached takes chunk k into the read's memory if it is in the cache, and
+// reports whether it was. Once held, the chunk is this read's whatever the
+// cache evicts meanwhile.
+func (r *reader) cached(k int64) bool {
+	for _, m := range r.memo {
+		if m.k == k {
+			return true
+		}
+	}
+	key := r.c.chunkKey(r.o.key, k)
+	data, fromMain := r.c.main.Get(key)
+	if !fromMain {
+		var ok bool
+		if data, ok = r.c.scanGet(key); !ok {
+			return false
+		}
+	}
+	if want := min(r.c.chunkSize, r.o.size-k*r.c.chunkSize); int64(len(data)) != want {
+		return false // r.chunk reports it, with the reason
+	}
+	r.c.st.hits.Add(1)
+	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
+	return true
 }
 
 // forget drops the chunks under [pos, pos+n) from the read's memory, so

@@ -10,14 +10,22 @@ import (
 // up to sendCap; beyond capacity the backlog grows by the difference.
 func simulate(t *testing.T, capacity, sendCap float64) (float64, []Trial) {
 	t.Helper()
+	return simulateFunc(t, func(float64, int) float64 { return capacity }, sendCap)
+}
+
+// simulateFunc is simulate with a capacity that depends on the rate and on
+// how many seconds it has been held.
+func simulateFunc(t *testing.T, capacity func(rate float64, heldFor int) float64, sendCap float64) (float64, []Trial) {
+	t.Helper()
 	start := time.Unix(1000, 0)
 	s := newRateSearch(start, 1)
 	var c counts
 	var backlog float64
 	rate := s.current()
-	for sec := 1; sec <= 600; sec++ {
+	heldFor := 0
+	for sec := 1; sec <= 900; sec++ {
 		sent := min(rate, sendCap)
-		recv := min(capacity, sent+backlog)
+		recv := min(capacity(rate, heldFor), sent+backlog)
 		backlog += sent - recv
 		c.sent += int64(sent)
 		c.acked += int64(sent)
@@ -26,9 +34,13 @@ func simulate(t *testing.T, capacity, sendCap float64) (float64, []Trial) {
 		if done {
 			return r, s.trials
 		}
+		heldFor++
+		if r != rate {
+			heldFor = 0
+		}
 		rate = r
 	}
-	t.Fatalf("no result after 600 s: %+v", s.trials)
+	t.Fatalf("no result after 900 s: %+v", s.trials)
 	return 0, nil
 }
 
@@ -50,6 +62,46 @@ func TestRateSearchFindsWhatConsumersKeepUpWith(t *testing.T) {
 		if len(trials) >= searchMaxTrials {
 			t.Errorf("capacity %.0f: the search ran out of trials", tc.capacity)
 		}
+	}
+}
+
+// A pipeline that carries a high rate for a few seconds and then falls
+// behind (the case the confirmation is for): the 8 s trials pass rates the
+// 20 s confirmation does not, and the search steps down to a rate the
+// pipeline holds for long.
+func TestRateSearchConfirms(t *testing.T) {
+	const sustained = 450_000
+	capacity := func(rate float64, heldFor int) float64 {
+		if heldFor < 10 {
+			return 700_000
+		}
+		return sustained
+	}
+	got, trials := simulateFunc(t, capacity, 1e9)
+	if got > sustained/searchSendShare/searchRecvShare || got < (1-searchStepDown)*(1-searchPrecision)*sustained*searchSendShare*searchRecvShare {
+		t.Errorf("held %d msg/s for long: found %.0f after %d trials (%+v)", sustained, got, len(trials), trials)
+	}
+	t.Logf("found %.0f: %+v", got, trials)
+	failed, last := 0, trials[len(trials)-1]
+	for _, tr := range trials {
+		if tr.Confirm && !tr.Passed {
+			failed++
+		}
+	}
+	if failed == 0 || !last.Confirm || !last.Passed || last.Rate != got {
+		t.Errorf("want failed confirmations, then a confirmed rate: %+v", trials)
+	}
+	if len(trials) >= searchMaxTrials {
+		t.Errorf("the search ran out of trials: %+v", trials)
+	}
+}
+
+// Every result of the search was confirmed by a long trial at that rate.
+func TestRateSearchResultIsConfirmed(t *testing.T) {
+	got, trials := simulate(t, 470_000, 1e9)
+	last := trials[len(trials)-1]
+	if !last.Confirm || !last.Passed || last.Rate != got {
+		t.Fatalf("found %.0f, last trial %+v", got, last)
 	}
 }
 
