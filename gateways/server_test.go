@@ -183,6 +183,54 @@ func TestServerIsolationAndZeroCopy(t *testing.T) {
 	stop()
 }
 
+// TestServerPipelinedOrder: responses to pipelined requests, small ones
+// and megabyte ones that go out with sendfile and fill the socket, come
+// back in request order while the client keeps sending, through a write
+// queue shorter than the requests in flight.
+func TestServerPipelinedOrder(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	content := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: queued, sendfile
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Name: "test", Protocol: &lineProto{file: f}, Logger: quiet(), QueueDepth: 4}
+	addr, stop := startServer(t, s)
+	c := dial(t, addr)
+	const n = 200
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range n {
+			if i%7 == 3 {
+				c.send([]byte("file"))
+			} else {
+				c.send([]byte(fmt.Sprintf("m%d", i)))
+			}
+		}
+	}()
+	for i := range n {
+		got, err := c.recv()
+		want := fmt.Sprintf("m%d", i)
+		if i%7 == 3 {
+			want = content
+		}
+		if err != nil || got != want {
+			t.Fatalf("response %d: %.20q (%d bytes), %v; want %.20q", i, got, len(got), err, want)
+		}
+	}
+	<-sent
+	st := s.Stats()
+	if st.SendfileBytes == 0 {
+		t.Errorf("no file response went out with sendfile: %+v", st)
+	}
+	stop()
+}
+
 // TestServerDrain: on shutdown a request in service is cut short through
 // its context, its response is still delivered, and Serve returns.
 func TestServerDrain(t *testing.T) {
