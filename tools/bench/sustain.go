@@ -88,8 +88,8 @@ type rateSearch struct {
 	// confirming: the bisection is over and s.rate is being confirmed
 	confirming bool
 	since      time.Time // the phase's start
-	base   counts    // at the start of the observation
-	trials []Trial
+	base       counts    // at the start of the observation
+	trials     []Trial
 }
 
 func newRateSearch(start time.Time, subscriptions int) *rateSearch {
