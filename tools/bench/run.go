@@ -264,7 +264,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	var shared *SharedRate
 	var search *rateSearch
 	if cfg.Sustainable {
-		search = newRateSearch(start, cfg.Subscriptions)
+		search = newRateSearch(start, cfg.Subscriptions, cfg.Duration)
 		shared = NewSharedRate(start, search.current())
 	}
 	for i, p := range r.producers {

@@ -31,32 +31,35 @@ import "time"
 //   - after a failed trial the rate drops to half the highest passed one
 //     until the backlog is drained (for at most searchDrainMax), so the
 //     next trial does not start behind;
-//   - the highest rate passed is then confirmed by a longer trial,
-//     searchConfirm. A rate a few percent above what the pipeline holds
-//     can pass 8 s and still fall behind over a 30 s measured phase (the
-//     page cache, the disk's writeback and the consumers' fetch sizes all
-//     settle over tens of seconds); of 10 compare rounds in sessions 9 and
-//     10, 4 found a rate that did not hold. A failed confirmation steps the
-//     rate down by searchStepDown, drains, and confirms again, up to
-//     searchMaxTrials in all.
+//   - the highest rate passed is then confirmed by a longer trial, as long
+//     as the measured phase (searchConfirmMin to searchConfirmMax). A rate
+//     a few percent above what the pipeline holds can pass 8 s and still
+//     fall behind over a 30 s measured phase (the page cache, the disk's
+//     writeback and the consumers' fetch sizes all settle over tens of
+//     seconds): of 10 compare rounds in sessions 9 and 10, 4 found a rate
+//     that did not hold, and in session 11 one rate held for a 20 s
+//     confirmation and not for the 30 s after it. A failed confirmation
+//     steps the rate down by searchStepDown, drains, and confirms again, up
+//     to searchMaxTrials in all.
 //
 // The run's warmup then starts at the confirmed rate. When the trials run
 // out first, it starts at the last rate stepped down to, unconfirmed, and
 // the result's held flag says whether the measured phase held it.
 
 const (
-	searchStart     = 25_000
-	searchMinRate   = 1_000
-	searchSettle    = time.Second
-	searchObserve   = 8 * time.Second
-	searchLag       = 500 * time.Millisecond
-	searchPrecision = 0.05
-	searchDrainMax  = 15 * time.Second
-	searchConfirm   = 20 * time.Second
-	searchStepDown  = 0.08
-	searchMaxTrials = 20
-	searchSendShare = 0.97 // of the rate, sent
-	searchRecvShare = 0.99 // of what was sent, received
+	searchStart      = 25_000
+	searchMinRate    = 1_000
+	searchSettle     = time.Second
+	searchObserve    = 8 * time.Second
+	searchLag        = 500 * time.Millisecond
+	searchPrecision  = 0.05
+	searchDrainMax   = 15 * time.Second
+	searchConfirmMin = 20 * time.Second
+	searchConfirmMax = time.Minute
+	searchStepDown   = 0.08
+	searchMaxTrials  = 20
+	searchSendShare  = 0.97 // of the rate, sent
+	searchRecvShare  = 0.99 // of what was sent, received
 )
 
 // Trial is one rate the search tried.
@@ -66,7 +69,7 @@ type Trial struct {
 	Received float64 `json:"received_rate"`
 	Backlog  int64   `json:"backlog"`
 	Passed   bool    `json:"passed"`
-	Confirm  bool    `json:"confirm,omitempty"` // the longer confirmation trial
+	Confirm  bool    `json:"confirm,omitempty"` // a confirmation trial, as long as the measured phase
 }
 
 type searchPhase int
@@ -85,15 +88,20 @@ type rateSearch struct {
 	rate   float64 // of the trial in progress
 	lo, hi float64 // highest rate passed, lowest failed; 0: none yet
 	phase  searchPhase
-	// confirming: the bisection is over and s.rate is being confirmed
+	// confirming: the bisection is over and s.rate is being confirmed,
+	// for confirm
 	confirming bool
+	confirm    time.Duration
 	since      time.Time // the phase's start
 	base       counts    // at the start of the observation
 	trials     []Trial
 }
 
-func newRateSearch(start time.Time, subscriptions int) *rateSearch {
-	return &rateSearch{subs: max(subscriptions, 1), rate: searchStart, since: start}
+// measured is the length of the run's measured phase, which a confirmation
+// trial matches.
+func newRateSearch(start time.Time, subscriptions int, measured time.Duration) *rateSearch {
+	return &rateSearch{subs: max(subscriptions, 1), rate: searchStart, since: start,
+		confirm: min(max(measured, searchConfirmMin), searchConfirmMax)}
 }
 
 // current is the rate the producers should be held to now.
@@ -112,7 +120,7 @@ func (s *rateSearch) tick(now time.Time, c counts, backlog int64) (rate float64,
 			s.phase, s.since, s.base = searchObserving, now, c
 		}
 	case searchObserving:
-		if el < searchObserve || s.confirming && el < searchConfirm {
+		if el < searchObserve || s.confirming && el < s.confirm {
 			break
 		}
 		secs := el.Seconds()

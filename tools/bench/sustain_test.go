@@ -18,7 +18,7 @@ func simulate(t *testing.T, capacity, sendCap float64) (float64, []Trial) {
 func simulateFunc(t *testing.T, capacity func(rate float64, heldFor int) float64, sendCap float64) (float64, []Trial) {
 	t.Helper()
 	start := time.Unix(1000, 0)
-	s := newRateSearch(start, 1)
+	s := newRateSearch(start, 1, 30*time.Second)
 	var c counts
 	var backlog float64
 	rate := s.current()
@@ -67,7 +67,7 @@ func TestRateSearchFindsWhatConsumersKeepUpWith(t *testing.T) {
 
 // A pipeline that carries a high rate for a few seconds and then falls
 // behind (the case the confirmation is for): the 8 s trials pass rates the
-// 20 s confirmation does not, and the search steps down to a rate the
+// 30 s confirmation does not, and the search steps down to a rate the
 // pipeline holds for long.
 func TestRateSearchConfirms(t *testing.T) {
 	const sustained = 450_000
@@ -96,8 +96,16 @@ func TestRateSearchConfirms(t *testing.T) {
 	}
 }
 
-// Every result of the search was confirmed by a long trial at that rate.
+// Every result of the search was confirmed by a long trial at that rate,
+// as long as the measured phase within bounds.
 func TestRateSearchResultIsConfirmed(t *testing.T) {
+	for _, tc := range []struct{ measured, want time.Duration }{
+		{30 * time.Second, 30 * time.Second}, {5 * time.Second, searchConfirmMin}, {time.Hour, searchConfirmMax},
+	} {
+		if got := newRateSearch(time.Unix(0, 0), 1, tc.measured).confirm; got != tc.want {
+			t.Errorf("measured phase %v: confirmation of %v, want %v", tc.measured, got, tc.want)
+		}
+	}
 	got, trials := simulate(t, 470_000, 1e9)
 	last := trials[len(trials)-1]
 	if !last.Confirm || !last.Passed || last.Rate != got {
@@ -115,7 +123,7 @@ func TestRateSearchFloor(t *testing.T) {
 }
 
 func TestHeld(t *testing.T) {
-	s := newRateSearch(time.Unix(0, 0), 2)
+	s := newRateSearch(time.Unix(0, 0), 2, 30*time.Second)
 	d := 10 * time.Second
 	ok := counts{sent: 1_000_000, consumed: 2 * 990_000}
 	if !s.held(100_000, ok, d, 20_000) {
