@@ -660,47 +660,51 @@ func (r *reader) readAt(ctx context.Context, dst []byte, pos int64) error {
 }
 
 func (r *reader) chunk(ctx context.Context, k int64) ([]byte, error) {
-	for _, m := range r.memo {
-		if m.k == k {
-			return m.data, nil
-		}
+	if data, ok := r.memoized(k); ok {
+		return data, nil
 	}
 	data, fromMain, err := r.c.chunk(ctx, r.o, k)
 	if err != nil {
 		return nil, err
 	}
+	if err := r.keep(k, data, fromMain); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// memoized is chunk k if this read already holds it.
+func (r *reader) memoized(k int64) ([]byte, bool) {
+	for _, m := range r.memo {
+		if m.k == k {
+			return m.data, true
+		}
+	}
+	return nil, false
+}
+
+// keep adds chunk k to the read's memory, after checking its size against
+// the object's.
+func (r *reader) keep(k int64, data []byte, fromMain bool) error {
 	if want := min(r.c.chunkSize, r.o.size-k*r.c.chunkSize); int64(len(data)) != want {
 		// Only possible when two records of one object disagree on its size.
-		return nil, fmt.Errorf("fetchcache: %s chunk %d holds %d bytes, but the record's object size %d implies %d",
+		return fmt.Errorf("fetchcache: %s chunk %d holds %d bytes, but the record's object size %d implies %d",
 			r.o.key, k, len(data), r.o.size, want)
 	}
 	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
-	return data, nil
+	return nil
 }
 
 // cached takes chunk k into the read's memory if it is in the cache, and
 // reports whether it was. Once held, the chunk is this read's whatever the
 // cache evicts meanwhile.
 func (r *reader) cached(k int64) bool {
-	for _, m := range r.memo {
-		if m.k == k {
-			return true
-		}
+	if _, ok := r.memoized(k); ok {
+		return true
 	}
-	key := r.c.chunkKey(r.o.key, k)
-	data, fromMain := r.c.main.Get(key)
-	if !fromMain {
-		var ok bool
-		if data, ok = r.c.scanGet(key); !ok {
-			return false
-		}
-	}
-	if want := min(r.c.chunkSize, r.o.size-k*r.c.chunkSize); int64(len(data)) != want {
-		return false // r.chunk reports it, with the reason
-	}
-	r.c.st.hits.Add(1)
-	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
-	return true
+	data, fromMain, ok := r.c.inMemory(r.c.chunkKey(r.o.key, k))
+	// A chunk of the wrong size is left for r.chunk to report.
+	return ok && r.keep(k, data, fromMain) == nil
 }
 
 // forget drops the chunks under [pos, pos+n) from the read's memory, so
@@ -723,13 +727,8 @@ func (r *reader) fromMain(k int64) bool {
 // from the bucket.
 func (c *Cache) chunk(ctx context.Context, o *object, k int64) (data []byte, fromMain bool, err error) {
 	key := c.chunkKey(o.key, k)
-	if data, ok := c.main.Get(key); ok {
-		c.st.hits.Add(1)
-		return data, true, nil
-	}
-	if data, ok := c.scanGet(key); ok {
-		c.st.hits.Add(1)
-		return data, false, nil
+	if data, fromMain, ok := c.inMemory(key); ok {
+		return data, fromMain, nil
 	}
 	data, hit, joined, err := c.join(ctx, key, func() ([]byte, bool) { return c.scanGet(key) }, func() *flight {
 		return c.startLocked(key, 1, false,
@@ -754,6 +753,20 @@ func (c *Cache) chunk(ctx context.Context, o *object, k int64) (data []byte, fro
 		c.scanUse(key, false)
 	}
 	return data, false, nil
+}
+
+// inMemory looks a chunk up in the main segment, then in the scan segment,
+// for a reader, and counts a hit when it is there.
+func (c *Cache) inMemory(key string) (data []byte, fromMain, ok bool) {
+	if data, ok := c.main.Get(key); ok {
+		c.st.hits.Add(1)
+		return data, true, true
+	}
+	if data, ok := c.scanGet(key); ok {
+		c.st.hits.Add(1)
+		return data, false, true
+	}
+	return nil, false, false
 }
 
 // scanGet looks key up in the scan segment for a reader.

@@ -133,17 +133,25 @@ func startServer(t *testing.T, s *Server) (addr string, stop func()) {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func TestServerIsolationAndZeroCopy(t *testing.T) {
-	defer goleak.VerifyNone(t)
+// segmentFile is a file holding content, the "file" frame's answer; it is
+// closed when the test ends.
+func segmentFile(t *testing.T, content string) *os.File {
+	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	content := strings.Repeat("segment bytes ", 10000)
+	t.Cleanup(func() { f.Close() })
 	if _, err := f.WriteString(content); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+func TestServerIsolationAndZeroCopy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	content := strings.Repeat("segment bytes ", 10000)
+	f := segmentFile(t, content)
 	s := &Server{Name: "test", Protocol: &lineProto{file: f}, Logger: quiet(), MaxFrameBytes: 1024}
 	addr, stop := startServer(t, s)
 
@@ -189,15 +197,8 @@ func TestServerIsolationAndZeroCopy(t *testing.T) {
 // queue shorter than the requests in flight.
 func TestServerPipelinedOrder(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	content := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: queued, sendfile
-	if _, err := f.WriteString(content); err != nil {
-		t.Fatal(err)
-	}
+	f := segmentFile(t, content)
 	s := &Server{Name: "test", Protocol: &lineProto{file: f}, Logger: quiet(), QueueDepth: 4}
 	addr, stop := startServer(t, s)
 	c := dial(t, addr)

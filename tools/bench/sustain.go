@@ -36,9 +36,9 @@ import "time"
 //     a few percent above what the pipeline holds can pass 8 s and still
 //     fall behind over a 30 s measured phase (the page cache, the disk's
 //     writeback and the consumers' fetch sizes all settle over tens of
-//     seconds): of 10 compare rounds in sessions 9 and 10, 4 found a rate
-//     that did not hold, and in session 11 one rate held for a 20 s
-//     confirmation and not for the 30 s after it. A failed confirmation
+//     seconds): without a confirmation, 4 of 10 compare rounds found a
+//     rate that did not hold, and with a 20 s one, a rate held for the 20 s
+//     and not for the 30 s after it. A failed confirmation
 //     steps the rate down by searchStepDown, drains, and confirms again, up
 //     to searchMaxTrials in all.
 //

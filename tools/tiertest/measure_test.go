@@ -213,9 +213,9 @@ func TestMeasureTiered(t *testing.T) {
 func TestMeasureTieredProduce(t *testing.T) {
 	p := s3Provider(t, "")
 	prefix := p.args[slices.Index(p.args, "--tiered_storage.s3.prefix")+1]
-	// Five rounds, not three (until session 10): pooled over three, the
-	// MinIO ratio of one configuration ranged 0.90 to 1.76 between runs,
-	// more than the distance to its target; each round adds about a minute.
+	// Five rounds: pooled over three, the MinIO ratio of one
+	// configuration ranged from 0.90 to 1.76 between runs, more than its
+	// distance to the target. Each round adds about a minute.
 	const rounds = 5
 	var plan []replayPut // the PUTs of the latest MinIO round
 	// measure produces 2,000 msg/s of 1 KiB for 10 s, sequentially, on a
