@@ -30,7 +30,7 @@ func BenchmarkReadRemoteCached(b *testing.B) {
 			var n int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				got, err := c.ReadRemote(context.Background(), rec, s.base+rng.Int64N(s.end-s.base), 1<<20)
+				got, err := readJoined(c, context.Background(), rec, s.base+rng.Int64N(s.end-s.base), 1<<20)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -135,7 +135,7 @@ func plainGet(b *testing.B, store objstore.Bucket, key string) {
 
 func consumeBench(b *testing.B, c *Cache, rec catalog.Segment) {
 	for off := rec.BaseOffset; off < rec.EndOffset; {
-		got, err := c.ReadRemote(context.Background(), rec, off, 1<<20)
+		got, err := readJoined(c, context.Background(), rec, off, 1<<20)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func BenchmarkColdPartitions(b *testing.B) {
 						go func() {
 							defer wg.Done()
 							rec := recs[p][cur[p].seg]
-							out, err := c.ReadRemote(context.Background(), rec, max(cur[p].off, rec.BaseOffset), fetchBytes)
+							out, err := readJoined(c, context.Background(), rec, max(cur[p].off, rec.BaseOffset), fetchBytes)
 							if err != nil {
 								b.Error(err)
 								return

@@ -277,13 +277,13 @@ func (c *Cache) chunkKey(obj string, k int64) string {
 // verified. It returns nil when no batch at or after offset exists in the
 // object and the record does not say the segment reaches offset.
 //
-// The caller may keep the slice but must not write to it: it may be the
-// cache's own memory. A read returns at most the rest of the chunk its
-// first batch lies in (or, when that batch straddles two chunks, that
-// batch alone), so that it can be served without a copy; a consumer gets
-// the rest on its next fetch, as Kafka allows a broker to return less than
-// the maximum.
-func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+// The result is the bytes in parts, back to back: one part per chunk the
+// range lies in, each the chunk's own memory, never a copy. The caller may
+// keep the parts but must not write to them. A read ends at the end of the
+// chunk its first batch ends in at most, so that it waits for no chunk
+// beyond the ones that batch needs; a consumer gets the rest on its next
+// fetch, as Kafka allows a broker to return less than the maximum.
+func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([][]byte, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -327,48 +327,32 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 		}
 		return nil, nil
 	}
-	n := max(int64(maxBytes), int64(h.Length))
-	end := min(pos+n, o.end)
-	k0 := pos / c.chunkSize
-	var out []byte
-	if first, lim := pos+int64(h.Length), min((k0+1)*c.chunkSize, o.end); first <= lim {
-		// The first batch lies in one chunk: the result is that chunk's
-		// own memory, up to its end at most, not a copy. Copying cached
-		// chunks into a fresh buffer was a quarter of the node's CPU in
-		// a cold replay (measure-tiered, pprof: memmove under readAt).
-		// Cached chunks are never written after they are filled, and one
-		// evicted while a response still holds it stays alive until the
-		// response is sent. The capacity is cut so an append by a caller
-		// cannot write into the chunk.
-		end = min(end, lim)
-		data, err := r.chunk(ctx, k0)
+	// Cached chunks are never written after they are filled, and one
+	// evicted while a response still holds it stays alive until the
+	// response is sent.
+	k0, k1 := pos/c.chunkSize, (pos+int64(h.Length)-1)/c.chunkSize
+	end := min(pos+max(int64(maxBytes), int64(h.Length)), o.end, (k1+1)*c.chunkSize)
+	// A batch over several chunks fetches them in parallel, not one after
+	// the other. The chunks already in memory are taken first: each GET
+	// started here adds a chunk to the scan segment, and would push out
+	// the least recently used, which may be a chunk this read is about to
+	// use (prefetched, not yet read), then fetched a second time.
+	// TestScanResistance caught that under the race detector on a busy
+	// machine.
+	for k := k0 + 1; k <= k1; k++ {
+		if !r.cached(k) {
+			c.prefetch(o, k, nil, -1)
+		}
+	}
+	out := make(parts, 0, k1-k0+1)
+	for k := k0; k <= k1; k++ {
+		data, err := r.chunk(ctx, k)
 		if err != nil {
 			return nil, err
 		}
-		from, to := pos-k0*c.chunkSize, end-k0*c.chunkSize
-		out = data[from:to:to]
-	} else {
-		// The first batch straddles chunks: it alone is copied, so the
-		// next read starts inside the next chunk and is served in place.
-		end = first
-		// A batch over several chunks fetches them in parallel, not one
-		// after the other. The chunks already in memory are taken first:
-		// each GET started here adds a chunk to the scan segment, and
-		// would push out the least recently used, which may be a chunk
-		// this read is about to copy (prefetched, not yet read), then
-		// fetched a second time. TestScanResistance caught that under the
-		// race detector on a busy machine.
-		for k := k0 + 1; k <= (end-1)/c.chunkSize; k++ {
-			if !r.cached(k) {
-				c.prefetch(o, k, nil, -1)
-			}
-		}
-		out = make([]byte, end-pos)
-		if err := r.readAt(ctx, out, pos); err != nil {
-			return nil, err
-		}
+		from, to := max(pos, k*c.chunkSize)-k*c.chunkSize, min(end, (k+1)*c.chunkSize)-k*c.chunkSize
+		out = append(out, data[from:to:to])
 	}
-	k1 := (end - 1) / c.chunkSize
 	if !r.fromMain(k0) {
 		c.noteStart(o, k0, pos-k0*c.chunkSize)
 	}
@@ -543,17 +527,25 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 // What no check can cover: the 4-byte partition leader epoch is outside
 // the CRC in the Kafka format and carries no redundancy; only an epoch that
 // goes down is caught. (Kafka brokers do not check it at all.)
-func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out []byte) ([]byte, error) {
+func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out parts) (parts, error) {
 	want := first.BaseOffset
 	epoch := int32(-1)
-	p := 0
-	for len(out)-p >= logstore.BatchHeaderSize {
-		h, err := logstore.ParseBatchHeader(out[p:])
-		if err == nil && int(h.Length) > len(out)-p {
+	size := out.size()
+	var hdr [logstore.BatchHeaderSize]byte
+	var batch parts // a batch across parts, reused
+	p, last := 0, 0
+	for size-p >= logstore.BatchHeaderSize {
+		h, err := logstore.ParseBatchHeader(out.header(&hdr, p))
+		if err == nil && int(h.Length) > size-p {
 			break // the trailing partial batch
 		}
 		if err == nil && !c.opts.SkipVerify {
-			_, err = logstore.ValidateBatch(out[p : p+int(h.Length)])
+			batch = out.slice(batch[:0], p, p+int(h.Length))
+			if len(batch) == 1 {
+				_, err = logstore.ValidateBatch(batch[0])
+			} else {
+				_, err = logstore.ValidateBatchParts(batch)
+			}
 		}
 		switch {
 		case err != nil:
@@ -571,35 +563,23 @@ func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out []b
 			}
 			c.st.corrupt.Add(1)
 			c.log.Warn("cold read cut before a corrupt batch", "object", o.key, "position", pos+int64(p), "err", err)
-			return out[:p:p], nil
+			return out.cut(p), nil
 		}
 		want, epoch = h.NextOffset(), h.LeaderEpoch
-		p += int(h.Length)
+		last, p = p, p+int(h.Length)
 	}
 	// The header of the batch after the cut, when fetched, bounds the last
 	// epoch served from above.
-	if p > int(first.Length) && len(out)-p >= logstore.BatchHeaderSize {
-		if h, err := logstore.ParseBatchHeader(out[p:]); err == nil && h.BaseOffset == want && h.LeaderEpoch >= 0 && h.LeaderEpoch < epoch {
-			last := lastBatchStart(out[:p])
+	if p > int(first.Length) && size-p >= logstore.BatchHeaderSize {
+		if h, err := logstore.ParseBatchHeader(out.header(&hdr, p)); err == nil && h.BaseOffset == want && h.LeaderEpoch >= 0 && h.LeaderEpoch < epoch {
 			c.st.corrupt.Add(1)
 			c.purge(o, pos+int64(last), int64(p-last))
 			c.log.Warn("cold read cut before a corrupt batch", "object", o.key, "position", pos+int64(last),
 				"err", fmt.Sprintf("partition leader epoch %d before %d", epoch, h.LeaderEpoch))
-			return out[:last:last], nil
+			return out.cut(last), nil
 		}
 	}
-	return out[:p:p], nil
-}
-
-// lastBatchStart returns where the last of the whole batches in b starts.
-func lastBatchStart(b []byte) int {
-	last := 0
-	for p := 0; p < len(b); {
-		h, _ := logstore.ParseBatchHeader(b[p:])
-		last = p
-		p += int(h.Length)
-	}
-	return last
+	return out.cut(p), nil
 }
 
 // corrupt counts and logs a corrupt batch that fails a read, and returns

@@ -112,7 +112,7 @@ func TestBundleBadTail(t *testing.T) {
 	for _, bytes := range []int64{rec.ObjectSize, rec.ObjectSize - segobj.TrailerSize + 1, -1} {
 		bad := rec
 		bad.Bytes = bytes
-		if _, err := c.ReadRemote(context.Background(), bad, 0, 100); !errors.Is(err, segobj.ErrBadObject) || !strings.Contains(err.Error(), key) {
+		if _, err := readJoined(c, context.Background(), bad, 0, 100); !errors.Is(err, segobj.ErrBadObject) || !strings.Contains(err.Error(), key) {
 			t.Errorf("record with Bytes %d: %v", bytes, err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestObjectEnd(t *testing.T) {
 	rec := put(t, mem, segKey("end", 0), s, true)
 	c := newCache(t, mem, Options{ChunkSize: 4096, MaxBytes: 1 << 20})
 	last := s.batches[len(s.batches)-1]
-	got, err := c.ReadRemote(context.Background(), rec, last.base, 10<<20)
+	got, err := readJoined(c, context.Background(), rec, last.base, 10<<20)
 	if err != nil || !bytes.Equal(got, s.log[last.pos:]) {
 		t.Fatalf("last batch: %d bytes, %v", len(got), err)
 	}
@@ -175,24 +175,24 @@ func TestBadRequests(t *testing.T) {
 	c := newCache(t, mem, Options{ChunkSize: 4096, MaxBytes: 1 << 20})
 	ctx := context.Background()
 	for _, off := range []int64{99, s.end, s.end + 10} {
-		if _, err := c.ReadRemote(ctx, rec, off, 100); !errors.Is(err, logstore.ErrOffsetOutOfRange) {
+		if _, err := readJoined(c, ctx, rec, off, 100); !errors.Is(err, logstore.ErrOffsetOutOfRange) {
 			t.Errorf("offset %d: %v", off, err)
 		}
 	}
 	noKey := rec
 	noKey.ObjectKey = ""
-	if _, err := c.ReadRemote(ctx, noKey, 100, 100); !errors.Is(err, ErrNotRemote) {
+	if _, err := readJoined(c, ctx, noKey, 100, 100); !errors.Is(err, ErrNotRemote) {
 		t.Errorf("no object key: %v", err)
 	}
 	// The record says the segment goes further than the object holds.
 	long := rec
 	long.EndOffset = s.end + 50
-	if _, err := c.ReadRemote(ctx, long, s.end+10, 100); !errors.Is(err, logstore.ErrCorruptSegment) {
+	if _, err := readJoined(c, ctx, long, s.end+10, 100); !errors.Is(err, logstore.ErrCorruptSegment) {
 		t.Errorf("offset past the object's batches: %v", err)
 	}
 	// Without an end offset in the record, that is just "nothing there".
 	long.EndOffset = 0
-	if b, err := c.ReadRemote(ctx, long, s.end+10, 100); err != nil || b != nil {
+	if b, err := readJoined(c, ctx, long, s.end+10, 100); err != nil || b != nil {
 		t.Errorf("offset past the object's batches, no end: %d bytes, %v", len(b), err)
 	}
 }
@@ -261,14 +261,14 @@ func TestCorruptData(t *testing.T) {
 			rec := put(t, mem, key, &testSeg{log: spoilt, index: s.index, base: s.base, end: s.end}, true)
 			c := newCache(t, mem, Options{ChunkSize: 1000, MaxBytes: 1 << 20, Readahead: -1})
 
-			_, err := c.ReadRemote(ctx, rec, bp.base, 100)
+			_, err := readJoined(c, ctx, rec, bp.base, 100)
 			if !errors.Is(err, logstore.ErrCorruptSegment) || !strings.Contains(err.Error(), key) {
 				t.Fatalf("bad batch: %v", err)
 			}
 			// The batch before it comes back without it, even when more
 			// was asked.
 			prev := s.batches[bad-1]
-			got, err := c.ReadRemote(ctx, rec, prev.base, 1<<20)
+			got, err := readJoined(c, ctx, rec, prev.base, 1<<20)
 			want := s.expect(prev.base, 1<<20, c.chunkSize)
 			if len(want) > bp.pos-prev.pos {
 				want = want[:bp.pos-prev.pos]
@@ -284,7 +284,7 @@ func TestCorruptData(t *testing.T) {
 			// meet a chunk under the bad batch that a read of the batch
 			// before it fetched but never served; it fails and drops it.
 			rec = put(t, mem, key, s, true)
-			if _, err := c.ReadRemote(ctx, rec, bp.base, 100); err != nil && !errors.Is(err, logstore.ErrCorruptSegment) {
+			if _, err := readJoined(c, ctx, rec, bp.base, 100); err != nil && !errors.Is(err, logstore.ErrCorruptSegment) {
 				t.Fatalf("first read after the repair: %v", err)
 			}
 			checkRead(t, c, rec, s, bp.base, 100)
@@ -321,7 +321,7 @@ func TestFaultyBucket(t *testing.T) {
 		failed, served, epochOnly := 0, 0, 0
 		for round := 0; round < 3; round++ {
 			for off := s.base; off < s.end; off++ {
-				got, err := c.ReadRemote(ctx, rec, off, 5000)
+				got, err := readJoined(c, ctx, rec, off, 5000)
 				if err != nil {
 					failed++
 					continue
@@ -372,7 +372,7 @@ func TestBucketErrors(t *testing.T) {
 		}})
 	}
 	failOn(keyA, objstore.ErrAccessDenied)
-	_, err := c.ReadRemote(ctx, recA, 0, 100)
+	_, err := readJoined(c, ctx, recA, 0, 100)
 	if !errors.Is(err, objstore.ErrAccessDenied) || !strings.Contains(err.Error(), keyA) || !strings.Contains(err.Error(), string(objstore.OpGetRange)) {
 		t.Fatalf("access denied: %v", err)
 	}
@@ -383,7 +383,7 @@ func TestBucketErrors(t *testing.T) {
 
 	// Transient errors are retried, then reported.
 	failOn(keyA, fmt.Errorf("503: %w", objstore.ErrTransient))
-	if _, err = c.ReadRemote(ctx, recA, 0, 100); !errors.Is(err, objstore.ErrTransient) {
+	if _, err = readJoined(c, ctx, recA, 0, 100); !errors.Is(err, objstore.ErrTransient) {
 		t.Fatalf("transient: %v", err)
 	}
 	if st := c.Stats(); st.Retries != 2 {
@@ -394,7 +394,7 @@ func TestBucketErrors(t *testing.T) {
 	keyD := segKey("d", 0)
 	recD := put(t, mem, keyD, s, true)
 	failOn(IndexKey(keyD), objstore.ErrAccessDenied)
-	if _, err = c.ReadRemote(ctx, recD, 0, 100); !errors.Is(err, objstore.ErrAccessDenied) || !strings.Contains(err.Error(), IndexKey(keyD)) {
+	if _, err = readJoined(c, ctx, recD, 0, 100); !errors.Is(err, objstore.ErrAccessDenied) || !strings.Contains(err.Error(), IndexKey(keyD)) {
 		t.Fatalf("index: %v", err)
 	}
 
@@ -408,7 +408,7 @@ func TestBucketErrors(t *testing.T) {
 	if err := mem.Delete(ctx, recC.ObjectKey); err != nil {
 		t.Fatal(err)
 	}
-	if _, err = c.ReadRemote(ctx, recC, 0, 100); !objstore.IsNotFound(err) {
+	if _, err = readJoined(c, ctx, recC, 0, 100); !objstore.IsNotFound(err) {
 		t.Fatalf("deleted object: %v", err)
 	}
 }
@@ -431,7 +431,7 @@ func TestCoalescing(t *testing.T) {
 			defer wg.Done()
 			<-start
 			off := s.batches[(10+i)%len(s.batches)].base
-			got, err := c.ReadRemote(context.Background(), rec, off, 500)
+			got, err := readJoined(c, context.Background(), rec, off, 500)
 			if err == nil && !bytes.Equal(got, s.expect(off, 500, c.chunkSize)) {
 				err = fmt.Errorf("offset %d: wrong bytes", off)
 			}
@@ -475,7 +475,7 @@ func TestCancel(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := c.ReadRemote(ctx, rec, 3, 100); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := readJoined(c, ctx, rec, 3, 100); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("timed out read: %v", err)
 	}
 	waitFor(t, func() bool { _, n := gb.counts(); return n == 1 }, "the abandoned GET to be cancelled")
@@ -483,9 +483,9 @@ func TestCancel(t *testing.T) {
 	// Two readers on one GET; the first gives up, the second gets the data.
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	done1, done2 := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := c.ReadRemote(ctx1, rec, 3, 100); done1 <- err }()
+	go func() { _, err := readJoined(c, ctx1, rec, 3, 100); done1 <- err }()
 	go func() {
-		got, err := c.ReadRemote(context.Background(), rec, 5, 100)
+		got, err := readJoined(c, context.Background(), rec, 5, 100)
 		if err == nil && !bytes.Equal(got, s.expect(5, 100, c.chunkSize)) {
 			err = errors.New("wrong bytes")
 		}
@@ -523,7 +523,7 @@ func TestClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := c.ReadRemote(context.Background(), rec, 0, 100); done <- err }()
+	go func() { _, err := readJoined(c, context.Background(), rec, 0, 100); done <- err }()
 	waitFor(t, func() bool { n, _ := gb.counts(); return n == 1 }, "the read to start its GET")
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -531,7 +531,7 @@ func TestClose(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("read in progress succeeded after Close")
 	}
-	if _, err := c.ReadRemote(context.Background(), rec, 0, 100); !errors.Is(err, ErrClosed) {
+	if _, err := readJoined(c, context.Background(), rec, 0, 100); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after Close: %v", err)
 	}
 	if err := c.Close(); err != nil {
@@ -564,7 +564,7 @@ func TestConcurrentReaders(t *testing.T) {
 				o := objs[rng.IntN(len(objs))]
 				off := o.s.base + rng.Int64N(o.s.end-o.s.base)
 				max := rng.IntN(20000)
-				got, err := c.ReadRemote(context.Background(), o.rec, off, max)
+				got, err := readJoined(c, context.Background(), o.rec, off, max)
 				if err == nil && !bytes.Equal(got, o.s.expect(off, max, c.chunkSize)) {
 					err = fmt.Errorf("offset %d max %d: wrong bytes", off, max)
 				}
@@ -658,31 +658,55 @@ func maskEpochs(b []byte) []byte {
 	return b
 }
 
-// TestReadInPlace: a read whose first batch lies in one chunk is served
-// from the cached chunk itself (two reads share memory), ends at that
-// chunk, and cannot be appended into it.
+// TestReadInPlace: reads are served from the cached chunks themselves (two
+// reads share memory), one part per chunk, none of which can be appended
+// into. A read whose first batch lies in one chunk ends at that chunk; one
+// whose first batch straddles chunks is a part of each, not a copy.
 func TestReadInPlace(t *testing.T) {
+	const chunk = 16 << 10
 	s := buildSegment(t, 0, 64<<10, 21)
 	mem := objstore.NewMemBucket()
 	rec := put(t, mem, segKey("inplace", 0), s, true)
-	c := newCache(t, mem, Options{ChunkSize: 16 << 10, MaxBytes: 1 << 20, Readahead: -1})
+	c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: 1 << 20, Readahead: -1})
 	ctx := context.Background()
-	a, err := c.ReadRemote(ctx, rec, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
+	straddle := -1
+	for i, b := range s.batches {
+		if b.pos/chunk != (b.pos+b.len-1)/chunk {
+			straddle = i
+			break
+		}
 	}
-	b, err := c.ReadRemote(ctx, rec, 0, 1<<20)
-	if err != nil {
-		t.Fatal(err)
+	if straddle < 0 {
+		t.Fatal("no batch straddles a chunk boundary")
 	}
-	if len(a) == 0 || &a[0] != &b[0] {
-		t.Fatal("two reads of a cached chunk did not share its memory")
-	}
-	if len(a) > 16<<10 || cap(a) != len(a) {
-		t.Fatalf("read of %d bytes (cap %d) from a chunk of %d", len(a), cap(a), 16<<10)
-	}
-	if !bytes.Equal(a, s.expect(0, 1<<20, 16<<10)) {
-		t.Fatal("wrong bytes")
+	for _, tc := range []struct {
+		offset int64
+		parts  int
+	}{{0, 1}, {s.batches[straddle].base, 2}} {
+		a, err := c.ReadRemote(ctx, rec, tc.offset, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.ReadRemote(ctx, rec, tc.offset, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a) != tc.parts || len(b) != tc.parts {
+			t.Fatalf("offset %d: %d and %d parts, want %d", tc.offset, len(a), len(b), tc.parts)
+		}
+		var all []byte
+		for i := range a {
+			if len(a[i]) == 0 || &a[i][0] != &b[i][0] {
+				t.Fatalf("offset %d part %d: two reads of a cached chunk did not share its memory", tc.offset, i)
+			}
+			if len(a[i]) > chunk || cap(a[i]) != len(a[i]) {
+				t.Fatalf("offset %d part %d: %d bytes (cap %d) from a chunk of %d", tc.offset, i, len(a[i]), cap(a[i]), chunk)
+			}
+			all = append(all, a[i]...)
+		}
+		if !bytes.Equal(all, s.expect(tc.offset, 1<<20, chunk)) {
+			t.Fatalf("offset %d: wrong bytes", tc.offset)
+		}
 	}
 }
 

@@ -54,9 +54,10 @@
 //     bad batch are dropped from memory, so corrupted bytes are never
 //     served and a corruption that happened in transit heals on the next
 //     read.
-//   - Zero copy: a read is served from the cached chunk's own memory (read
-//     only to the caller), up to the end of that chunk; only a first batch
-//     that straddles two chunks is copied, alone.
+//   - Zero copy: a read is served from the cached chunks' own memory (read
+//     only to the caller), one part per chunk, up to the end of the chunk
+//     its first batch ends in; a batch that straddles chunks is sent as a
+//     slice of each (parts.go), checked in place, never copied together.
 //   - The reserve (reserve.go, Options.Prealloc): the budget's chunk
 //     memory, allocated and touched when the cache starts, which the first
 //     chunks fetched fill, so a fresh node's first cold reads do not pay a

@@ -50,7 +50,7 @@ func FuzzReadRemote(f *testing.F) {
 			t.Fatal(err)
 		}
 		rec.BaseOffset, rec.EndOffset = base, 0
-		got, err := c.ReadRemote(ctx, rec, offset, maxBytes)
+		got, err := readJoined(c, ctx, rec, offset, maxBytes)
 		if err != nil {
 			if !errors.Is(err, logstore.ErrCorruptSegment) {
 				t.Fatalf("error not marked corrupt: %v", err)
@@ -120,7 +120,7 @@ func FuzzReadBundle(f *testing.F) {
 		}
 		rec := catalog.Segment{Topic: "t", BaseOffset: base, Bytes: logBytes, State: catalog.StateRemote,
 			ObjectKey: key, ObjectSize: int64(len(obj))}
-		got, err := c.ReadRemote(ctx, rec, offset, maxBytes)
+		got, err := readJoined(c, ctx, rec, offset, maxBytes)
 		if err != nil {
 			if !errors.Is(err, logstore.ErrCorruptSegment) && !errors.Is(err, segobj.ErrBadObject) {
 				t.Fatalf("error not marked corrupt: %v", err)

@@ -72,18 +72,15 @@ func buildSegment(t testing.TB, base int64, size int, seed uint64) *testSeg {
 
 // expect is what ReadRemote must return with chunks of chunk bytes: whole
 // batches from the one holding offset, as many as fit in maxBytes, at
-// least one, and no further than the end of the chunk the first one lies
-// in; a first batch over two chunks comes alone.
+// least one, and no further than the end of the chunk the first one ends
+// in.
 func (s *testSeg) expect(offset int64, maxBytes int, chunk int64) []byte {
 	for i, b := range s.batches {
 		if b.last < offset {
 			continue
 		}
 		end := b.pos + b.len
-		lim := int(min((int64(b.pos)/chunk+1)*chunk, int64(len(s.log))))
-		if end > lim {
-			return s.log[b.pos:end]
-		}
+		lim := int(min((int64(end-1)/chunk+1)*chunk, int64(len(s.log))))
 		for _, n := range s.batches[i+1:] {
 			if n.pos+n.len-b.pos > maxBytes || n.pos+n.len > lim {
 				break
@@ -161,7 +158,7 @@ func newCache(t testing.TB, b objstore.Bucket, opts Options) *Cache {
 // checkRead reads offset and compares with the segment bytes.
 func checkRead(t testing.TB, c *Cache, rec catalog.Segment, s *testSeg, offset int64, maxBytes int) {
 	t.Helper()
-	got, err := c.ReadRemote(context.Background(), rec, offset, maxBytes)
+	got, err := readJoined(c, context.Background(), rec, offset, maxBytes)
 	if err != nil {
 		t.Fatalf("offset %d max %d: %v", offset, maxBytes, err)
 	}
@@ -176,7 +173,7 @@ func consume(t testing.TB, c *Cache, rec catalog.Segment, from int64, maxBytes i
 	t.Helper()
 	var all []byte
 	for off := from; off < rec.EndOffset; {
-		b, err := c.ReadRemote(context.Background(), rec, off, maxBytes)
+		b, err := readJoined(c, context.Background(), rec, off, maxBytes)
 		if err != nil {
 			t.Fatalf("offset %d: %v", off, err)
 		}
@@ -285,4 +282,21 @@ func (s *testSeg) batchInOneChunk(t testing.TB, chunk int, frac float64) batchPo
 	}
 	t.Fatal("no batch inside one chunk")
 	return batchPos{}
+}
+
+// readJoined is ReadRemote with the parts joined, after checking that each
+// part is non-empty and cannot be appended into.
+func readJoined(c *Cache, ctx context.Context, rec catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+	ps, err := c.ReadRemote(ctx, rec, offset, maxBytes)
+	if err != nil || ps == nil {
+		return nil, err
+	}
+	var all []byte
+	for i, p := range ps {
+		if len(p) == 0 || cap(p) != len(p) {
+			return nil, fmt.Errorf("part %d of %d: %d bytes, capacity %d", i, len(ps), len(p), cap(p))
+		}
+		all = append(all, p...)
+	}
+	return all, nil
 }

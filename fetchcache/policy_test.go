@@ -65,7 +65,7 @@ func TestScanResistance(t *testing.T) {
 	// hot reads between its fetches.
 	var got []byte
 	for off := bf.base; off < bf.end; {
-		b, err := c.ReadRemote(context.Background(), bfRec, off, 1000)
+		b, err := readJoined(c, context.Background(), bfRec, off, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +239,7 @@ func TestReadaheadNeverBlocks(t *testing.T) {
 	read := func(b batchPos, timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		got, err := c.ReadRemote(ctx, rec, b.base, 1)
+		got, err := readJoined(c, ctx, rec, b.base, 1)
 		if err == nil && !bytes.Equal(got, s.log[b.pos:b.pos+b.len]) {
 			t.Fatalf("offset %d: wrong bytes", b.base)
 		}
@@ -310,7 +310,7 @@ func TestReadaheadFailure(t *testing.T) {
 	}
 	b := s.batches[i]
 	go func() {
-		got, err := c.ReadRemote(context.Background(), rec, b.base, 1)
+		got, err := readJoined(c, context.Background(), rec, b.base, 1)
 		if err == nil && !bytes.Equal(got, s.log[b.pos:b.pos+b.len]) {
 			err = errors.New("wrong bytes")
 		}

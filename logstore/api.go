@@ -108,7 +108,11 @@ type Records struct {
 	Pos   int64
 	Len   int
 	Bytes []byte // used when File is nil
-	ref   *fileRef
+	// More are bytes that follow Bytes, when File is nil: a cold read
+	// over cache chunks is each chunk's own memory, sent as it is, not
+	// copied into one slice.
+	More [][]byte
+	ref  *fileRef
 	// uncache is how many bytes from Pos writeback had already dropped
 	// from the page cache: this read brought them back from the disk, and
 	// Release drops them again (see writeback.go).
@@ -120,13 +124,21 @@ func (r *Records) Size() int {
 	if r.File != nil {
 		return r.Len
 	}
-	return len(r.Bytes)
+	n := len(r.Bytes)
+	for _, b := range r.More {
+		n += len(b)
+	}
+	return n
 }
 
 // ReadAll copies the range into memory, appending to dst.
 func (r *Records) ReadAll(dst []byte) ([]byte, error) {
 	if r.File == nil {
-		return append(dst, r.Bytes...), nil
+		dst = append(dst, r.Bytes...)
+		for _, b := range r.More {
+			dst = append(dst, b...)
+		}
+		return dst, nil
 	}
 	n := len(dst)
 	dst = append(dst, make([]byte, r.Len)...)
@@ -218,8 +230,9 @@ type Tier interface {
 type ColdTier interface {
 	// ReadRemote returns record batches of the remote segment seg starting
 	// with the batch that holds offset, at most maxBytes (but at least one
-	// whole batch), ending anywhere. It is called outside the shard
-	// goroutine, so it may block on the network. The slice is read-only:
-	// it may be the tier's cache memory.
-	ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error)
+	// whole batch), ending anywhere. The bytes are the parts back to back
+	// (Records.Bytes, then Records.More). It is called outside the shard
+	// goroutine, so it may block on the network. The parts are read-only:
+	// they may be the tier's cache memory.
+	ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([][]byte, error)
 }

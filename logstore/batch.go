@@ -113,16 +113,57 @@ func ValidateBatch(b []byte) (BatchHeader, error) {
 	if err != nil {
 		return h, err
 	}
-	if int(h.Length) != len(b) {
-		return h, fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorruptBatch, h.Length, len(b))
-	}
-	if err := checkHeaderFields(&h); err != nil {
+	if err := checkLengthAndFields(&h, len(b)); err != nil {
 		return h, err
 	}
-	if got := crc32.Checksum(b[offAttributes:], crcTable); got != h.CRC {
-		return h, fmt.Errorf("%w: computed %08x, header %08x", ErrBadCRC, got, h.CRC)
+	return h, checkCRC(&h, crc32.Checksum(b[offAttributes:], crcTable))
+}
+
+// ValidateBatchParts is ValidateBatch for one batch whose bytes are parts
+// back to back. A cold read hands over a batch that lies across two cache
+// chunks as a slice of each, and checking it in place saves copying it
+// together (a quarter of a cold replay's bytes, with 1 MiB batches in 4 MiB
+// chunks).
+func ValidateBatchParts(parts [][]byte) (BatchHeader, error) {
+	var buf [BatchHeaderSize]byte
+	hdr, total := buf[:0], 0
+	for _, p := range parts {
+		if len(hdr) < BatchHeaderSize {
+			hdr = append(hdr, p[:min(len(p), BatchHeaderSize-len(hdr))]...)
+		}
+		total += len(p)
 	}
-	return h, nil
+	h, err := ParseBatchHeader(hdr)
+	if err != nil {
+		return h, err
+	}
+	if err := checkLengthAndFields(&h, total); err != nil {
+		return h, err
+	}
+	var crc uint32
+	skip := offAttributes // the CRC covers the batch from its attributes on
+	for _, p := range parts {
+		n := min(skip, len(p))
+		skip -= n
+		crc = crc32.Update(crc, crcTable, p[n:])
+	}
+	return h, checkCRC(&h, crc)
+}
+
+// checkLengthAndFields checks that h's length is the size of the bytes
+// holding the batch, and the header's fields (checkHeaderFields).
+func checkLengthAndFields(h *BatchHeader, size int) error {
+	if int(h.Length) != size {
+		return fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorruptBatch, h.Length, size)
+	}
+	return checkHeaderFields(h)
+}
+
+func checkCRC(h *BatchHeader, got uint32) error {
+	if got != h.CRC {
+		return fmt.Errorf("%w: computed %08x, header %08x", ErrBadCRC, got, h.CRC)
+	}
+	return nil
 }
 
 func checkHeaderFields(h *BatchHeader) error {

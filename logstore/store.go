@@ -294,14 +294,16 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 			p.Err = fmt.Errorf("%w: %s/%d offset %d is in the cold tier", ErrNotLocal, p.Topic, p.Partition, c.offset)
 			return
 		}
-		b, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
+		parts, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
 		if err != nil {
 			s.logColdError(p.Topic, p.Partition, c, err)
 			p.Err = fmt.Errorf("%w: %s/%d offset %d (segment %d, object %s): %w", ErrColdTier, p.Topic, p.Partition, c.offset,
 				c.seg.BaseOffset, c.seg.ObjectKey, err)
 			return
 		}
-		p.Records = Records{Bytes: b}
+		if len(parts) > 0 {
+			p.Records = Records{Bytes: parts[0], More: parts[1:]}
+		}
 	}
 	if len(colds) == 1 {
 		readCold(colds[0])

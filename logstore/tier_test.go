@@ -63,7 +63,10 @@ func (f *fakeTier) upload(t *testing.T, s *Store) int {
 	return len(todo)
 }
 
-func (f *fakeTier) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+// ReadRemote hands the range over in two parts, split inside the first
+// batch, as fetchcache does with a batch across two chunks: a fetch through
+// the store must send them back to back.
+func (f *fakeTier) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([][]byte, error) {
 	f.mu.Lock()
 	b := f.objects[seg.ObjectKey]
 	f.mu.Unlock()
@@ -84,7 +87,8 @@ func (f *fakeTier) ReadRemote(ctx context.Context, seg catalog.Segment, offset i
 			if end > len(b) {
 				end = len(b)
 			}
-			return b[pos:end], nil
+			mid := pos + int(h.Length)/2
+			return [][]byte{b[pos:mid:mid], b[mid:end:end]}, nil
 		}
 		pos += int(h.Length)
 	}

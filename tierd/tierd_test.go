@@ -23,7 +23,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // real one): it reads the whole remote log and cuts the range out.
 type bucketReader struct{ b objstore.Bucket }
 
-func (r bucketReader) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([]byte, error) {
+func (r bucketReader) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([][]byte, error) {
 	body, err := readAll(ctx, r.b, seg.ObjectKey)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (r bucketReader) ReadRemote(ctx context.Context, seg catalog.Segment, offse
 		}
 		if h.LastOffset() >= offset {
 			end := min(len(body), max(pos+maxBytes, pos+int(h.Length)))
-			return body[pos:end], nil
+			return [][]byte{body[pos:end]}, nil
 		}
 		pos += int(h.Length)
 	}

@@ -118,8 +118,11 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 					out.AddBytes(buf)
 					buf = make([]byte, 0, 256)
 					out.AddBytes(p.records.Bytes)
+					for _, b := range p.records.More {
+						out.AddBytes(b)
+					}
 				default:
-					buf = append(buf, p.records.Bytes...)
+					buf, _ = p.records.ReadAll(buf) // in memory: cannot fail
 				}
 			}
 			tags()

@@ -35,6 +35,9 @@ func TestFetchEncodeMatchesKmsg(t *testing.T) {
 		{name: "beta", id: [16]byte{9}, parts: []fetchRespPartition{
 			{partition: 7, hw: 99, lso: 99, logStart: 3, records: ring.Records{Bytes: large}},
 			{partition: 8, hw: 0, lso: 0, logStart: 0},
+			// Cold reads over chunk boundaries come in parts, small and large.
+			{partition: 9, hw: 7, lso: 7, logStart: 0, records: ring.Records{Bytes: small[:5], More: [][]byte{small[5:9], small[9:]}}},
+			{partition: 10, hw: 7, lso: 7, logStart: 0, records: ring.Records{Bytes: large[:3000], More: [][]byte{large[3000:]}}},
 		}},
 	}
 	want := func(version int16) []byte {
@@ -52,7 +55,7 @@ func TestFetchEncodeMatchesKmsg(t *testing.T) {
 				case p.records.File != nil:
 					rp.RecordBatches = fileData
 				case p.records.Bytes != nil:
-					rp.RecordBatches = p.records.Bytes
+					rp.RecordBatches, _ = p.records.ReadAll(nil)
 				default:
 					rp.RecordBatches = []byte{}
 				}

@@ -206,7 +206,7 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 }
 
 // appendResponse appends r as a whole frame. Fetch records must be in
-// memory (Records.Bytes); the server sends file ranges through
+// memory (Records.Bytes and More); the server sends file ranges through
 // fetchResponseParts instead, which lays out the same bytes.
 func appendResponse(dst []byte, r *response) []byte {
 	start := len(dst)
@@ -231,8 +231,8 @@ func appendResponse(dst []byte, r *response) []byte {
 		dst = kbin.AppendArrayLen(dst, len(r.Fetch.Partitions))
 		for i := range r.Fetch.Partitions {
 			p := &r.Fetch.Partitions[i]
-			dst = appendFetchPartitionMeta(dst, p, len(p.Records.Bytes))
-			dst = append(dst, p.Records.Bytes...)
+			dst = appendFetchPartitionMeta(dst, p, p.Records.Size())
+			dst, _ = p.Records.ReadAll(dst) // in memory: cannot fail
 		}
 	case OpListOffsets:
 		dst = kbin.AppendInt64(dst, r.Offset.Offset)

@@ -539,7 +539,12 @@ func (c *serverConn) writeMsg(bw *bufio.Writer, msg *outMsg) error {
 			if _, err := bw.Write(r.Bytes); err != nil {
 				return err
 			}
-			c.srv.stats.copiedBytes.Add(int64(len(r.Bytes)))
+			for _, b := range r.More {
+				if _, err := bw.Write(b); err != nil {
+					return err
+				}
+			}
+			c.srv.stats.copiedBytes.Add(int64(r.Size()))
 			continue
 		}
 		if r.Len == 0 {

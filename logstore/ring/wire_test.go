@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -46,7 +47,9 @@ func seedResponses() []*response {
 		{Op: OpHello, Corr: 1},
 		{Op: OpProduce, Corr: 2, Produce: ProduceResult{BaseOffset: 42, LogAppendTime: -1, LogStartOffset: 0}},
 		{Op: OpFetch, Corr: 3, Fetch: FetchResult{Partitions: []FetchPartitionResult{
-			{Topic: "orders", Partition: 7, HighWatermark: 2000, LogStartOffset: 0, Records: Records{Bytes: []byte("batch-bytes")}},
+			// In parts, as a cold read over chunk boundaries is: the wire
+			// carries them as one run of bytes.
+			{Topic: "orders", Partition: 7, HighWatermark: 2000, LogStartOffset: 0, Records: Records{Bytes: []byte("batch-"), More: [][]byte{[]byte("by"), []byte("tes")}}},
 			{Topic: "audit", Partition: 0, Err: errorFor(6, "offset out of range: 5 not in [10, 20]"), HighWatermark: 20, LogStartOffset: 10, Records: Records{Bytes: []byte{}}},
 		}}},
 		{Op: OpListOffsets, Corr: 5, Offset: OffsetResult{Offset: 17, Timestamp: 1_700_000_000_000}},
@@ -174,23 +177,29 @@ func TestFetchResponsePartsMatchEncoding(t *testing.T) {
 	res := &FetchResult{Partitions: []FetchPartitionResult{
 		{Topic: "a", Partition: 1, HighWatermark: 9, Records: Records{File: f, Pos: 100, Len: 5000}},
 		{Topic: "b", Partition: 2, Err: fmt.Errorf("x: %w", ErrUnknownPartition)},
-		{Topic: "c", Partition: 3, HighWatermark: 4, Records: Records{Bytes: []byte("cold")}},
+		{Topic: "c", Partition: 3, HighWatermark: 4, Records: Records{Bytes: []byte("co"), More: [][]byte{[]byte("ld")}}},
 	}}
 	c := &serverConn{cfg: serverConfig{maxPayload: 1 << 20}}
 	msg, ok := c.fetchResponse(77, res)
 	if !ok {
 		t.Fatal("fetch response did not fit")
 	}
-	var got []byte
-	for _, p := range msg.parts {
-		if p.rec == nil {
-			got = append(got, p.b...)
-			continue
+	// Written as the write goroutine writes it, to a socket.
+	w, r := net.Pipe()
+	c.nc, c.srv = w, &Server{}
+	errc := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriter(w)
+		err := c.writeMsg(bw, msg)
+		if err == nil {
+			err = bw.Flush()
 		}
-		got, err = p.rec.ReadAll(got)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w.Close()
+		errc <- err
+	}()
+	got, _ := io.ReadAll(r)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
 	}
 	mem := &response{Op: OpFetch, Corr: 77, Fetch: FetchResult{Partitions: append([]FetchPartitionResult(nil), res.Partitions...)}}
 	mem.Fetch.Partitions[0].Records = Records{Bytes: content[100:5100]}
