@@ -532,7 +532,8 @@ func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out par
 	epoch := int32(-1)
 	size := out.size()
 	var hdr [logstore.BatchHeaderSize]byte
-	var batch parts // a batch across parts, reused
+	var spans [4][]byte
+	batch := parts(spans[:0]) // a batch's parts, reused from batch to batch
 	p, last := 0, 0
 	for size-p >= logstore.BatchHeaderSize {
 		h, err := logstore.ParseBatchHeader(out.header(&hdr, p))
