@@ -62,7 +62,7 @@ func openProvider(ctx context.Context, cfg config.Config, logger *slog.Logger, s
 	case "s3":
 		c := ts.S3
 		return s3.New(ctx, s3.Config{Bucket: c.Bucket, Prefix: c.Prefix, Region: c.Region, EndpointURL: c.EndpointURL,
-			AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, ForcePathStyle: c.ForcePathStyle},
+			AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, ForcePathStyle: c.ForcePathStyle, SignPayload: c.SignPayload},
 			s3.Options{Logger: logger, SkipBucketCheck: skipCheck})
 	case "gcs":
 		c := ts.GCS

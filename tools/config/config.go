@@ -60,6 +60,7 @@ type TierS3 struct {
 	AccessKeyID     string `toml:"access_key_id" help:"inline access key; empty = AWS_* env, container or web-identity credentials"`
 	SecretAccessKey string `toml:"secret_access_key" help:"inline secret key (never logged)"`
 	ForcePathStyle  bool   `toml:"force_path_style" help:"path-style addressing (MinIO needs it)"`
+	SignPayload     bool   `toml:"sign_payload" help:"over http, sign each upload's body (SHA-256 on both sides); default: unsigned with a CRC32C trailer the server verifies, as over https"`
 }
 
 // TierGCS configures the gcs provider.

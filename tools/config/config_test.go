@@ -100,6 +100,7 @@ func TestKeyNames(t *testing.T) {
 		"tiered_storage.s3.access_key_id":         "AEROSTREAM_TIERED_STORAGE_S3_ACCESS_KEY_ID",
 		"tiered_storage.s3.secret_access_key":     "AEROSTREAM_TIERED_STORAGE_S3_SECRET_ACCESS_KEY",
 		"tiered_storage.s3.force_path_style":      "AEROSTREAM_TIERED_STORAGE_S3_FORCE_PATH_STYLE",
+		"tiered_storage.s3.sign_payload":          "AEROSTREAM_TIERED_STORAGE_S3_SIGN_PAYLOAD",
 		"tiered_storage.gcs.bucket":               "AEROSTREAM_TIERED_STORAGE_GCS_BUCKET",
 		"tiered_storage.gcs.prefix":               "AEROSTREAM_TIERED_STORAGE_GCS_PREFIX",
 		"tiered_storage.gcs.service_account_path": "AEROSTREAM_TIERED_STORAGE_GCS_SERVICE_ACCOUNT_PATH",

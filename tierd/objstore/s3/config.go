@@ -27,6 +27,14 @@ type Config struct {
 	// ForcePathStyle addresses the bucket as endpoint/bucket instead of
 	// bucket.endpoint; MinIO and most S3-compatible services need it.
 	ForcePathStyle bool `toml:"force_path_style"`
+	// SignPayload signs every upload's body over http (SigV4 streaming:
+	// a SHA-256 of each 64 KiB on both sides). Without it, a body goes
+	// unsigned with a CRC32C trailer the server checks, as it does over
+	// https either way: the same integrity against damage, for about
+	// half the client's CPU per upload and a seventh less of MinIO's
+	// (measured with 1 MiB PUTs to MinIO on loopback). Over plain http
+	// only a signed body also stops someone on the path from changing it.
+	SignPayload bool `toml:"sign_payload"`
 }
 
 const redacted = "[REDACTED]"
@@ -37,8 +45,8 @@ func (c Config) String() string {
 	if c.SecretAccessKey != "" {
 		secret = redacted
 	}
-	return fmt.Sprintf("s3{bucket=%q prefix=%q region=%q endpoint_url=%q access_key_id=%q secret_access_key=%q force_path_style=%v}",
-		c.Bucket, c.Prefix, c.Region, c.EndpointURL, c.AccessKeyID, secret, c.ForcePathStyle)
+	return fmt.Sprintf("s3{bucket=%q prefix=%q region=%q endpoint_url=%q access_key_id=%q secret_access_key=%q force_path_style=%v sign_payload=%v}",
+		c.Bucket, c.Prefix, c.Region, c.EndpointURL, c.AccessKeyID, secret, c.ForcePathStyle, c.SignPayload)
 }
 
 // LogValue keeps the secret out of slog output too, which does not use

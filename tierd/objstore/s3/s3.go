@@ -33,6 +33,8 @@ type bucket struct {
 	prefix string
 	name   string
 	log    *slog.Logger
+	// unsigned: bodies go as UNSIGNED-PAYLOAD (Config.SignPayload).
+	unsigned bool
 }
 
 var _ objstore.Bucket = (*bucket)(nil)
@@ -87,6 +89,8 @@ func New(ctx context.Context, cfg Config, opts Options) (objstore.Bucket, error)
 		prefix: strings.Trim(cfg.Prefix, "/"),
 		name:   fmt.Sprintf("s3://%s/%s (%s://%s)", cfg.Bucket, strings.Trim(cfg.Prefix, "/"), scheme, host),
 		log:    log,
+		// Over https minio-go never signs bodies, whatever this says.
+		unsigned: !cfg.SignPayload,
 	}
 	if !opts.SkipBucketCheck {
 		ok, err := core.BucketExists(ctx, cfg.Bucket)
@@ -155,7 +159,10 @@ func mapErr(ctx context.Context, err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "AllAccessDisabled":
 		return fmt.Errorf("%w: %w", objstore.ErrAccessDenied, err)
 	case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeTooSkewed",
-		"XMinioServerNotInitialized", "XMinioReadQuorum", "XMinioWriteQuorum":
+		"XMinioServerNotInitialized", "XMinioReadQuorum", "XMinioWriteQuorum",
+		// The body arrived damaged (its Content-MD5 or CRC32C trailer did
+		// not match): nothing was stored, and sending it again can work.
+		"BadDigest", "XAmzContentChecksumMismatch":
 		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	}
 	switch {
@@ -192,6 +199,7 @@ func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reade
 	}
 	var opts minio.PutObjectOptions
 	opts.ContentType = "application/octet-stream"
+	opts.DisableContentSha256 = b.unsigned
 	if ifAbsent {
 		opts.SetMatchETagExcept("*") // If-None-Match: *
 	}
@@ -206,9 +214,10 @@ func (b *bucket) put(ctx context.Context, op objstore.Op, key string, r io.Reade
 		}
 		return objstore.ObjectInfo{}, fmt.Errorf("s3: %s %q: %w", op, key, mapErr(ctx, err))
 	}
-	// Verified: the server checked the body, against SigV4's streaming
-	// chunk signatures over http, or the CRC32C trailer (with TLS) over
-	// https; minio-go picks one of the two for every PutObject here.
+	// Verified: the server checked the body, against the CRC32C trailer
+	// minio-go adds to an unsigned body, or against SigV4's streaming
+	// chunk signatures (sign_payload over http). TestDamagedUpload checks
+	// that MinIO refuses a body changed in transit either way.
 	info := objstore.ObjectInfo{Key: key, Size: size, ETag: up.ETag, Checksum: cr.Checksum(), LastModified: up.LastModified,
 		Verified: true}
 	if info.LastModified.IsZero() {
@@ -393,7 +402,7 @@ func (u *uploader) UploadPart(ctx context.Context, n int, data []byte) (objstore
 	// Content-MD5 makes the server reject a part damaged in transit.
 	sum := md5.Sum(data)
 	p, err := u.b.core.PutObjectPart(ctx, u.b.bucket, u.b.full(u.key), u.id, n, bytes.NewReader(data), int64(len(data)),
-		minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(sum[:])})
+		minio.PutObjectPartOptions{Md5Base64: base64.StdEncoding.EncodeToString(sum[:]), DisableContentSha256: u.b.unsigned})
 	if err != nil {
 		return objstore.Part{}, mapErr(ctx, err)
 	}
