@@ -365,7 +365,9 @@ func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 
 // replayPuts is startReplay's child process: it PUTs the objects of the
 // plan in file (random bytes of each size) under a prefix of its own, each
-// at its time from the start, and returns the exit code.
+// at its time from the start, and returns the exit code. The PUTs go as the
+// node sends them (unsigned, with a CRC32C trailer), so MinIO does the same
+// work for them.
 func replayPuts(file string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "replay:", err)

@@ -17,6 +17,12 @@
 //     If-None-Match: * on the Complete request, where S3 evaluates it.
 //   - List pages with ListObjectsV2, 1000 keys a page; DeleteMany uses
 //     DeleteObjects, 1000 keys a request.
+//   - Bodies: a PUT's body goes unsigned with a CRC32C trailer, a part's
+//     with its Content-MD5; the server refuses a body that does not match
+//     (BadDigest and the like, which are transient: nothing was stored).
+//     With sign_payload, over http a body is signed instead (SigV4
+//     streaming, a SHA-256 per 64 KiB on both sides). Over https minio-go
+//     never signs bodies.
 //
 // Credentials: access_key_id and secret_access_key when both are set;
 // otherwise the standard AWS chain, in order: AWS_ACCESS_KEY_ID /
