@@ -38,9 +38,9 @@ import "time"
 //     writeback and the consumers' fetch sizes all settle over tens of
 //     seconds): without a confirmation, 4 of 10 compare rounds found a
 //     rate that did not hold, and with a 20 s one, a rate held for the 20 s
-//     and not for the 30 s after it. A failed confirmation
-//     steps the rate down by searchStepDown, drains, and confirms again, up
-//     to searchMaxTrials in all.
+//     and not for the 30 s after it. A failed confirmation steps the rate
+//     down by searchStepDown, drains, and confirms again, up to
+//     searchMaxTrials in all.
 //
 // The run's warmup then starts at the confirmed rate. When the trials run
 // out first, it starts at the last rate stepped down to, unconfirmed, and

@@ -33,7 +33,10 @@ func minioAdmin(t *testing.T) *minio.Client {
 // environment testservers.sh writes.
 func dialMinio() (*minio.Client, error) {
 	return minio.New(strings.TrimPrefix(os.Getenv("AEROSTREAM_TEST_S3_ENDPOINT"), "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4(os.Getenv("AEROSTREAM_TEST_S3_ACCESS_KEY"), os.Getenv("AEROSTREAM_TEST_S3_SECRET_KEY"), "")})
+		Creds: credentials.NewStaticV4(os.Getenv("AEROSTREAM_TEST_S3_ACCESS_KEY"), os.Getenv("AEROSTREAM_TEST_S3_SECRET_KEY"), ""),
+		// A PUT with DisableContentSha256 then goes as the node sends it:
+		// unsigned, with a CRC32C trailer (the measure's replay control).
+		TrailingHeaders: true})
 }
 
 // setArg replaces the value after flag in args.

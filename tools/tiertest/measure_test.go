@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -377,9 +376,7 @@ func replayPuts(file string) int {
 	if err != nil {
 		return fail(err)
 	}
-	mc, err := minio.New(strings.TrimPrefix(os.Getenv("AEROSTREAM_TEST_S3_ENDPOINT"), "http://"), &minio.Options{
-		Creds:           credentials.NewStaticV4(os.Getenv("AEROSTREAM_TEST_S3_ACCESS_KEY"), os.Getenv("AEROSTREAM_TEST_S3_SECRET_KEY"), ""),
-		TrailingHeaders: true})
+	mc, err := dialMinio()
 	if err != nil {
 		return fail(err)
 	}
