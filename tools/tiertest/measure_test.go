@@ -696,7 +696,7 @@ func latenciesOf(s []sample) []time.Duration {
 // probeTimeline produces a 1 KiB record per tick of rate a second for d,
 // one at a time and with each probe in turn, and returns each probe's
 // samples. A tick that comes while a produce is running waits for it, so
-// the rate is a ceiling: about 1,100 produces a second were made here.
+// the rate is a ceiling: about 1,250 produces a second were made here.
 func probeTimeline(t *testing.T, probes [2]func([]byte) error, d time.Duration, rate int) [2][]sample {
 	t.Helper()
 	var out [2][]sample
@@ -716,7 +716,7 @@ func probeTimeline(t *testing.T, probes [2]func([]byte) error, d time.Duration, 
 	return out
 }
 
-// nearPuts reports which share of the slowest 1% of samples, and of all
+// nearPuts reports what share of the slowest 1% of samples, and of all
 // samples, started from 80 ms before an object's LastModified to 20 ms
 // after it: around the end of a PUT, which took about 20 to 50 ms here.
 func nearPuts(samples []sample, plan []replayPut) (slowShare, allShare float64) {
@@ -749,7 +749,6 @@ func nearPuts(samples []sample, plan []replayPut) (slowShare, allShare float64) 
 // connection of its own, with no client library between the caller and the
 // socket; the partitions are taken in turn.
 type bareProducer struct {
-	t      *testing.T
 	c      net.Conn
 	topic  string
 	corr   int32
@@ -765,7 +764,7 @@ func dialBareProducer(t *testing.T, addr, topic string) *bareProducer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &bareProducer{t: t, c: c, topic: topic}
+	return &bareProducer{c: c, topic: topic}
 }
 
 func (b *bareProducer) Close() { b.c.Close() }
