@@ -9,7 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -71,26 +71,52 @@ func newFaultProxy(t *testing.T, target string) *faultProxy {
 	return fp
 }
 
-// latencies produces 1 KiB records one at a time (acks=1) at about rate
-// per second for d and returns each produce's latency, sorted.
-func latencies(t *testing.T, cl *kgo.Client, topic string, d time.Duration, rate int) []time.Duration {
+// sample is one produce: when it started and how long it took.
+type sample struct {
+	at  time.Time
+	lat time.Duration
+}
+
+// timeline produces 1 KiB records (acks=1) one at a time, at most rate a
+// second for d, taking the probes in turn, and returns each probe's
+// samples. A tick that comes while a produce is running waits for it, so
+// rate is a ceiling.
+func timeline(t *testing.T, probes []func(value []byte) error, d time.Duration, rate int) [][]sample {
 	t.Helper()
-	var out []time.Duration
+	out := make([][]sample, len(probes))
 	value := make([]byte, 1024)
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	end := time.Now().Add(d)
-	ctx := context.Background()
-	for time.Now().Before(end) {
+	for i := 0; time.Now().Before(end); i = (i + 1) % len(probes) {
 		<-tick.C
 		fill(value, time.Now().UnixNano())
 		start := time.Now()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr(); err != nil {
-			t.Fatalf("produce during faults: %v", err)
+		if err := probes[i](value); err != nil {
+			t.Fatalf("produce (probe %d of %d): %v", i+1, len(probes), err)
 		}
-		out = append(out, time.Since(start))
+		out[i] = append(out[i], sample{start, time.Since(start)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// latencies produces through cl as timeline does and returns each
+// produce's latency, sorted.
+func latencies(t *testing.T, cl *kgo.Client, topic string, d time.Duration, rate int) []time.Duration {
+	t.Helper()
+	produce := func(value []byte) error {
+		return cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: value}).FirstErr()
+	}
+	return latenciesOf(timeline(t, []func([]byte) error{produce}, d, rate)[0])
+}
+
+// latenciesOf returns the samples' latencies, sorted.
+func latenciesOf(s []sample) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, x := range s {
+		out[i] = x.lat
+	}
+	slices.Sort(out)
 	return out
 }
 

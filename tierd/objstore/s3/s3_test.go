@@ -383,15 +383,18 @@ func TestDamagedUpload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := w.Write(body); err == nil {
+			defer w.Abort(ctx) // a no-op after a failed Close, which aborts itself
+			// A failed part may surface in Write (the next part's) or in
+			// Close; either way the error must say what happened.
+			if _, err = w.Write(body); err == nil {
 				err = w.Close()
-				if err == nil {
-					t.Fatal("a multipart upload damaged in transit was completed")
-				}
-				// Unsigned, the part's Content-MD5 names the damage.
-				if objstore.IsTransient(err) != retryable {
-					t.Errorf("damaged multipart upload: %v; transient %v, want %v", err, objstore.IsTransient(err), retryable)
-				}
+			}
+			if err == nil {
+				t.Fatal("a multipart upload damaged in transit was completed")
+			}
+			// Unsigned, the part's Content-MD5 names the damage.
+			if objstore.IsTransient(err) != retryable {
+				t.Errorf("damaged multipart upload: %v; transient %v, want %v", err, objstore.IsTransient(err), retryable)
 			}
 			if d.hits.Load() < 2 {
 				t.Fatalf("the transport damaged %d bodies, want both uploads", d.hits.Load())
