@@ -11,6 +11,8 @@
 //
 // Behind the measure build tag, measure_test.go prints the figures of
 // `make measure-tiered` (cold fetch against plain range GETs, the warm
-// cache, produce p99 with tiering on and off). It fails when a record is
-// missing or wrong, never on a figure: figures are reported, not asserted.
+// cache, produce p99 with tiering on and off), with placement_test.go
+// keeping MinIO on a CPU apart from the node for some of the rounds. It
+// fails when a record is missing or wrong, never on a figure: figures are
+// reported, not asserted.
 package tiertest

@@ -196,16 +196,22 @@ func TestMeasureTiered(t *testing.T) {
 // on (uploads, eviction and manifests running all the time) against the
 // same load with tiering off. make measure-tiered runs it after
 // TestMeasureTiered, in the same go test run. Tiering runs to MinIO, which
-// shares this machine's two cores with the node and the client (a bucket
+// shares this machine's cores with the node and the client (a bucket
 // elsewhere would not), and to the local provider (a directory on the same
 // disk), which shows what tiering costs the node itself.
 //
-// A fourth mode is a control for the MinIO one: tiering off, while
-// another process replays into the same MinIO the PUTs the node made in
-// that round's MinIO mode (same sizes, same times; listed from the
-// bucket). It shows what MinIO's work on this machine costs a broker that
-// does no tiering at all, so the MinIO mode's figure can be read against
-// both.
+// A control runs beside each MinIO mode: tiering off, while another
+// process replays into the same MinIO the PUTs the node made in that
+// round's MinIO mode (same sizes, same times; listed from the bucket). It
+// shows what MinIO's work costs a broker that does no tiering at all, so
+// the MinIO mode's figure can be read against both.
+//
+// The "cores apart" modes run MinIO and the control's replay on a CPU of
+// their own, and the node, the probes and the load on the others
+// (placement_test.go): the closest this machine comes to a bucket on
+// other machines. Their tiering-off mode has the same placement, so their
+// ratio is the node's own cost of tiering to MinIO, on one core where the
+// other modes have two.
 //
 // The modes alternate for several rounds, each on a fresh node, and the
 // p99 is taken over all rounds of a mode: a single 20 s run of each was
@@ -224,17 +230,28 @@ func TestMeasureTieredProduce(t *testing.T) {
 	// Eight rounds: pooled over three, the MinIO ratio of one
 	// configuration ranged from 0.90 to 1.76 between runs, more than its
 	// distance to the target, and each probe takes half of a round's
-	// produces. Each round adds about a minute.
+	// produces. Each round adds about 100 s.
 	const rounds = 8
-	var plan []replayPut // the PUTs of the latest MinIO round
+	modes := []produceMode{{tier: "MinIO"}, {tier: "local"}, {tier: "off"}, {tier: "off", replay: true}}
+	pid, why := storePID()
+	if pid == 0 {
+		t.Logf("no cores-apart rounds: %s", why)
+	} else {
+		modes = append(modes, produceMode{tier: "MinIO", apart: true}, produceMode{tier: "off", apart: true},
+			produceMode{tier: "off", replay: true, apart: true})
+	}
+	plans := map[bool][]replayPut{} // the PUTs of the latest MinIO round, by apart
 	// measure runs one mode on a fresh node: a background load that keeps
 	// 1 MiB segments rolling (64 KiB values of zeros, which the client's
 	// snappy shrinks to about 3 KiB each, so uploads are about 2.5 small
 	// PUTs a second), and for 10 s the two probes below, producing 1 KiB
 	// records one at a time, in turns.
-	measure := func(round int, mode string) [][]sample {
+	measure := func(round int, m produceMode) [][]sample {
+		if m.apart {
+			defer coresApart(t, pid)()
+		}
 		args, env := []string{"--tiered_storage.enabled=false"}, []string(nil)
-		switch mode {
+		switch m.tier {
 		case "MinIO":
 			args, env = p.args, p.env
 		case "local":
@@ -246,8 +263,12 @@ func TestMeasureTieredProduce(t *testing.T) {
 		createTopic(t, n.kafka, "p99", 4, map[string]*string{"segment.bytes": ptr(strconv.Itoa(1 << 20)),
 			"local.retention.bytes": ptr(strconv.Itoa(1 << 20))})
 		began := time.Now()
-		if mode == "off, MinIO busy" {
-			defer startReplay(t, plan)()
+		if m.replay {
+			cpus := ""
+			if m.apart {
+				cpus = strconv.Itoa(storeCPU())
+			}
+			defer startReplay(t, plans[m.apart], cpus)()
 		}
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -280,31 +301,31 @@ func TestMeasureTieredProduce(t *testing.T) {
 			bare.produce,
 		}
 		timeline(t, probes, 2*time.Second, 500)
-		if mode == "MinIO" && round == 0 {
+		if m == (produceMode{tier: "MinIO"}) && round == 0 {
 			defer profileNode(t, n, "produce.pprof", 8*time.Second)()
 		}
 		// At most 2,000 produces a second; about 1,250 were made here.
 		tl := timeline(t, probes, 10*time.Second, 2000)
 		close(stop)
 		<-done
-		t.Logf("round %d, tiering %s: p99 %v (franz-go), %v (bare connection) over %d+%d produces; the gateway's own Produce time p99 <= %v (its histogram's bucket)",
-			round, mode, pct(latenciesOf(tl[0]), 0.99), pct(latenciesOf(tl[1]), 0.99), len(tl[0]), len(tl[1]), n.produceP99())
-		if mode == "MinIO" {
-			plan = listPuts(t, prefix, began)
+		t.Logf("round %d, %s: p99 %v (franz-go), %v (bare connection) over %d+%d produces; the gateway's own Produce time p99 <= %v (its histogram's bucket)",
+			round, m, pct(latenciesOf(tl[0]), 0.99), pct(latenciesOf(tl[1]), 0.99), len(tl[0]), len(tl[1]), n.produceP99())
+		if m.tier == "MinIO" {
+			plan := listPuts(t, prefix, began)
+			plans[m.apart] = plan
 			t.Logf("round %d: %d objects written (%s); the node's requests to MinIO: %s", round, len(plan),
 				plan[len(plan)-1].at.Round(time.Millisecond), n.objstoreRequests())
 			for i, name := range probeNames {
 				near, cover := nearPuts(tl[i], plan)
-				t.Logf("round %d, %s: %.2f of the slowest 1%% of produces started from 80 ms before a PUT's end to 20 ms after it, windows that hold %.2f of all produces",
-					round, name, near, cover)
+				t.Logf("round %d, %s, %s: %.2f of the slowest 1%% of produces started from 80 ms before a PUT's end to 20 ms after it, windows that hold %.2f of all produces",
+					round, m, name, near, cover)
 			}
 		}
 		return tl
 	}
-	modes := []string{"MinIO", "local", "off", "off, MinIO busy"}
-	pooled := make([]map[string][]time.Duration, len(probeNames))
+	pooled := make([]map[produceMode][]time.Duration, len(probeNames))
 	for i := range pooled {
-		pooled[i] = map[string][]time.Duration{}
+		pooled[i] = map[produceMode][]time.Duration{}
 	}
 	for r := 0; r < rounds; r++ {
 		for _, m := range modes {
@@ -315,21 +336,51 @@ func TestMeasureTieredProduce(t *testing.T) {
 		}
 	}
 	for i, name := range probeNames {
-		off := pooled[i]["off"]
-		slices.Sort(off)
-		for _, m := range []string{"MinIO", "local", "off, MinIO busy"} {
-			on := pooled[i][m]
-			slices.Sort(on)
-			t.Logf("produce, %s, %d rounds pooled: %s p50 %v p99 %v; tiering off p50 %v p99 %v; p99 ratio %.2f",
-				name, rounds, label[m], pct(on, 0.5), pct(on, 0.99), pct(off, 0.5), pct(off, 0.99), float64(pct(on, 0.99))/float64(pct(off, 0.99)))
+		for _, d := range pooled[i] {
+			slices.Sort(d)
 		}
-		busy, minio := pooled[i]["off, MinIO busy"], pooled[i]["MinIO"]
-		t.Logf("produce, %s: tiering to MinIO against tiering off with MinIO as busy: p99 ratio %.2f", name, float64(pct(minio, 0.99))/float64(pct(busy, 0.99)))
+		ratio := func(on, base produceMode) {
+			a, b := pooled[i][on], pooled[i][base]
+			t.Logf("produce, %s, %d rounds pooled: %s p50 %v p99 %v; %s p50 %v p99 %v; p99 ratio %.2f",
+				name, rounds, on, pct(a, 0.5), pct(a, 0.99), base, pct(b, 0.5), pct(b, 0.99), float64(pct(a, 0.99))/float64(pct(b, 0.99)))
+		}
+		for _, apart := range []bool{false, true} {
+			if apart && pid == 0 {
+				continue
+			}
+			off := produceMode{tier: "off", apart: apart}
+			for _, m := range modes {
+				if m.apart == apart && m != off {
+					ratio(m, off)
+				}
+			}
+			ratio(produceMode{tier: "MinIO", apart: apart}, produceMode{tier: "off", replay: true, apart: apart})
+		}
 	}
 }
 
-var label = map[string]string{"MinIO": "tiering to MinIO", "local": "tiering to the local provider",
-	"off, MinIO busy": "tiering off, the MinIO round's PUTs replayed by another process"}
+// produceMode is one configuration of TestMeasureTieredProduce's rounds.
+type produceMode struct {
+	tier   string // "MinIO", "local" or "off"
+	replay bool   // another process replays the latest MinIO round's PUTs
+	apart  bool   // MinIO on a CPU of its own (coresApart)
+}
+
+func (m produceMode) String() string {
+	s := "tiering to MinIO"
+	switch {
+	case m.tier == "local":
+		s = "tiering to the local provider"
+	case m.tier == "off" && m.replay:
+		s = "tiering off, the MinIO round's PUTs replayed by another process"
+	case m.tier == "off":
+		s = "tiering off"
+	}
+	if m.apart {
+		s += " (cores apart)"
+	}
+	return s
+}
 
 // replayPut is one PUT the node made: when (from the first) and how large.
 type replayPut struct {
@@ -369,10 +420,14 @@ const replayEnv = "AEROSTREAM_MEASURE_REPLAY"
 
 func init() { childMains[replayEnv] = replayPuts }
 
+// replayCPUEnv names the CPU the replay runs on, if any (the cores-apart
+// rounds' control runs beside MinIO).
+const replayCPUEnv = "AEROSTREAM_MEASURE_REPLAY_CPU"
+
 // startReplay starts this test binary again as a process of its own, which
-// PUTs plan's objects into MinIO on plan's schedule (replayPuts); the
-// function returned waits for it to end.
-func startReplay(t *testing.T, plan []replayPut) (wait func()) {
+// PUTs plan's objects into MinIO on plan's schedule (replayPuts), on CPU
+// cpus when that is not empty; the function returned waits for it to end.
+func startReplay(t *testing.T, plan []replayPut, cpus string) (wait func()) {
 	t.Helper()
 	var b strings.Builder
 	for _, p := range plan {
@@ -383,7 +438,7 @@ func startReplay(t *testing.T, plan []replayPut) (wait func()) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), replayEnv+"="+file)
+	cmd.Env = append(os.Environ(), replayEnv+"="+file, replayCPUEnv+"="+cpus)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -405,6 +460,15 @@ func replayPuts(file string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "replay:", err)
 		return 1
+	}
+	if v := os.Getenv(replayCPUEnv); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil {
+			return fail(fmt.Errorf("%s=%q: %w", replayCPUEnv, v, err))
+		}
+		if err := setAffinity(0, cpuSet(c, c)); err != nil {
+			return fail(err)
+		}
 	}
 	text, err := os.ReadFile(file)
 	if err != nil {
