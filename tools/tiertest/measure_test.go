@@ -210,8 +210,8 @@ func TestMeasureTiered(t *testing.T) {
 // their own, and the node, the probes and the load on the others
 // (placement_test.go): the closest this machine comes to a bucket on
 // other machines. Their tiering-off mode has the same placement, so their
-// ratio is the node's own cost of tiering to MinIO, on one core where the
-// other modes have two.
+// ratio is the node's own cost of tiering to MinIO, with one CPU fewer
+// than the other modes give it (on this machine, one instead of two).
 //
 // The modes alternate for several rounds, each on a fresh node, and the
 // p99 is taken over all rounds of a mode: a single 20 s run of each was
