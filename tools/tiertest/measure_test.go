@@ -268,11 +268,11 @@ func TestMeasureTieredProduce(t *testing.T) {
 			"local.retention.bytes": ptr(strconv.Itoa(1 << 20))})
 		began := time.Now()
 		if m.replay {
-			cpus := ""
+			cpu := ""
 			if m.apart {
-				cpus = strconv.Itoa(storeCPU())
+				cpu = strconv.Itoa(storeCPU())
 			}
-			defer startReplay(t, plans[m.apart], cpus)()
+			defer startReplay(t, plans[m.apart], cpu)()
 		}
 		stop := make(chan struct{})
 		done := make(chan struct{})
@@ -436,8 +436,8 @@ const replayCPUEnv = "AEROSTREAM_MEASURE_REPLAY_CPU"
 
 // startReplay starts this test binary again as a process of its own, which
 // PUTs plan's objects into MinIO on plan's schedule (replayPuts), on CPU
-// cpus when that is not empty; the function returned waits for it to end.
-func startReplay(t *testing.T, plan []replayPut, cpus string) (wait func()) {
+// cpu when that is not empty; the function returned waits for it to end.
+func startReplay(t *testing.T, plan []replayPut, cpu string) (wait func()) {
 	t.Helper()
 	var b strings.Builder
 	for _, p := range plan {
@@ -448,7 +448,7 @@ func startReplay(t *testing.T, plan []replayPut, cpus string) (wait func()) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), replayEnv+"="+file, replayCPUEnv+"="+cpus)
+	cmd.Env = append(os.Environ(), replayEnv+"="+file, replayCPUEnv+"="+cpu)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
