@@ -729,6 +729,9 @@ func TestPrealloc(t *testing.T) {
 	if n := c.spare.left(); n != full {
 		t.Fatalf("%d chunks reserved, want %d", n, full)
 	}
+	if n := c.HeldBytes(); n != int64(full*chunk) {
+		t.Errorf("a fresh cache holds %d bytes, its reserve %d", n, full*chunk)
+	}
 	if got := consume(t, c, rec, 0, 1<<20); !bytes.Equal(got, s.log) {
 		t.Fatalf("consumed %d bytes, log has %d", len(got), len(s.log))
 	}
@@ -745,5 +748,7 @@ func TestPrealloc(t *testing.T) {
 	}
 	if c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: 1 << 20}); c.spare != nil {
 		t.Error("a reserve without Prealloc")
+	} else if n := c.HeldBytes(); n != 0 {
+		t.Errorf("a fresh cache without Prealloc holds %d bytes", n)
 	}
 }

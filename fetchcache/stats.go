@@ -186,3 +186,11 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.inflight, float64(s.InflightGets))
 	gauge(k.hitRatio, s.HitRatio())
 }
+
+// HeldBytes is the memory the cache holds on the Go heap: cached chunks and
+// index objects, and the reserve's buffers not yet taken. tools/ keeps it
+// out of the garbage collector's growth target (the daemon's GC tuner).
+func (c *Cache) HeldBytes() int64 {
+	s := c.Stats()
+	return s.MainBytes + s.ScanBytes + s.IndexBytes + int64(c.spare.left())*c.chunkSize
+}

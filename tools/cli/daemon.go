@@ -230,6 +230,7 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 			return err
 		}
 		tier.storeHooks(&opts)
+		defer startGCTuner(daemonGCPercent, tier.cache.HeldBytes)()
 	}
 	st, err := logstore.Open(opts)
 	if err != nil {

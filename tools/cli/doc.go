@@ -7,7 +7,9 @@
 // (config, then listeners, then the data directory, then heavy state). It
 // also runs serve's single-voter controller and adapts logstore to the
 // controller's PartitionManager (controller.go), so that placement creates
-// and deletes partitions in the store.
+// and deletes partitions in the store. On a tiering node it tunes the
+// garbage collector so that the fetch cache's memory does not multiply the
+// heap's growth target (gctune.go).
 //
 // Only tools/ may import other aerostream packages for wiring, and nothing
 // outside tools/ may import cli.
