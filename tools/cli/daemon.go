@@ -82,6 +82,8 @@ stops at once.`,
 // aerostream bench on 2 cores: 200 cut publish p99 at 50,000 msg/s by
 // about a tenth for 10 MiB more RSS; 400 did no better there and, at full
 // load, grew RSS to 700 MiB and cost CPU (fresh pages are dear on a VM).
+// On a tiering node it applies to the heap outside the fetch cache
+// (gctune.go).
 const daemonGCPercent = 200
 
 // tuneGC applies daemonGCPercent unless the operator set GOGC.

@@ -15,8 +15,9 @@ import (
 // percent of what the last one left live. The cache's memory (all of its
 // budget from the start, with cache_prealloc) is live heap that does not
 // come and go with requests, yet at daemonGCPercent it let the heap grow by
-// twice itself again before a collection: about 800 MiB for the default
-// 256 MiB cache, and 6 GiB for a 2 GiB one.
+// up to twice itself again before a collection. A node with a 1 GiB cache
+// had its next collection due at 1.99 GB of heap (1.27 GB with the tuner);
+// one with the default 256 MiB, at 490 to 635 MiB.
 //
 // After each collection the tuner lowers the GC percent so that the heap
 // may grow by daemonGCPercent of the live heap outside the cache, or by
