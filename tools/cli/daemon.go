@@ -91,9 +91,15 @@ func tuneGC() { setGCPercent(daemonGCPercent) }
 
 // setGCPercent sets the GC target unless the operator set GOGC.
 func setGCPercent(percent int) {
-	if _, set := os.LookupEnv("GOGC"); !set {
+	if !gogcSet() {
 		debug.SetGCPercent(percent)
 	}
+}
+
+// gogcSet says whether the operator set GOGC, whose pacing then stands.
+func gogcSet() bool {
+	_, set := os.LookupEnv("GOGC")
+	return set
 }
 
 var storeCmd = daemonKind{

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -51,7 +50,7 @@ const gcGrowthFloor = 256 << 20
 // set GOGC (then the runtime's own pacing stands). The function returned
 // stops it; the GC percent then stays where it was last set.
 func startGCTuner(percent int, held func() int64) (stop func()) {
-	if _, set := os.LookupEnv("GOGC"); set {
+	if gogcSet() {
 		return func() {}
 	}
 	t := &gcTuner{percent: percent, held: held, last: percent}
