@@ -240,24 +240,40 @@ func TestMeasureTiered(t *testing.T) {
 func TestMeasureTieredProduce(t *testing.T) {
 	p := s3Provider(t, "")
 	prefix := p.args[slices.Index(p.args, "--tiered_storage.s3.prefix")+1]
-	// Eight rounds: pooled over three, the MinIO ratio of one
+	// Nine rounds: pooled over three, the MinIO ratio of one
 	// configuration ranged from 0.90 to 1.76 between runs, more than its
 	// distance to the target, and each probe takes half of a round's
-	// produces. Each round adds about 100 s.
-	const rounds = 8
-	// MinIO between the two tiering-off nodes, and the replay right after
-	// the MinIO mode whose PUTs it replays.
-	placement := func(apart bool) []produceMode {
-		return []produceMode{{tier: "off", apart: apart}, {tier: "MinIO", apart: apart},
-			{tier: "off", replay: true, apart: apart}, {tier: "off", again: true, apart: apart}}
+	// produces; nine, so that each of the three units below takes each
+	// place three times. Each round adds about 120 s.
+	const rounds = 9
+	// The units of one placement, in round 0's order: the MinIO mode and
+	// the replay of its PUTs right after it, and the two tiering-off nodes.
+	// Round r rotates them by r, so that no unit always runs first after
+	// the change of placement: in one run, the tiering-off node that did
+	// had a p99 1.1 times that of the one that ran last.
+	units := func(apart bool) [][]produceMode {
+		return [][]produceMode{{{tier: "off", apart: apart}},
+			{{tier: "MinIO", apart: apart}, {tier: "off", replay: true, apart: apart}},
+			{{tier: "off", again: true, apart: apart}}}
 	}
-	modes := placement(false)
+	placements := []bool{false}
 	pid, why := storePID()
 	if pid == 0 {
 		t.Logf("no cores-apart rounds: %s", why)
 	} else {
-		modes = append(modes, placement(true)...)
+		placements = append(placements, true)
 	}
+	roundModes := func(r int) []produceMode {
+		var out []produceMode
+		for _, apart := range placements {
+			u := units(apart)
+			for k := range u {
+				out = append(out, u[(k+r)%len(u)]...)
+			}
+		}
+		return out
+	}
+	modes := roundModes(0)
 	plans := map[bool][]replayPut{} // the PUTs of the latest MinIO round, by apart
 	// measure runs one mode on a fresh node: a background load that keeps
 	// 1 MiB segments rolling (64 KiB values of zeros, which the client's
@@ -357,7 +373,7 @@ func TestMeasureTieredProduce(t *testing.T) {
 		perRound[i] = map[produceMode][]time.Duration{}
 	}
 	for r := 0; r < rounds; r++ {
-		for _, m := range modes {
+		for _, m := range roundModes(r) {
 			tl := measure(r, m)
 			for i := range tl {
 				lat := latenciesOf(tl[i])
@@ -377,10 +393,7 @@ func TestMeasureTieredProduce(t *testing.T) {
 				name, rounds, on, pct(a, 0.5), pct(a, 0.99), base, pct(b, 0.5), pct(b, 0.99),
 				float64(pct(a, 0.99))/float64(pct(b, 0.99)), median(paired), paired[0], paired[len(paired)-1])
 		}
-		for _, apart := range []bool{false, true} {
-			if apart && pid == 0 {
-				continue
-			}
+		for _, apart := range placements {
 			off := produceMode{tier: "off", apart: apart}
 			for _, m := range modes {
 				if m.apart == apart && m != off {
