@@ -156,7 +156,7 @@ func TestMeasureTiered(t *testing.T) {
 		coldRaw += cr / coldRounds
 	}
 	slices.Sort(ratios)
-	coldRatio := ratios[len(ratios)/2]
+	coldRatio := median(ratios)
 
 	// Then the franz-go consumer, which decodes every record and checks
 	// its digest, once more on a restarted node.
