@@ -224,11 +224,11 @@ func TestMeasureTiered(t *testing.T) {
 // against 0.6 to 0.7 ms in the others), and the modes they fall on lose.
 // The paired figure takes each round's ratio, both modes measured within
 // a minute of each other, and its median is not moved by one noisy round;
-// but the rounds' own ratios range from about 0.6 to 1.6, and in three
+// but the rounds' own ratios range from about 0.6 to 1.6, and in four
 // runs the paired figure was no steadier than the pooled one. The pooled
 // figure is the one read against the target. Each round also runs a
 // second tiering-off node ("tiering off again"), whose figures against
-// the first give this measure's own spread (0.88 to 1.08 in those runs):
+// the first give this measure's own spread (0.88 to 1.11 in those runs):
 // a tiering figure within it says nothing.
 //
 // Two probes take turns producing (probeNames): franz-go, and a bare
