@@ -21,6 +21,7 @@ type Config struct {
 	LogFormat string `toml:"log_format" help:"text or json"`
 
 	Listeners     Listeners     `toml:"listeners"`
+	Admin         Admin         `toml:"admin"`
 	Logstore      Logstore      `toml:"logstore"`
 	TopicDefaults TopicDefaults `toml:"topic_defaults"`
 	Controller    Controller    `toml:"controller"`
@@ -92,9 +93,18 @@ type Listeners struct {
 	// AdvertisedKafka is what Kafka clients are told in Metadata.
 	AdvertisedKafka string `toml:"advertised_kafka" help:"host:port Kafka clients are told to connect to; empty = listeners.kafka, with 127.0.0.1 for an unspecified host"`
 	Native          string `toml:"native" help:"native binary-protocol gateway (host:port)"`
-	HTTP            string `toml:"http" help:"HTTP admin API, /metrics, console (host:port)"`
-	Controller      string `toml:"controller" help:"Raft controller (host:port)"`
+	HTTP            string `toml:"http" help:"HTTP admin API and /metrics (host:port); unauthenticated, so loopback by default"`
+	Controller      string `toml:"controller" help:"Raft controller and its client API (host:port); unauthenticated, so loopback by default"`
 	Ring            string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
+}
+
+// Admin configures what the HTTP admin listener (listeners.http) serves
+// besides the admin API and /metrics.
+type Admin struct {
+	// Pprof is off by default: nothing authenticates the caller, profiles
+	// show the program's internals, and a CPU profile or trace costs the
+	// node while it runs.
+	Pprof bool `toml:"pprof" help:"serve /debug/pprof (Go profiles) on listeners.http"`
 }
 
 // Logstore configures the storage engine.
@@ -164,8 +174,8 @@ func Default() Config {
 		Listeners: Listeners{
 			Kafka:      ":9092",
 			Native:     ":9091",
-			HTTP:       ":9001",
-			Controller: ":8001",
+			HTTP:       "127.0.0.1:9001",
+			Controller: "127.0.0.1:8001",
 			Ring:       ":7001",
 		},
 		Kafka: Kafka{

@@ -50,6 +50,7 @@ func TestKeyNames(t *testing.T) {
 		"listeners.http":                          "AEROSTREAM_LISTENERS_HTTP",
 		"listeners.controller":                    "AEROSTREAM_LISTENERS_CONTROLLER",
 		"listeners.ring":                          "AEROSTREAM_LISTENERS_RING",
+		"admin.pprof":                             "AEROSTREAM_ADMIN_PPROF",
 		"listeners.advertised_kafka":              "AEROSTREAM_LISTENERS_ADVERTISED_KAFKA",
 		"kafka.socket_request_max_bytes":          "AEROSTREAM_KAFKA_SOCKET_REQUEST_MAX_BYTES",
 		"kafka.auto_create_topics_enable":         "AEROSTREAM_KAFKA_AUTO_CREATE_TOPICS_ENABLE",
@@ -122,7 +123,7 @@ func TestKeyNames(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
-	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "logstore", "topic_defaults", "controller",
+	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "admin", "logstore", "topic_defaults", "controller",
 		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway"}) {
 		t.Errorf("sections = %v", s)
 	}
