@@ -233,6 +233,7 @@ func Open(opts Options) (_ *Controller, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("controller: start raft: %w", err)
 	}
+	c.electAloneAtOnce()
 
 	if c.mux != nil {
 		c.http = &http.Server{
@@ -305,6 +306,39 @@ func (c *Controller) handOver() {
 		return
 	}
 	c.log.Info("handed leadership over before stopping")
+}
+
+// electAloneAtOnce starts an election at once when this node is the only
+// voter. There is no leader to hear from, so waiting out the heartbeat
+// timeout would only hold back the first write after every restart.
+// Shrinking the heartbeat timeout makes Raft fire a follower's timer at once,
+// and a node that has heard from no one then stands for election; the
+// timeout goes back to its value straight after.
+func (c *Controller) electAloneAtOnce() {
+	f := c.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	voters, self := 0, false
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			self = self || s.ID == serverID(c.opts.NodeID)
+		}
+	}
+	if voters != 1 || !self {
+		return
+	}
+	orig := c.raft.ReloadableConfig()
+	short := orig
+	short.HeartbeatTimeout -= time.Millisecond
+	if err := c.raft.ReloadConfig(short); err != nil {
+		c.log.Debug("single voter: cannot start the election early", "err", err)
+		return
+	}
+	if err := c.raft.ReloadConfig(orig); err != nil {
+		c.log.Warn("single voter: restoring the heartbeat timeout", "err", err)
+	}
 }
 
 // Addr is the advertised address of this controller.

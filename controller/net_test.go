@@ -25,7 +25,7 @@ type netNode struct {
 	c    *Controller
 }
 
-func startNetNode(t testing.TB, nd *netNode, bootstrap bool, join []string) {
+func startNetNode(t testing.TB, nd *netNode, bootstrap bool, join []string, tune ...func(*Options)) {
 	t.Helper()
 	listen := "127.0.0.1:0"
 	if nd.addr != "" {
@@ -42,11 +42,15 @@ func startNetNode(t testing.TB, nd *netNode, bootstrap bool, join []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Open(Options{
+	opts := Options{
 		NodeID: nd.id, Dir: nd.dir, Listener: ln, Bootstrap: bootstrap, Join: join,
 		RaftTimeout: testRaftTimeout, SessionTimeout: 2 * time.Second, HeartbeatInterval: 100 * time.Millisecond,
 		Logger: testLogger(t),
-	})
+	}
+	for _, fn := range tune {
+		fn(&opts)
+	}
+	c, err := Open(opts)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)
