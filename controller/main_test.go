@@ -5,13 +5,16 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain silences the default logger, which FSMs built without one use;
-// CONTROLLER_TEST_LOG=1 shows everything.
+// CONTROLLER_TEST_LOG=1 shows everything. goleak then checks that no test
+// left a goroutine behind (Raft loops, HTTP servers, leader duties).
 func TestMain(m *testing.M) {
 	if os.Getenv("CONTROLLER_TEST_LOG") == "" {
 		slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
