@@ -50,9 +50,18 @@ func gatewaySubtree(pkg string) string {
 
 var importRules = []importRule{
 	{
-		why:      "controller imports no aerostream package but catalog (stores are reached through PartitionManager)",
+		why:      "controller imports no aerostream package but catalog and topicconfig (stores are reached through PartitionManager)",
 		importer: func(p string) bool { return under(p, "controller") },
-		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "controller") && !under(i, "catalog") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && !under(i, "controller") && !under(i, "catalog") && !under(i, "topicconfig")
+		},
+	},
+	{
+		// The registry of topic configs is read by the controller, logstore,
+		// tierd and the gateways, so it must sit below all of them.
+		why:      "topicconfig imports no other aerostream package",
+		importer: func(p string) bool { return under(p, "topicconfig") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "topicconfig") },
 	},
 	{
 		why:      "tierd/objstore and its providers import no other aerostream package",
@@ -78,12 +87,12 @@ var importRules = []importRule{
 		forbids:  func(_, i string, ours bool) bool { return !ours && under(i, pebble) },
 	},
 	{
-		why: "logstore imports no aerostream package but catalog",
+		why: "logstore imports no aerostream package but catalog and topicconfig",
 		importer: func(p string) bool {
 			return under(p, "logstore") && !under(p, "logstore/ring")
 		},
 		forbids: func(_, i string, ours bool) bool {
-			return ours && !under(i, "catalog") && !(under(i, "logstore") && !under(i, "logstore/ring"))
+			return ours && !under(i, "catalog") && !under(i, "topicconfig") && !(under(i, "logstore") && !under(i, "logstore/ring"))
 		},
 	},
 	{
@@ -251,6 +260,11 @@ func TestImportRulesBite(t *testing.T) {
 		{"catalog", "logstore", false, true},
 		{"controller", "logstore", false, true},
 		{"controller", "catalog", false, false},
+		{"controller", "topicconfig", false, false},
+		{"logstore", "topicconfig", false, false},
+		{"gateways/kafka", "topicconfig", false, false},
+		{"topicconfig", "catalog", false, true},
+		{"topicconfig", "controller", true, true},
 		{"tierd/objstore/s3", "tierd/objstore", false, false},
 		{"tierd/objstore/s3", "catalog", false, true},
 		{"tierd/objstore", "github.com/minio/minio-go/v7", false, true},

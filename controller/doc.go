@@ -4,8 +4,8 @@
 //
 //   - the cluster id;
 //   - topics: name, topic id (a Kafka UUID), replication factor, partition
-//     count and the configs set on them, under Kafka's names (configs.go
-//     lists the ones known, with Kafka's defaults and ranges);
+//     count and the configs set on them, under Kafka's names (the
+//     topicconfig registry lists the ones known, with defaults and ranges);
 //   - placement: the store node that leads each partition, and its leader
 //     epoch;
 //   - registered stores and gateways: id, kind, addresses, the store's shard
@@ -77,8 +77,9 @@
 //
 // # Imports
 //
-// controller imports catalog (for the Raft log store) and no other
-// aerostream package: not logstore (a store is reached through the
+// controller imports catalog (for the Raft log store) and topicconfig
+// (the topic configs it validates and describes), and no other aerostream
+// package: not logstore (a store is reached through the
 // PartitionManager interface that tools/ implements), not tierd, not any
 // gateway and not tools. Gateways and tools import controller.
 package controller

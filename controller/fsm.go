@@ -381,7 +381,11 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 		if len(res.Ops) > 0 {
 			return nil, fmt.Errorf("%w: ops given without incremental", ErrInvalidRequest)
 		}
-		return validateConfigs(res.Configs, broker)
+		next, err := validateConfigs(res.Configs, broker)
+		if err == nil {
+			err = checkChange(cur, next, broker)
+		}
+		return next, err
 	}
 	if len(res.Configs) > 0 {
 		return nil, fmt.Errorf("%w: configs given with incremental; use ops", ErrInvalidRequest)
@@ -392,14 +396,8 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 	}
 	for _, o := range res.Ops {
 		// Validate the name even for delete: Kafka refuses unknown names.
-		var def *configDef
-		if broker {
-			def = brokerConfigByName[o.Name]
-		} else {
-			def = topicConfigByName[o.Name]
-		}
-		if def == nil {
-			_, err := checkConfig(o.Name, "", broker)
+		def, err := lookupConfig(o.Name, broker)
+		if err != nil {
 			return nil, err
 		}
 		switch o.Op {
@@ -412,12 +410,12 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 		case OpDelete:
 			delete(next, o.Name)
 		case OpAppend, OpSubtract:
-			if def.typ != TypeList {
+			if def.Type != TypeList {
 				return nil, fmt.Errorf("%w: %s on %s, which is not a list config", ErrInvalidConfig, o.Op, o.Name)
 			}
 			cv := next[o.Name]
 			if cv == "" {
-				cv = def.def
+				cv = def.Default
 			}
 			items := splitList(cv)
 			for _, x := range splitList(o.Value) {
@@ -442,6 +440,9 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 		}
 	}
 	if err := crossCheck(next, broker); err != nil {
+		return nil, err
+	}
+	if err := checkChange(cur, next, broker); err != nil {
 		return nil, err
 	}
 	if len(next) == 0 {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/aerostream/aerostream/topicconfig"
 )
 
 // applyCmd encodes p and applies it to f as Raft would.
@@ -103,7 +105,7 @@ func TestCreateTopicBadInput(t *testing.T) {
 		{"max message", "t", 1, 1, map[string]string{"max.message.bytes": "-5"}, ErrInvalidConfig, kerr.InvalidConfig, "max.message.bytes = -5"},
 		{"min isr", "t", 1, 1, map[string]string{"min.insync.replicas": "0"}, ErrInvalidConfig, kerr.InvalidConfig, "min.insync.replicas = 0"},
 		{"compact", "t", 1, 1, map[string]string{"cleanup.policy": "compact"}, ErrInvalidConfig, kerr.InvalidConfig, "log compaction is not available yet"},
-		{"cleanup junk", "t", 1, 1, map[string]string{"cleanup.policy": "shred"}, ErrInvalidConfig, kerr.InvalidConfig, `"shred" is not delete or compact`},
+		{"cleanup junk", "t", 1, 1, map[string]string{"cleanup.policy": "shred"}, ErrInvalidConfig, kerr.InvalidConfig, `"shred" is not one of delete, compact`},
 		{"log append time", "t", 1, 1, map[string]string{"message.timestamp.type": "LogAppendTime"}, ErrInvalidConfig, kerr.InvalidConfig, "LogAppendTime is not available yet"},
 		{"timestamp junk", "t", 1, 1, map[string]string{"message.timestamp.type": "Now"}, ErrInvalidConfig, kerr.InvalidConfig, "not one of CreateTime, LogAppendTime"},
 		{"compression", "t", 1, 1, map[string]string{"compression.type": "zstd"}, ErrInvalidConfig, kerr.InvalidConfig, "recompression is not available yet"},
@@ -295,7 +297,7 @@ func TestAlterConfigs(t *testing.T) {
 		src[e.Name] = e.Source
 	}
 	if src["max.message.bytes"] != SourceTopic || src["retention.ms"] != SourceDynamicBrokerDeflt ||
-		src["segment.bytes"] != SourceStaticBroker || src["segment.ms"] != SourceDefault || len(entries) != len(topicConfigs) {
+		src["segment.bytes"] != SourceStaticBroker || src["segment.ms"] != SourceDefault || len(entries) != len(topicconfig.Names()) {
 		t.Errorf("sources %v", src)
 	}
 }

@@ -1,0 +1,89 @@
+package topicconfig
+
+import "math"
+
+// maxMs keeps milliseconds convertible to a time.Duration downstream.
+const maxMs = math.MaxInt64 / int64(1e6)
+
+// defs is the registry. Names, types and defaults are Kafka's, except where
+// AeroStream's broker defaults differ (segment.bytes is 128 MiB, DESIGN §3).
+// Values a Kafka broker accepts but AeroStream cannot honour yet
+// (compaction, LogAppendTime, broker-side recompression) are refused with a
+// reason, rather than stored and ignored.
+var defs = []Def{
+	{
+		Name: CleanupPolicy, Broker: "log.cleanup.policy", Type: List, Default: "delete",
+		Doc:     "what happens to old segments: delete (compact is not available yet)",
+		Dynamic: true, Layer: Fixed,
+		Values: []string{"delete", "compact"}, Available: []string{"delete"},
+		Unavailable: "log compaction is not available yet",
+	},
+	{
+		Name: CompressionType, Broker: "compression.type", Type: String, Default: "producer",
+		Doc:     "keep batches as the producer compressed them (only producer is available)",
+		Dynamic: true, Layer: Fixed,
+		Values:      []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+		Available:   []string{"producer"},
+		Unavailable: "broker-side recompression is not available yet",
+	},
+	{
+		Name: LocalRetentionBytes, Broker: "log.local.retention.bytes", Type: Long, Default: "-2",
+		Doc:     "bytes of a partition kept on local disk once tiered; 0 = none (evict once uploaded), -2 = as retention.bytes",
+		Dynamic: true, Layer: Logstore,
+		Min: -2, Max: math.MaxInt64, NotAbove: RetentionBytes,
+	},
+	{
+		Name: LocalRetentionMs, Broker: "log.local.retention.ms", Type: Long, Default: "-2",
+		Doc:     "time a segment is kept on local disk once tiered; 0 = evict once uploaded, -2 = as retention.ms",
+		Dynamic: true, Layer: Logstore,
+		Min: -2, Max: maxMs, NotAbove: RetentionMs,
+	},
+	{
+		Name: MaxMessageBytes, Broker: "message.max.bytes", Type: Int, Default: "1048588",
+		Doc:     "largest record batch accepted",
+		Dynamic: true, Layer: Logstore,
+		Min: 1, Max: math.MaxInt32,
+	},
+	{
+		Name: MessageTimestampType, Broker: "log.message.timestamp.type", Type: String, Default: "CreateTime",
+		Doc:     "which timestamp records keep (only CreateTime is available)",
+		Dynamic: true, Layer: Fixed,
+		Values: []string{"CreateTime", "LogAppendTime"}, Available: []string{"CreateTime"},
+		Unavailable: "LogAppendTime is not available yet",
+	},
+	{
+		Name: MinInsyncReplicas, Broker: "min.insync.replicas", Type: Int, Default: "1",
+		Doc:     "replicas that must acknowledge an acks=all produce (not enforced: replication is not available yet)",
+		Dynamic: true, Layer: Unapplied,
+		Min: 1, Max: math.MaxInt32,
+	},
+	{
+		Name: RemoteStorageEnable, Type: Boolean, Default: "false",
+		Doc:     "tier sealed segments to object storage (not read: a node with tiering on tiers every topic)",
+		Dynamic: true, Layer: Unapplied,
+	},
+	{
+		Name: RetentionBytes, Broker: "log.retention.bytes", Type: Long, Default: "-1",
+		Doc:     "bytes kept per partition; -1 = unlimited",
+		Dynamic: true, Layer: Logstore,
+		Min: 1, Max: math.MaxInt64, Special: []int64{Unlimited},
+	},
+	{
+		Name: RetentionMs, Broker: "log.retention.ms", Type: Long, Default: "604800000",
+		Doc:     "time sealed segments are kept; -1 = forever",
+		Dynamic: true, Layer: Logstore,
+		Min: 1, Max: maxMs, Special: []int64{Unlimited},
+	},
+	{
+		Name: SegmentBytes, Broker: "log.segment.bytes", Type: Int, Default: "134217728",
+		Doc:     "roll the active segment at this size",
+		Dynamic: true, Layer: Logstore,
+		Min: 14, Max: math.MaxInt32,
+	},
+	{
+		Name: SegmentMs, Broker: "log.roll.ms", Type: Long, Default: "604800000",
+		Doc:     "roll the active segment at this age",
+		Dynamic: true, Layer: Logstore,
+		Min: 1, Max: maxMs,
+	},
+}
