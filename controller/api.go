@@ -263,6 +263,9 @@ type ClusterInfo struct {
 	LeaderID   int32   `json:"leader_id"`
 	LeaderAddr string  `json:"leader_addr"`
 	Voters     []Voter `json:"voters"`
+	// Joining lists the controllers added as non-voters that have not
+	// caught up yet; each becomes a voter once it has.
+	Joining []Voter `json:"joining,omitempty"`
 	// Version is the answering node's metadata version, and AppliedIndex
 	// its last applied Raft index: a follower that caught up has the
 	// leader's.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,32 @@ type memCluster struct {
 	voters []raft.Server
 	tune   func(*raft.Config)
 	opts   func(*Options)
+
+	// mu guards each node's c against peerInfo, which leaders call from
+	// their own goroutines; ghosts answer peerInfo for addresses that no
+	// controller serves.
+	mu     sync.Mutex
+	ghosts map[string]ClusterInfo
+}
+
+// peerInfo is RaftDeps.PeerInfo on the in-memory transport.
+func (mc *memCluster) peerInfo(ctx context.Context, addr string) (ClusterInfo, error) {
+	mc.mu.Lock()
+	var c *Controller
+	for _, nd := range mc.nodes {
+		if string(nd.addr) == addr {
+			c = nd.c
+		}
+	}
+	ghost, isGhost := mc.ghosts[addr]
+	mc.mu.Unlock()
+	switch {
+	case c != nil:
+		return c.ClusterInfo(ctx)
+	case isGhost:
+		return ghost, nil
+	}
+	return ClusterInfo{}, fmt.Errorf("dial %s: connection refused", addr)
 }
 
 func newMemCluster(t *testing.T, n int, tune func(*raft.Config), opts func(*Options)) *memCluster {
@@ -83,7 +110,7 @@ func (mc *memCluster) start(nd *memNode) {
 		SessionTimeout:    time.Second,
 		HeartbeatInterval: 50 * time.Millisecond,
 		Logger:            testLogger(mc.t),
-		Raft:              &RaftDeps{Transport: nd.trans, Logs: nd.logs, Stable: nd.logs, Snapshots: nd.snaps, Voters: mc.voters, Tune: mc.tune},
+		Raft:              &RaftDeps{Transport: nd.trans, Logs: nd.logs, Stable: nd.logs, Snapshots: nd.snaps, Voters: mc.voters, Tune: mc.tune, PeerInfo: mc.peerInfo},
 	}
 	if mc.opts != nil {
 		mc.opts(&opts)
@@ -92,7 +119,9 @@ func (mc *memCluster) start(nd *memNode) {
 	if err != nil {
 		mc.t.Fatal(err)
 	}
+	mc.mu.Lock()
 	nd.c = c
+	mc.mu.Unlock()
 }
 
 func (mc *memCluster) stop(nd *memNode) {
@@ -100,7 +129,9 @@ func (mc *memCluster) stop(nd *memNode) {
 	if err := nd.c.Close(); err != nil {
 		mc.t.Fatal(err)
 	}
+	mc.mu.Lock()
 	nd.c = nil
+	mc.mu.Unlock()
 	for _, o := range mc.nodes {
 		if o.trans != nil {
 			o.trans.Disconnect(nd.addr)

@@ -78,6 +78,10 @@ type RaftDeps struct {
 	Voters []raft.Server
 	// Tune adjusts the Raft configuration (snapshot thresholds, say).
 	Tune func(*raft.Config)
+	// PeerInfo answers for the controller at a Raft address, as the client
+	// API's ClusterInfo would; AddVoter needs it to check that a new
+	// controller is there and to see when it has caught up.
+	PeerInfo func(ctx context.Context, addr string) (ClusterInfo, error)
 }
 
 // Controller is one controller voter: the FSM, Raft, the client API server
@@ -90,7 +94,8 @@ type Controller struct {
 	store *catalog.RaftStore // nil with injected deps
 	mux   *mux
 	http  *http.Server
-	addr  string // advertised
+	peers *Client // reaches other controllers directly, for AddVoter
+	addr  string  // advertised
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -133,7 +138,7 @@ func Open(opts Options) (_ *Controller, err error) {
 		return nil, fmt.Errorf("topic defaults: %w", err)
 	}
 	log := opts.Logger.With("component", "controller")
-	c := &Controller{opts: opts, log: log, fsm: NewFSM(log)}
+	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger})}
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
 	c.mu.appliedCh = make(chan struct{})
@@ -270,6 +275,7 @@ func (c *Controller) Close() error {
 		cancel()
 	}
 	err := c.raft.Shutdown().Error()
+	c.peers.Close()
 	if c.mux != nil {
 		c.mux.close()
 	}
@@ -460,9 +466,19 @@ type leaderDuty struct {
 func (c *Controller) startDuty() *leaderDuty {
 	ctx, stop := context.WithCancel(c.ctx)
 	d := &leaderDuty{stop: stop, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(d.done)
+		defer wg.Done()
 		c.lead(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		c.promoteLoop(ctx)
+	}()
+	go func() {
+		wg.Wait()
+		close(d.done)
 	}()
 	return d
 }

@@ -370,59 +370,12 @@ func (c *Controller) ClusterInfo(context.Context) (ClusterInfo, error) {
 		return info, fmt.Errorf("%w: raft configuration: %v", ErrTimeout, err)
 	}
 	for _, s := range f.Configuration().Servers {
-		info.Voters = append(info.Voters, Voter{ID: parseServerID(s.ID), Address: string(s.Address), Suffrage: s.Suffrage.String()})
+		v := Voter{ID: parseServerID(s.ID), Address: string(s.Address), Suffrage: s.Suffrage.String()}
+		if s.Suffrage == raft.Voter {
+			info.Voters = append(info.Voters, v)
+		} else {
+			info.Joining = append(info.Joining, v)
+		}
 	}
 	return info, nil
-}
-
-// AddVoter adds a controller to the Raft configuration. Adding a voter that
-// is already one at the same address is a no-op.
-func (c *Controller) AddVoter(ctx context.Context, req AddVoterRequest) error {
-	if !c.IsLeader() {
-		return c.notLeader()
-	}
-	if req.ID < 0 || req.Address == "" {
-		return fmt.Errorf("%w: a voter needs a non-negative id and an address", ErrInvalidRequest)
-	}
-	return c.configChange(ctx, "add voter", func(timeout time.Duration) raft.IndexFuture {
-		return c.raft.AddVoter(serverID(req.ID), raft.ServerAddress(req.Address), 0, timeout)
-	})
-}
-
-// RemoveVoter removes a controller from the Raft configuration.
-func (c *Controller) RemoveVoter(ctx context.Context, req RemoveVoterRequest) error {
-	if !c.IsLeader() {
-		return c.notLeader()
-	}
-	found := false
-	f := c.raft.GetConfiguration()
-	if err := f.Error(); err == nil {
-		for _, s := range f.Configuration().Servers {
-			found = found || s.ID == serverID(req.ID)
-		}
-	}
-	if !found {
-		return fmt.Errorf("%w: node %d is not a voter", ErrInvalidRequest, req.ID)
-	}
-	return c.configChange(ctx, "remove voter", func(timeout time.Duration) raft.IndexFuture {
-		return c.raft.RemoveServer(serverID(req.ID), 0, timeout)
-	})
-}
-
-func (c *Controller) configChange(ctx context.Context, what string, fn func(time.Duration) raft.IndexFuture) error {
-	timeout := proposeTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
-	if err := fn(timeout).Error(); err != nil {
-		switch err {
-		case raft.ErrNotLeader, raft.ErrLeadershipTransferInProgress:
-			return c.notLeader()
-		case raft.ErrRaftShutdown:
-			return ErrClosed
-		}
-		return fmt.Errorf("%w: %s: %v", ErrTimeout, what, err)
-	}
-	c.log.Info("raft configuration changed", "change", what)
-	return nil
 }
