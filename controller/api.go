@@ -84,7 +84,19 @@ type CreateTopicsRequest struct {
 	// stores did not make it in time is answered with ErrTimeout
 	// (REQUEST_TIMED_OUT, as Kafka does); it exists all the same.
 	WaitMs int64 `json:"wait_ms,omitempty"`
+	// RequestID, when set, makes the create idempotent: the controller
+	// records it with each topic it creates, and a topic that exists
+	// already under the same RequestID is answered as created (with its id
+	// and partitions), not TOPIC_ALREADY_EXISTS. A client that retries a
+	// create whose answer it lost, say because the leader died after
+	// committing it, sends the same RequestID and recognises its own
+	// topics. Client sets one when the caller has not. At most
+	// MaxRequestIDLen bytes.
+	RequestID string `json:"request_id,omitempty"`
 }
+
+// MaxRequestIDLen bounds CreateTopicsRequest.RequestID.
+const MaxRequestIDLen = 128
 
 // CreateTopicsResponse has one result per requested topic, in order.
 type CreateTopicsResponse struct {

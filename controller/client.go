@@ -3,6 +3,8 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +33,9 @@ type ClientOptions struct {
 // Retries: a call is retried when it certainly had no effect (the node was
 // not the leader, or the connection could not be made). A write whose
 // outcome is unknown (a timeout, a connection lost after sending) returns
-// an error wrapping ErrTimeout rather than risk applying it twice; reads
-// and heartbeats are retried on any failure.
+// an error wrapping ErrTimeout rather than risk applying it twice; reads,
+// heartbeats and CreateTopics, which carries a request id that makes it
+// idempotent, are retried on any failure, on the other controllers too.
 type Client struct {
 	addrs []string
 	// hc pools connections for reads and heartbeats. Writes go through
@@ -111,13 +114,16 @@ func (c *Client) rotate(from string) {
 	}
 }
 
-// kind of call, for the retry policy.
+// callKind is the retry policy of a call.
+type callKind int
+
 const (
-	read  = false
-	write = true
+	read       callKind = iota // retried on any failure
+	write                      // retried only when it certainly had no effect
+	idempotent                 // a write that is safe to repeat: retried like a read
 )
 
-func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp any) error {
+func (c *Client) call(ctx context.Context, path string, kind callKind, req, resp any) error {
 	if len(c.addrs) == 0 {
 		return fmt.Errorf("%w: no controller addresses", ErrInvalidRequest)
 	}
@@ -134,7 +140,7 @@ func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp 
 	var last error
 	for hops := 0; ; hops++ {
 		target := c.Target()
-		err := c.roundTrip(ctx, target, path, isWrite, body, resp)
+		err := c.roundTrip(ctx, target, path, kind != read, body, resp)
 		if err == nil {
 			return nil
 		}
@@ -155,12 +161,12 @@ func (c *Client) call(ctx context.Context, path string, isWrite bool, req, resp 
 			c.rotate(target)
 		case errors.Is(err, errTransport):
 			c.rotate(target)
-			retry = !isWrite
+			retry = kind != write
 		case errors.Is(err, ErrClosed):
 			c.rotate(target)
-			retry = !isWrite
+			retry = kind != write
 		case errors.Is(err, ErrTimeout):
-			retry = !isWrite
+			retry = kind != write
 		}
 		if !retry {
 			return err
@@ -222,9 +228,16 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 	return eb.Error
 }
 
-// CreateTopics creates topics.
+// CreateTopics creates topics. Without a RequestID it sets one, so that it
+// can retry a create whose answer was lost and still report the topics it
+// created as created.
 func (c *Client) CreateTopics(ctx context.Context, req CreateTopicsRequest) (resp CreateTopicsResponse, err error) {
-	return resp, c.call(ctx, pathCreateTopics, write, req, &resp)
+	if req.RequestID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		req.RequestID = hex.EncodeToString(b[:])
+	}
+	return resp, c.call(ctx, pathCreateTopics, idempotent, req, &resp)
 }
 
 // DeleteTopics deletes topics.

@@ -72,6 +72,8 @@ type cmdSetClusterID struct {
 
 type cmdCreateTopics struct {
 	Topics []cmdNewTopic `json:"topics"`
+	// RequestID is the client's idempotency token (CreateTopicsRequest).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 type cmdNewTopic struct {

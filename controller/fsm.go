@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -53,6 +54,9 @@ type state struct {
 	nodes     map[int32]*NodeInfo
 	broker    map[string]string
 	deleted   []DeletedTopic // oldest first, at most maxTombstones
+	// createdBy is the RequestID each topic was created with, if any, so
+	// that a retried create recognises its own topic.
+	createdBy map[string]string
 
 	// Derived, rebuilt on Restore.
 	byID    map[TopicID]string
@@ -62,12 +66,13 @@ type state struct {
 
 func newState() state {
 	return state{
-		topics:  map[string]*TopicInfo{},
-		nodes:   map[int32]*NodeInfo{},
-		broker:  map[string]string{},
-		byID:    map[TopicID]string{},
-		collide: map[string]string{},
-		load:    map[int32]int{},
+		topics:    map[string]*TopicInfo{},
+		nodes:     map[int32]*NodeInfo{},
+		broker:    map[string]string{},
+		createdBy: map[string]string{},
+		byID:      map[TopicID]string{},
+		collide:   map[string]string{},
+		load:      map[int32]int{},
 	}
 }
 
@@ -233,9 +238,26 @@ func checkNewTopic(st *state, t cmdNewTopic) (cmdNewTopic, error) {
 	return t, nil
 }
 
+// ownTopic returns the topic named name if request id created it: a retry
+// of a create whose answer was lost.
+func (st *state) ownTopic(name, id string) (*TopicInfo, bool) {
+	if id == "" || st.createdBy[name] != id {
+		return nil, false
+	}
+	t, ok := st.topics[name]
+	return t, ok
+}
+
 func (a *applier) createTopics(c *cmdCreateTopics) *applyResult {
 	r := &applyResult{items: make([]error, len(c.Topics)), topics: make([]TopicInfo, len(c.Topics))}
+	if len(c.RequestID) > MaxRequestIDLen {
+		return &applyResult{err: fmt.Errorf("%w: request id longer than %d bytes", ErrInvalidRequest, MaxRequestIDLen)}
+	}
 	for i, t := range c.Topics {
+		if own, ok := a.st.ownTopic(t.Name, c.RequestID); ok {
+			r.topics[i] = *own
+			continue
+		}
 		t, err := checkNewTopic(a.st, t)
 		if err == nil && t.ID.IsZero() {
 			err = fmt.Errorf("%w: topic %q has no id", ErrInvalidRequest, t.Name)
@@ -265,6 +287,9 @@ func (a *applier) createTopics(c *cmdCreateTopics) *applyResult {
 		a.st.topics[t.Name] = ti
 		a.st.byID[t.ID] = t.Name
 		a.st.collide[collisionKey(t.Name)] = t.Name
+		if c.RequestID != "" {
+			a.st.createdBy[t.Name] = c.RequestID
+		}
 		a.record(change{topic: t.Name, node: -1})
 		r.topics[i] = *ti
 	}
@@ -285,6 +310,7 @@ func (a *applier) deleteTopics(c *cmdDeleteTopics) *applyResult {
 		delete(a.st.topics, t.Name)
 		delete(a.st.byID, t.ID)
 		delete(a.st.collide, collisionKey(t.Name))
+		delete(a.st.createdBy, t.Name)
 		d := DeletedTopic{Name: t.Name, ID: t.ID, Version: a.next}
 		a.st.deleted = append(a.st.deleted, d)
 		if n := len(a.st.deleted) - maxTombstones; n > 0 {
@@ -853,6 +879,8 @@ type snapshotData struct {
 	Nodes         []*NodeInfo       `json:"nodes"`
 	BrokerConfigs map[string]string `json:"broker_configs"`
 	Deleted       []DeletedTopic    `json:"deleted"`
+	// CreatedBy maps topic names to the RequestID that created them.
+	CreatedBy map[string]string `json:"created_by,omitempty"`
 }
 
 type fsmSnapshot struct{ data snapshotData }
@@ -871,6 +899,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		Nodes:         make([]*NodeInfo, 0, len(st.nodes)),
 		BrokerConfigs: st.broker,
 		Deleted:       st.deleted,
+		CreatedBy:     maps.Clone(st.createdBy),
 	}
 	for _, t := range st.topics {
 		d.Topics = append(d.Topics, t)
@@ -929,6 +958,12 @@ func decodeSnapshot(b []byte) (state, error) {
 	}
 	st := newState()
 	st.clusterID, st.version, st.deleted = d.ClusterID, d.Version, d.Deleted
+	for name, id := range d.CreatedBy {
+		if len(id) > MaxRequestIDLen {
+			return bad("request id of topic %q longer than %d bytes", name, MaxRequestIDLen)
+		}
+		st.createdBy[name] = id
+	}
 	if d.BrokerConfigs != nil {
 		st.broker = d.BrokerConfigs
 	}

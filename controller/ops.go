@@ -18,18 +18,27 @@ func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) 
 	if !c.IsLeader() {
 		return CreateTopicsResponse{}, c.notLeader()
 	}
+	if len(req.RequestID) > MaxRequestIDLen {
+		return CreateTopicsResponse{}, fmt.Errorf("%w: request id longer than %d bytes", ErrInvalidRequest, MaxRequestIDLen)
+	}
 	resp := CreateTopicsResponse{Topics: make([]CreateTopicResult, len(req.Topics))}
 	seen := map[string]int{}
 	for _, t := range req.Topics {
 		seen[t.Name]++
 	}
-	cmd := &cmdCreateTopics{}
+	cmd := &cmdCreateTopics{RequestID: req.RequestID}
 	var idx []int // request index of each proposed topic
+	leaders := make([]map[int32]bool, len(req.Topics))
 	c.fsm.read(func(st *state) {
 		for i, t := range req.Topics {
 			resp.Topics[i].Name = t.Name
 			if seen[t.Name] > 1 {
 				resp.Topics[i].Error = toError(fmt.Errorf("%w: topic %q appears more than once in the request", ErrInvalidRequest, t.Name))
+				continue
+			}
+			if own, ok := st.ownTopic(t.Name, req.RequestID); ok && !req.ValidateOnly {
+				resp.Topics[i].ID, resp.Topics[i].Partitions, resp.Topics[i].ReplicationFactor = own.ID, own.Partitions, own.ReplicationFactor
+				leaders[i] = leadersOf(own.Partitions)
 				continue
 			}
 			nt, err := checkNewTopic(st, cmdNewTopic{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor, Configs: t.Configs})
@@ -50,14 +59,22 @@ func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) 
 			idx = append(idx, i)
 		}
 	})
-	if len(cmd.Topics) == 0 {
-		return resp, nil
+	version := c.fsm.Version()
+	if len(cmd.Topics) > 0 {
+		r, err := c.propose(ctx, cmd)
+		if err != nil {
+			return CreateTopicsResponse{}, err
+		}
+		version = r.version
+		c.createResults(&resp, r, idx, leaders)
 	}
-	r, err := c.propose(ctx, cmd)
-	if err != nil {
-		return CreateTopicsResponse{}, err
-	}
-	leaders := make([]map[int32]bool, len(req.Topics))
+	c.waitStores(ctx, req.WaitMs, version, leaders, func(i int, err error) { resp.Topics[i].Error = toError(err) })
+	return resp, nil
+}
+
+// createResults fills in the outcome of the proposed topics (request
+// indexes idx) and the stores each new topic waits for.
+func (c *Controller) createResults(resp *CreateTopicsResponse, r *applyResult, idx []int, leaders []map[int32]bool) {
 	for j, i := range idx {
 		if err := r.items[j]; err != nil {
 			resp.Topics[i].Error = toError(err)
@@ -69,8 +86,6 @@ func (c *Controller) CreateTopics(ctx context.Context, req CreateTopicsRequest) 
 		resp.Topics[i].ReplicationFactor = t.ReplicationFactor
 		leaders[i] = leadersOf(t.Partitions)
 	}
-	c.waitStores(ctx, req.WaitMs, r.version, leaders, func(i int, err error) { resp.Topics[i].Error = toError(err) })
-	return resp, nil
 }
 
 func leadersOf(ps []PartitionInfo) map[int32]bool {

@@ -36,7 +36,8 @@ func (c *Controller) peerInfo(ctx context.Context, addr string) (ClusterInfo, er
 		return c.opts.Raft.PeerInfo(ctx, addr)
 	}
 	var info ClusterInfo
-	err := c.peers.roundTrip(ctx, addr, pathCluster, write, []byte("{}"), &info)
+	// As a write: on a fresh connection, so no idle one outlives the probe.
+	err := c.peers.roundTrip(ctx, addr, pathCluster, true, []byte("{}"), &info)
 	return info, err
 }
 

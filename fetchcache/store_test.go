@@ -82,7 +82,7 @@ func TestStoreColdFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: new(int64(64 << 10)), RetentionMs: -1, RetentionBytes: -1}
 	if err := st.CreatePartition(ctx, "cold", 0, cfg); err != nil {
 		t.Fatal(err)
 	}

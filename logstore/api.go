@@ -25,7 +25,8 @@ const (
 type Acks int16
 
 // PartitionConfig is the per-partition subset of topic configs the store
-// enforces. Zero fields take the store's defaults.
+// enforces (the topicconfig rows whose layer is logstore; PartitionConfigOf
+// reads them). Zero fields take the store's defaults, and so do nil ones.
 type PartitionConfig struct {
 	SegmentBytes    int64         // segment.bytes: roll when the active segment reaches this size
 	SegmentMs       time.Duration // segment.ms: roll when the active segment is this old
@@ -34,10 +35,13 @@ type PartitionConfig struct {
 	MaxMessageBytes int32         // max.message.bytes: largest batch accepted
 
 	// local.retention.bytes / local.retention.ms (KIP-405): how much of the
-	// log stays on local disk once segments are in the cold tier. -2 means
-	// "as retention.bytes / retention.ms", so nothing is evicted early.
-	LocalRetentionBytes int64
-	LocalRetentionMs    time.Duration
+	// log stays on local disk once segments are in the cold tier, in
+	// Kafka's terms: 0 removes a segment's local copy as soon as it is
+	// uploaded, -2 means "as retention.bytes / retention.ms" (nothing is
+	// evicted early) and -1 unlimited. They are pointers because 0 is a
+	// value here, so only nil can mean "the store's default".
+	LocalRetentionBytes *int64
+	LocalRetentionMs    *time.Duration
 }
 
 // ProduceRequest appends one or more whole RecordBatch v2 to a partition.

@@ -53,17 +53,8 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// DefaultPartitionConfig holds Kafka's defaults.
-var DefaultPartitionConfig = PartitionConfig{
-	SegmentBytes:    128 << 20,
-	SegmentMs:       7 * 24 * time.Hour,
-	RetentionMs:     7 * 24 * time.Hour,
-	RetentionBytes:  -1,
-	MaxMessageBytes: 1048588,
-
-	LocalRetentionBytes: -2,
-	LocalRetentionMs:    -2,
-}
+// DefaultPartitionConfig holds the defaults of the topicconfig registry.
+var DefaultPartitionConfig = registryDefaults()
 
 func (o *Options) setDefaults() error {
 	if o.Dir == "" {
@@ -123,11 +114,11 @@ func (c PartitionConfig) withDefaults(d PartitionConfig) PartitionConfig {
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = d.MaxMessageBytes
 	}
-	if c.LocalRetentionBytes == 0 {
-		c.LocalRetentionBytes = d.LocalRetentionBytes
+	if c.LocalRetentionBytes == nil && d.LocalRetentionBytes != nil {
+		c.LocalRetentionBytes = new(*d.LocalRetentionBytes)
 	}
-	if c.LocalRetentionMs == 0 {
-		c.LocalRetentionMs = d.LocalRetentionMs
+	if c.LocalRetentionMs == nil && d.LocalRetentionMs != nil {
+		c.LocalRetentionMs = new(*d.LocalRetentionMs)
 	}
 	return c
 }

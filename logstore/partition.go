@@ -559,19 +559,21 @@ func (p *partition) applyRetention(s *shard, now time.Time) (int, error) {
 
 // evict removes the local copy of uploaded sealed segments, oldest first,
 // while local.retention.bytes / local.retention.ms say the local log is too
-// big or too old. -2 means "as retention.*", which never evicts early.
+// big or too old; a limit of 0 removes each as soon as it is uploaded.
+// Negative limits evict nothing early: -1 is unlimited, and -2 ("as
+// retention.*") leaves the segment to retention, which deletes it whole.
 func (p *partition) evict(s *shard, now time.Time) (int, error) {
-	cfg := p.cfg
-	if cfg.LocalRetentionBytes == -2 && cfg.LocalRetentionMs == -2 {
+	locBytes, locMs := int64(-1), time.Duration(-1)
+	if l := p.cfg.LocalRetentionBytes; l != nil && *l >= 0 {
+		locBytes = *l
+	}
+	if l := p.cfg.LocalRetentionMs; l != nil && *l >= 0 {
+		locMs = *l
+	}
+	if locBytes < 0 && locMs < 0 {
 		return 0, nil
 	}
-	locBytes, locMs := cfg.LocalRetentionBytes, cfg.LocalRetentionMs
-	if locBytes == -2 {
-		locBytes = -1
-	}
-	if locMs == -2 {
-		locMs = -1
-	}
+	atOnce := locBytes == 0 || locMs == 0
 	var gone []*segment
 	local := p.size()
 	var err error
@@ -580,7 +582,7 @@ func (p *partition) evict(s *shard, now time.Time) (int, error) {
 		if seg.cloud.ObjectKey == "" || !seg.sealed {
 			break // not uploaded yet: it must stay, and so must everything after it
 		}
-		if !expired(seg.next, seg.size, seg.maxTs, seg.created, local, -1, locBytes, locMs, now) {
+		if !atOnce && !expired(seg.next, seg.size, seg.maxTs, seg.created, local, -1, locBytes, locMs, now) {
 			break
 		}
 		rec := p.record(seg, catalog.StateRemote)

@@ -109,7 +109,19 @@ func (s *Store) SetRemote(ctx context.Context, rec catalog.Segment) error {
 			// (same name, bytes checked). Eviction, the one step that
 			// relies on the pointer, deletes files only after a synced
 			// write of its own, which makes this one durable too.
-			return sh.opts.Catalog.PutSegmentUnsynced(p.record(seg, catalog.StateLocalRemote))
+			if err := sh.opts.Catalog.PutSegmentUnsynced(p.record(seg, catalog.StateLocalRemote)); err != nil {
+				return err
+			}
+			// Local retention applies now rather than at the next
+			// retention check, so that local.retention.* = 0 means "as
+			// soon as it is in the cold tier". The upload stands whatever
+			// eviction does; the next check retries it.
+			if n, err := p.evict(sh, time.Now()); err != nil {
+				sh.opts.Logger.Warn("evicting uploaded segments", "topic", p.topic, "partition", p.id, "err", err)
+			} else if n > 0 {
+				sh.opts.Logger.Debug("evicted uploaded segments", "topic", p.topic, "partition", p.id, "segments", n)
+			}
+			return nil
 		}
 		return fmt.Errorf("%w: %s/%d has no local segment at %d", ErrUnknownSegment, p.topic, p.id, rec.BaseOffset)
 	})

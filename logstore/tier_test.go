@@ -101,7 +101,7 @@ func TestTierSeam(t *testing.T) {
 	mod := func(o *Options) { o.Tier = tier; o.Cold = tier; o.RetentionCheckInterval = time.Hour }
 	ts := openTestStore(t, dir, mod)
 	ctx := context.Background()
-	cfg := PartitionConfig{SegmentBytes: 4096, LocalRetentionBytes: 8192, RetentionMs: -1, RetentionBytes: -1}
+	cfg := PartitionConfig{SegmentBytes: 4096, LocalRetentionBytes: new(int64(8192)), RetentionMs: -1, RetentionBytes: -1}
 	if err := ts.CreatePartition(ctx, "tier", 0, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func TestRehydrateBundle(t *testing.T) {
 	ctx := context.Background()
 	n := startNode(t, t.TempDir(), b)
 	defer n.stop()
-	cfg := logstore.PartitionConfig{SegmentBytes: 32 << 10, LocalRetentionBytes: 1, RetentionMs: -1, RetentionBytes: -1}
+	cfg := logstore.PartitionConfig{SegmentBytes: 32 << 10, LocalRetentionBytes: new(int64(1)), RetentionMs: -1, RetentionBytes: -1}
 	if err := n.store.CreatePartition(ctx, "r", 0, cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestPipelineMemBucket(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir, b)
 	ctx := context.Background()
-	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: 128 << 10, RetentionMs: -1, RetentionBytes: -1}
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: new(int64(128 << 10)), RetentionMs: -1, RetentionBytes: -1}
 	for p := int32(0); p < 2; p++ {
 		if err := n.store.CreatePartition(ctx, "tiered", p, cfg); err != nil {
 			t.Fatal(err)
