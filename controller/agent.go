@@ -18,7 +18,12 @@ type MemberOptions struct {
 	// logged, and OnDelta is called again after the next heartbeat even if
 	// nothing changed, so that it can retry.
 	OnDelta func(ctx context.Context, v *View, d Delta) error
-	Logger  *slog.Logger
+	// ClashTimeout is how long registration may be refused with
+	// ErrNodeIDInUse before RunMember gives up and returns the error; it
+	// lets a node restarted at other addresses wait out its old session.
+	// Default 2 * DefaultSessionTimeout.
+	ClashTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // minPoll is the shortest time between two heartbeats of a member.
@@ -30,12 +35,17 @@ const minPoll = 20 * time.Millisecond
 // (HeartbeatRequest.WaitMs), so a change reaches the member as soon as it
 // is committed. When the controller has
 // forgotten the node (a leader that restored an older state), it registers
-// again. It returns ctx's error.
+// again. It returns ctx's error, or an error wrapping ErrNodeIDInUse when
+// another node holds this one's id for longer than ClashTimeout.
 func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	if opts.ClashTimeout <= 0 {
+		opts.ClashTimeout = 2 * DefaultSessionTimeout
+	}
+	var clashSince time.Time
 	reg := opts.Registration
 	log = log.With("component", "member", "node", reg.ID, "kind", reg.Kind)
 	var view View
@@ -51,9 +61,19 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 		if !registered {
 			reg.KnownVersion, reg.AppliedVersion = view.Version, applied
 			resp, err = api.RegisterNode(ctx, reg)
-			if err == nil {
+			switch {
+			case err == nil:
 				registered = true
+				clashSince = time.Time{}
 				log.Info("registered with the controller", "cluster_id", resp.Delta.ClusterID, "version", resp.Delta.Version)
+			case errors.Is(err, ErrNodeIDInUse):
+				if clashSince.IsZero() {
+					clashSince = time.Now()
+					log.Error("the controller refused this node's id", "err", err)
+				}
+				if time.Since(clashSince) >= opts.ClashTimeout {
+					return fmt.Errorf("register %s %d: %w", reg.Kind, reg.ID, err)
+				}
 			}
 		} else {
 			resp, err = api.Heartbeat(ctx, HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version, AppliedVersion: applied, WaitMs: interval.Milliseconds()})
@@ -75,7 +95,7 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			// Quiet through a start-up election; then one line, and one
 			// more every 30 failures.
 			failures++
-			if failures == 5 || failures%30 == 0 {
+			if (failures == 5 || failures%30 == 0) && !errors.Is(err, ErrNodeIDInUse) {
 				log.Warn("controller unreachable", "err", err, "failures", failures)
 			}
 			if !registered {

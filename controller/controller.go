@@ -104,6 +104,10 @@ type Controller struct {
 	mu struct {
 		sync.Mutex
 		lastSeen map[int32]time.Time // leader only
+		// heard is when the leader last had a registration or heartbeat
+		// from each node (lastSeen is also set for every node when a
+		// leader starts).
+		heard map[int32]time.Time
 		// applied is the metadata version each node says it has acted on;
 		// appliedCh is closed (and replaced) when one moves.
 		applied   map[int32]uint64
@@ -140,6 +144,7 @@ func Open(opts Options) (_ *Controller, err error) {
 	log := opts.Logger.With("component", "controller")
 	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger})}
 	c.mu.lastSeen = map[int32]time.Time{}
+	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
 	c.mu.appliedCh = make(chan struct{})
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -577,9 +582,18 @@ func (c *Controller) join() {
 }
 
 func (c *Controller) touch(id int32) {
+	now := time.Now()
 	c.mu.Lock()
-	c.mu.lastSeen[id] = time.Now()
+	c.mu.lastSeen[id] = now
+	c.mu.heard[id] = now
 	c.mu.Unlock()
+}
+
+func (c *Controller) lastHeard(id int32) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.mu.heard[id]
+	return t, ok
 }
 
 // setApplied records the version node id has acted on.

@@ -41,6 +41,9 @@ var (
 	// ErrUnknownNode: a heartbeat from a node id that never registered (or
 	// was forgotten); the node must register again.
 	ErrUnknownNode = errors.New("node not registered")
+	// ErrNodeIDInUse: a registration with a node id that another node
+	// holds: one of another kind, or a live one at other addresses.
+	ErrNodeIDInUse = errors.New("node id in use")
 	// ErrTimeout: Raft did not commit in time, or leadership was lost while
 	// a write was in flight. The write may or may not have been applied.
 	ErrTimeout = errors.New("controller request timed out")
@@ -68,6 +71,7 @@ var errorCodes = []struct {
 	{ErrMalformedCommand, "MALFORMED_COMMAND", kerr.InvalidRequest},
 	{ErrNotLeader, "NOT_LEADER", kerr.NotController},
 	{ErrUnknownNode, "UNKNOWN_NODE", kerr.BrokerIDNotRegistered},
+	{ErrNodeIDInUse, "NODE_ID_IN_USE", kerr.DuplicateBrokerRegistration},
 	{ErrTimeout, "TIMEOUT", kerr.RequestTimedOut},
 	{ErrClosed, "CLOSED", kerr.NotController},
 }
@@ -87,6 +91,7 @@ var errorCodes = []struct {
 //	ErrMalformedCommand         INVALID_REQUEST (42)
 //	ErrNotLeader, ErrClosed     NOT_CONTROLLER (41)
 //	ErrUnknownNode              BROKER_ID_NOT_REGISTERED (102)
+//	ErrNodeIDInUse              DUPLICATE_BROKER_REGISTRATION (101)
 //	ErrTimeout                  REQUEST_TIMED_OUT (7)
 func KafkaError(err error) *kerr.Error {
 	if err == nil {

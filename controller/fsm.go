@@ -572,7 +572,7 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 	}
 	old := a.st.nodes[c.ID]
 	if old != nil && old.Kind != c.Kind {
-		return &applyResult{err: fmt.Errorf("%w: node %d is registered as a %s, not a %s", ErrInvalidRequest, c.ID, old.Kind, c.Kind)}
+		return &applyResult{err: fmt.Errorf("%w: node id %d is registered to a %s at %s; give this %s an id of its own", ErrNodeIDInUse, c.ID, old.Kind, nodeAddrs(old.Kind, old.Ring.Address, old.Addresses), c.Kind)}
 	}
 	n := &NodeInfo{
 		ID:              c.ID,
@@ -592,6 +592,22 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 		a.placeUnplaced()
 	}
 	return &applyResult{}
+}
+
+// nodeAddrs describes where a node is, for messages: a store by its ring,
+// a gateway by its listeners.
+func nodeAddrs(kind, ring string, addrs map[string]string) string {
+	if kind == KindStore && ring != "" {
+		return ring
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(addrs)) {
+		parts = append(parts, k+"="+addrs[k])
+	}
+	if len(parts) == 0 {
+		return "no address"
+	}
+	return strings.Join(parts, " ")
 }
 
 func (a *applier) setLiveness(c *cmdSetLiveness) *applyResult {

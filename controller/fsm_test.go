@@ -387,7 +387,7 @@ func TestNodes(t *testing.T) {
 		t.Errorf("ring change not versioned: %+v", n.Ring)
 	}
 	r := applyCmd(t, f, &cmdRegisterNode{ID: 1, Kind: KindGateway})
-	wantErr(t, r.err, ErrInvalidRequest, kerr.InvalidRequest, "registered as a store")
+	wantErr(t, r.err, ErrNodeIDInUse, kerr.DuplicateBrokerRegistration, "node id 1 is registered to a store at 127.0.0.1:7001")
 }
 
 func TestDeltaSince(t *testing.T) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -323,6 +324,9 @@ func (c *Controller) RegisterNode(ctx context.Context, req RegisterNodeRequest) 
 	if err := checkRegistration(cmd); err != nil {
 		return HeartbeatResponse{}, err
 	}
+	if err := c.checkClash(cmd); err != nil {
+		return HeartbeatResponse{}, err
+	}
 	if _, err := c.propose(ctx, cmd); err != nil {
 		return HeartbeatResponse{}, err
 	}
@@ -330,6 +334,24 @@ func (c *Controller) RegisterNode(ctx context.Context, req RegisterNodeRequest) 
 	c.setApplied(req.ID, req.AppliedVersion)
 	c.log.Info("node registered", "node", req.ID, "kind", req.Kind, "shards", req.Shards, "ring", req.RingAddr)
 	return c.heartbeatResponse(req.KnownVersion), nil
+}
+
+// checkClash refuses a registration that would take over the id of a live
+// node of the same kind at other addresses: two nodes configured with one
+// id. The same node back at other addresses after a restart gets in once
+// its old session has expired. (A clash of kinds is refused by Apply.)
+func (c *Controller) checkClash(cmd *cmdRegisterNode) error {
+	old, ok := c.fsm.Node(cmd.ID)
+	if !ok || old.Kind != cmd.Kind || old.Ring.Address == cmd.RingAddr && maps.Equal(old.Addresses, cmd.Addresses) {
+		return nil
+	}
+	heard, ok := c.lastHeard(cmd.ID)
+	if !ok || !old.Live || time.Since(heard) > c.opts.SessionTimeout {
+		return nil
+	}
+	return fmt.Errorf("%w: node id %d is held by a live %s at %s (heard %v ago), not at %s; give this %s an id of its own, or stop the other (its id is free %v after its last heartbeat)",
+		ErrNodeIDInUse, cmd.ID, old.Kind, nodeAddrs(old.Kind, old.Ring.Address, old.Addresses), time.Since(heard).Round(time.Millisecond),
+		nodeAddrs(cmd.Kind, cmd.RingAddr, cmd.Addresses), cmd.Kind, c.opts.SessionTimeout)
 }
 
 // Heartbeat renews a node's session and answers with the metadata changes
