@@ -245,45 +245,9 @@ func (p storePartitions) ListPartitions(ctx context.Context) ([]controller.Local
 	return out, nil
 }
 
-// partitionConfig maps the Kafka configs the store enforces onto
-// logstore.PartitionConfig; absent ones stay zero (the store's defaults).
-// The controller has validated the values; a bad one here is a bug.
-func partitionConfig(cfg map[string]string) (logstore.PartitionConfig, error) {
-	var pc logstore.PartitionConfig
-	num := func(name string) (int64, bool, error) {
-		v, ok := cfg[name]
-		if !ok {
-			return 0, false, nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("%s = %q: %w", name, v, err)
-		}
-		return n, true, nil
-	}
-	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-	for _, f := range []struct {
-		name string
-		set  func(int64)
-	}{
-		{"segment.bytes", func(n int64) { pc.SegmentBytes = n }},
-		{"segment.ms", func(n int64) { pc.SegmentMs = ms(n) }},
-		{"retention.ms", func(n int64) { pc.RetentionMs = ms(n) }}, // -1 stays negative: forever
-		{"retention.bytes", func(n int64) { pc.RetentionBytes = n }},
-		{"max.message.bytes", func(n int64) { pc.MaxMessageBytes = int32(n) }},
-		{"local.retention.bytes", func(n int64) { pc.LocalRetentionBytes = n }}, // -2: as retention.bytes
-		{"local.retention.ms", func(n int64) { pc.LocalRetentionMs = ms(n) }},
-	} {
-		n, ok, err := num(f.name)
-		if err != nil {
-			return pc, err
-		}
-		if ok {
-			f.set(n)
-		}
-	}
-	return pc, nil
-}
+// partitionConfig is how a store reads a topic's configs: the registry's
+// logstore rows (the Kafka gateway's metadata uses it too).
+var partitionConfig = logstore.PartitionConfigOf
 
 // Client commands.
 

@@ -1,0 +1,72 @@
+package logstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aerostream/aerostream/topicconfig"
+)
+
+// PartitionConfigOf reads the configs the store applies (the topicconfig
+// rows whose layer is logstore) from a set of topic configs under Kafka's
+// names, as the controller hands them to a store. Configs the set lacks
+// stay unset, so the store's defaults apply; others are ignored. The set
+// is validated by the controller already, so an error here means a value
+// that is not a number.
+func PartitionConfigOf(cfg map[string]string) (PartitionConfig, error) {
+	var pc PartitionConfig
+	for _, d := range topicconfig.Defs() {
+		if d.Layer != topicconfig.Logstore {
+			continue
+		}
+		n, ok, err := topicconfig.IntOf(cfg, d.Name)
+		if err != nil {
+			return PartitionConfig{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+		}
+		if ok {
+			if err := pc.set(d.Name, n); err != nil {
+				return PartitionConfig{}, err
+			}
+		}
+	}
+	return pc, nil
+}
+
+// set applies one logstore config. Milliseconds stay negative for Kafka's
+// special values (-1, -2), which the fields keep in the same sense.
+func (c *PartitionConfig) set(name string, n int64) error {
+	ms := time.Duration(n) * time.Millisecond
+	switch name {
+	case topicconfig.SegmentBytes:
+		c.SegmentBytes = n
+	case topicconfig.SegmentMs:
+		c.SegmentMs = ms
+	case topicconfig.RetentionMs:
+		c.RetentionMs = ms
+	case topicconfig.RetentionBytes:
+		c.RetentionBytes = n
+	case topicconfig.MaxMessageBytes:
+		c.MaxMessageBytes = int32(n) // the registry bounds it to an INT
+	case topicconfig.LocalRetentionBytes:
+		c.LocalRetentionBytes = &n
+	case topicconfig.LocalRetentionMs:
+		c.LocalRetentionMs = &ms
+	default:
+		// A registry row says logstore applies it, but nothing here does.
+		return fmt.Errorf("%w: topic config %s is not applied by logstore", ErrInvalidRequest, name)
+	}
+	return nil
+}
+
+// registryDefaults is the registry's default of every logstore config.
+func registryDefaults() PartitionConfig {
+	all := map[string]string{}
+	for _, d := range topicconfig.Defs() {
+		all[d.Name] = d.Default
+	}
+	pc, err := PartitionConfigOf(all)
+	if err != nil {
+		panic(err) // a registry row logstore does not map: caught by every test
+	}
+	return pc
+}
