@@ -31,7 +31,9 @@
 // # Membership and heartbeats
 //
 // Stores and gateways register (RegisterNode), then heartbeat every
-// HeartbeatInterval (2 s). A reply carries the changes since the version
+// HeartbeatInterval (2 s). A registration whose node id another node holds
+// (one of another kind, or a live one at other addresses) is refused with
+// ErrNodeIDInUse, naming the holder. A reply carries the changes since the version
 // the node last saw (topics created or changed, with their configs and
 // placement; topics deleted; nodes whose ring or liveness changed; the
 // cluster defaults), from a change log of the last 4096 changes; a node
@@ -60,14 +62,19 @@
 //
 // Writes and heartbeats are served by the leader; a follower answers HTTP
 // 421 with the NOT_LEADER code and the leader's id and address, and Client
-// retries there. Reads are answered from the local state, unless the query
+// retries there. CreateTopics carries a request id that the FSM records
+// with each topic, so Client can retry a create whose answer was lost and
+// recognise the topics it created. Reads are answered from the local state, unless the query
 // has leader=1 (Client always sets it).
 //
 // A new cluster starts from one node with Bootstrap set; the others start
 // with Join set to any existing controller and ask it to add them as
 // voters. Both only act when the node has no Raft state yet; with neither,
 // a node without state refuses to start. AddVoter and RemoveVoter change
-// membership later. Raft state lives in <dir>/log (pebble, through
+// membership later. A new controller must answer at its address as the id
+// it is added under; it joins as a non-voter and is promoted once it has
+// caught up, so that adding one never costs the cluster its quorum. A
+// single voter elects itself as soon as it starts. Raft state lives in <dir>/log (pebble, through
 // catalog.OpenRaftStore) and <dir>/snapshots.
 //
 // # Errors
