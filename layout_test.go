@@ -103,6 +103,36 @@ var importRules = []importRule{
 		},
 	},
 	{
+		// tierd sees the store only through its own Store interface, which
+		// tools/ satisfies with *logstore.Store; its tests may build a real
+		// store to put behind it.
+		why:      "tierd imports no aerostream package but catalog, topicconfig and tierd/...",
+		importer: func(p string) bool { return under(p, "tierd") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && !under(i, "tierd") && !under(i, "catalog") && !under(i, "topicconfig")
+		},
+		prodOnly: true,
+	},
+	{
+		why:      "tierd reaches no controller, shard ring or fetchcache, not even in tests",
+		importer: func(p string) bool { return under(p, "tierd") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && (under(i, "controller") || under(i, "logstore/ring") || under(i, "fetchcache"))
+		},
+	},
+	{
+		// fetchcache is the store's ColdTier: it needs logstore's contract
+		// and batch parser, the segment record and the bucket, nothing above
+		// them and not the tiering daemon itself.
+		why:      "fetchcache imports no aerostream package but logstore (not the ring), catalog, tierd/objstore and tierd/segobj",
+		importer: func(p string) bool { return under(p, "fetchcache") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && !under(i, "fetchcache") && !under(i, "catalog") &&
+				!under(i, "tierd/objstore") && !under(i, "tierd/segobj") &&
+				!(under(i, "logstore") && !under(i, "logstore/ring"))
+		},
+	},
+	{
 		why:      "nothing outside tools/ imports tools/",
 		importer: func(p string) bool { return !under(p, "tools") },
 		forbids:  func(_, i string, ours bool) bool { return ours && under(i, "tools") },
@@ -274,6 +304,32 @@ func TestImportRulesBite(t *testing.T) {
 		{"catalog/internal/x", pebble + "/v2/vfs", false, false},
 		{"logstore", pebble + "/v2", false, true},
 		{"tierd", pebble, true, true},
+		{"tierd", "catalog", false, false},
+		{"tierd", "tierd/objstore", false, false},
+		{"tierd", "tierd/segobj", false, false},
+		{"tierd", "topicconfig", false, false},
+		{"tierd", "logstore", false, true},
+		{"tierd", "logstore", true, false},
+		{"tierd", "logstore/logtest", true, false},
+		{"tierd", "logstore/ring", true, true},
+		{"tierd", "controller", false, true},
+		{"tierd", "controller", true, true},
+		{"tierd", "fetchcache", false, true},
+		{"tierd", "gateways/kafka", true, true},
+		{"tierd", "tools/config", false, true},
+		{"tierd/segobj", "logstore", false, true},
+		{"tierd/segobj", "tierd/objstore", false, false},
+		{"fetchcache", "logstore", false, false},
+		{"fetchcache", "logstore/logtest", true, false},
+		{"fetchcache", "catalog", false, false},
+		{"fetchcache", "tierd/objstore", false, false},
+		{"fetchcache", "tierd/segobj", false, false},
+		{"fetchcache", "tierd", false, true},
+		{"fetchcache", "tierd", true, true},
+		{"fetchcache", "logstore/ring", false, true},
+		{"fetchcache", "controller", false, true},
+		{"fetchcache", "gateways", false, true},
+		{"fetchcache", "tools/cli", true, true},
 		{"logstore", "catalog", false, false},
 		{"logstore/internal/seg", "logstore", false, false},
 		{"logstore", "logstore/ring", false, true},
