@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ type memNode struct {
 	addr  raft.ServerAddress
 	trans *raft.InmemTransport
 	logs  *raft.InmemStore
-	snaps *raft.InmemSnapshotStore
+	snaps raft.SnapshotStore
 	c     *Controller
 }
 
@@ -76,7 +77,14 @@ func newMemCluster(t *testing.T, n int, tune func(*raft.Config), opts func(*Opti
 	mc := &memCluster{t: t, tune: tune, opts: opts}
 	for i := 1; i <= n; i++ {
 		addr := raft.ServerAddress(fmt.Sprintf("node%d", i))
-		mc.nodes = append(mc.nodes, &memNode{id: int32(i), addr: addr, logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()})
+		// Snapshots go to files: raft's InmemSnapshotStore hands a snapshot
+		// being sent to a follower the buffer that the next snapshot is
+		// still writing (a data race inside raft).
+		snaps, err := raft.NewFileSnapshotStore(filepath.Join(t.TempDir(), string(addr)), 2, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc.nodes = append(mc.nodes, &memNode{id: int32(i), addr: addr, logs: raft.NewInmemStore(), snaps: snaps})
 		mc.voters = append(mc.voters, raft.Server{Suffrage: raft.Voter, ID: serverID(int32(i)), Address: addr})
 	}
 	for _, nd := range mc.nodes {
