@@ -69,10 +69,15 @@ type coordinator struct {
 		// after it retires, as Kafka keeps an empty group until its
 		// periodic cleanup, so that DescribeGroups, ListGroups and
 		// DeleteGroups still find it.
-		dormant  map[string]map[tp]committed
-		emptyAt  map[string]time.Time
-		loadedTo []int64 // per partition: the offset read up to
-		stopping bool
+		dormant map[string]map[tp]committed
+		// dormantType keeps the protocol type that members joined a
+		// dormant group with: Kafka keeps it once the group is empty, and
+		// clients take a group without one for a simple (offsets-only)
+		// group.
+		dormantType map[string]string
+		emptyAt     map[string]time.Time
+		loadedTo    []int64 // per partition: the offset read up to
+		stopping    bool
 	}
 }
 
@@ -80,6 +85,7 @@ func newCoordinator(g *Gateway) *coordinator {
 	c := &coordinator{g: g, log: g.log.With("part", "group-coordinator"), ready: make(chan struct{})}
 	c.mu.active = map[string]*group{}
 	c.mu.dormant = map[string]map[tp]committed{}
+	c.mu.dormantType = map[string]string{}
 	c.mu.emptyAt = map[string]time.Time{}
 	return c
 }
@@ -101,6 +107,7 @@ func (c *coordinator) forgetEmpty(now time.Time) {
 		delete(c.mu.emptyAt, id)
 		if offs, ok := c.mu.dormant[id]; ok && len(offs) == 0 {
 			delete(c.mu.dormant, id)
+			delete(c.mu.dormantType, id)
 		}
 	}
 }
@@ -288,6 +295,7 @@ func (c *coordinator) applyLocked(r record) {
 			delete(offs, key)
 			if len(offs) == 0 {
 				delete(c.mu.dormant, k.Group)
+				delete(c.mu.dormantType, k.Group)
 			}
 		}
 		return
@@ -402,9 +410,11 @@ func (c *coordinator) call(ctx context.Context, id string, create bool, fn func(
 					c.mu.Unlock()
 					return errGroupGone
 				}
-				delete(c.mu.dormant, id)
-				delete(c.mu.emptyAt, id)
 				gr = newGroup(c, id, p, offs)
+				gr.protocolType = c.mu.dormantType[id]
+				delete(c.mu.dormant, id)
+				delete(c.mu.dormantType, id)
+				delete(c.mu.emptyAt, id)
 				c.mu.active[id] = gr
 				c.wg.Add(1)
 				go func() {
@@ -444,6 +454,9 @@ func (c *coordinator) retire(gr *group) bool {
 		c.mu.dormant[gr.id] = gr.offsets
 		c.mu.emptyAt[gr.id] = time.Now()
 	}
+	if gr.state != groupDead && gr.protocolType != "" {
+		c.mu.dormantType[gr.id] = gr.protocolType
+	}
 	close(gr.done)
 	return true
 }
@@ -468,7 +481,7 @@ func (c *coordinator) list(ctx context.Context) ([]groupSummary, error) {
 		live = append(live, gr)
 	}
 	for id := range c.mu.dormant {
-		out = append(out, groupSummary{id: id, state: "Empty"})
+		out = append(out, groupSummary{id: id, protocolType: c.mu.dormantType[id], state: "Empty"})
 	}
 	c.mu.Unlock()
 	for _, gr := range live {

@@ -337,3 +337,76 @@ func TestSessionTimeout(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestEmptyGroupKeepsProtocolType: once its last member leaves and the
+// group retires to dormant, ListGroups and DescribeGroups still report the
+// protocol type members joined with, as Kafka does; clients take "" for a
+// simple (offsets-only) group.
+func TestEmptyGroupKeepsProtocolType(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	ctx := testCtx(t)
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "pt", 10000, 10000, "consumer"
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}
+	join.Protocols = append(join.Protocols, p)
+	jr, err := join.RequestWith(ctx, cl)
+	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %+v %v", jr, err)
+	}
+	join.MemberID = jr.MemberID
+	if jr, err = join.RequestWith(ctx, cl); err != nil || jr.ErrorCode != 0 {
+		t.Fatalf("second join: %+v %v", jr, err)
+	}
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group = "pt"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID = jr.MemberID
+	leave.Members = append(leave.Members, lm)
+	if lr, err := leave.RequestWith(ctx, cl); err != nil || lr.ErrorCode != 0 {
+		t.Fatalf("leave: %+v %v", lr, err)
+	}
+	// Wait for the empty group to retire, so the answers come from the
+	// dormant state rather than the live group.
+	for retired := false; !retired; {
+		c := e.gw.groups
+		c.mu.Lock()
+		_, active := c.mu.active["pt"]
+		_, dormant := c.mu.dormant["pt"]
+		c.mu.Unlock()
+		retired = !active && dormant
+		if !retired {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the empty group never retired")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range lg.Groups {
+		if g.Group == "pt" {
+			found = true
+			if g.ProtocolType != "consumer" || g.GroupState != "Empty" {
+				t.Errorf("ListGroups: protocol type %q state %q, want consumer Empty", g.ProtocolType, g.GroupState)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("ListGroups does not list the empty group: %+v", lg.Groups)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"pt"}
+	dr, err := dg.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dr.Groups[0]; g.ErrorCode != 0 || g.ProtocolType != "consumer" || g.State != "Empty" {
+		t.Errorf("DescribeGroups: error %d protocol type %q state %q, want consumer Empty", g.ErrorCode, g.ProtocolType, g.State)
+	}
+}
