@@ -659,6 +659,7 @@ func (s *shard) logAppendError(p *partition, err error) {
 }
 
 func (s *shard) fetch(r *request) {
+	got := 0 // bytes read here, for MinBytes
 	for _, i := range r.fetchIdx {
 		fp := &r.fetch.Partitions[i]
 		res := &r.fetchRes.Partitions[i]
@@ -677,6 +678,23 @@ func (s *shard) fetch(r *request) {
 			max = 1 << 20
 		}
 		s.readPartition(r, p, i, fp.Offset, max)
+		got += res.Records.Size()
+	}
+	// Data short of MinBytes: the long poll must also wake when the
+	// partitions that had some grow, not only those read to their end, or
+	// a fetch with a little data would answer at once instead of waiting
+	// for more. Only then, so a fetch that is served at once registers
+	// nothing.
+	if r.wantWait && got > 0 && got < int(r.fetch.MinBytes) {
+		for _, i := range r.fetchIdx {
+			res := &r.fetchRes.Partitions[i]
+			if res.Err != nil || res.Records.Size() == 0 {
+				continue
+			}
+			if p, err := s.lookup(res.Topic, res.Partition); err == nil {
+				r.waits = append(r.waits, p.waitChan())
+			}
+		}
 	}
 }
 
