@@ -22,6 +22,10 @@ const (
 	promoteLag = 64
 	// promoteEvery is how often the leader looks for non-voters to promote.
 	promoteEvery = 200 * time.Millisecond
+	// promoteWait bounds how long AddVoter waits for the promotion when its
+	// ctx has no deadline (curl): the leader's loop promotes the node later
+	// all the same.
+	promoteWait = 30 * time.Second
 )
 
 // peerInfo asks the controller at addr (only it, no redirects) for its
@@ -67,6 +71,11 @@ func (c *Controller) AddVoter(ctx context.Context, req AddVoterRequest) error {
 	}
 	if req.ID < 0 || req.Address == "" {
 		return fmt.Errorf("%w: a voter needs a non-negative id and an address", ErrInvalidRequest)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, promoteWait)
+		defer cancel()
 	}
 	cur, found, err := c.server(req.ID)
 	if err != nil {
