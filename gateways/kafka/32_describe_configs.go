@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/aerostream/aerostream/topicconfig"
 )
 
 // DescribeConfigs: v1-v4.
@@ -15,8 +17,10 @@ import (
 // them: value, source (dynamic topic config, or default), read-only and
 // sensitive flags; a sensitive value is never sent. A null config name list
 // asks for all. Synonyms (v1+, when asked) list the value's own source
-// followed by the default it overrides; documentation and types come with
-// v3+. Other resource types (broker loggers, client metrics, groups) are
+// followed by the default it overrides (the topicconfig registry's when
+// the Cluster gives none), under the broker-level name where the value
+// does not come from the topic itself, as Kafka names them; documentation
+// and types come with v3+. Other resource types (broker loggers, client metrics, groups) are
 // INVALID_REQUEST.
 //
 // Version notes: v1 synonyms and source, v3 type and documentation, v4
@@ -58,23 +62,49 @@ func (g *Gateway) handleDescribeConfigs(ctx context.Context, rc *reqCtx) (kmsg.R
 				c.Documentation = &doc
 			}
 			if req.IncludeSynonyms {
-				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				syn.Name, syn.Value, syn.Source = e.Name, c.Value, c.Source
-				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
-				if e.Source != ConfigSourceDefault && e.Default != nil {
-					def := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-					def.Name, def.Value, def.Source = e.Name, e.Default, kmsg.ConfigSourceDefaultConfig
-					if e.Sensitive {
-						def.Value = nil
-					}
-					c.ConfigSynonyms = append(c.ConfigSynonyms, def)
-				}
+				c.ConfigSynonyms = synonyms(ConfigResourceType(rr.ResourceType), e, c.Value)
 			}
 			sr.Configs = append(sr.Configs, c)
 		}
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, nil
+}
+
+// synonyms lists where a described value comes from, most specific first,
+// as Kafka does: the value's own source, then the default it overrides. A
+// topic config's value that comes from a broker level is named by its
+// broker-level name (log.retention.ms for retention.ms), and so is the
+// default. Defaults the Cluster does not give come from the topicconfig
+// registry.
+func synonyms(typ ConfigResourceType, e ConfigEntry, value *string) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	brokerName := e.Name
+	def := e.Default
+	if d := topicconfig.Lookup(e.Name); typ == ConfigResourceTopic && d != nil {
+		if d.Broker != "" {
+			brokerName = d.Broker
+		}
+		if def == nil {
+			def = &d.Default
+		}
+	} else if d := topicconfig.LookupBroker(e.Name); typ == ConfigResourceBroker && d != nil && def == nil {
+		def = &d.Default
+	}
+	own := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	own.Name, own.Value, own.Source = e.Name, value, kmsg.ConfigSource(e.Source)
+	if e.Source != ConfigSourceDynamicTopic {
+		own.Name = brokerName
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{own}
+	if e.Source != ConfigSourceDefault && def != nil {
+		d := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		d.Name, d.Value, d.Source = brokerName, def, kmsg.ConfigSourceDefaultConfig
+		if e.Sensitive {
+			d.Value = nil
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // configResource checks a resource type the config keys serve.
