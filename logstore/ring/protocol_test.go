@@ -328,12 +328,18 @@ func TestServerStopsWithUnreadResponses(t *testing.T) {
 	for i := uint32(0); i < 64; i++ {
 		pile = append(pile, frame(0x83, req(10+i, body))...)
 	}
+	before := srv.Stats().Requests
 	wrote := make(chan struct{})
 	go func() {
 		defer close(wrote)
 		c.Write(pile) // and never read: the server's writes back up
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Every fetch decoded and answered: their responses now sit with the
+	// writer, far more than the socket takes from a client that never reads.
+	waitUntil(t, "the server to answer every fetch", func() bool {
+		st := srv.Stats()
+		return st.Requests >= before+64 && st.InFlight == 0
+	})
 	if st := srv.Stats(); st.SendfileBytes+st.CopiedBytes >= 64*800<<10 {
 		t.Fatalf("server wrote everything to a client that reads nothing? %+v", st)
 	}

@@ -54,6 +54,19 @@ func newStore(t *testing.T) *logstore.Store {
 	return s
 }
 
+// waitUntil polls cond until it holds, failing the test after 10 s, so that
+// a test waits on state it can observe rather than on a guessed delay.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // serve runs a Server for s on ln until cleanup, which checks that Serve
 // returns nil once its ctx is done.
 func serve(t *testing.T, s *logstore.Store, ln net.Listener, logger *slog.Logger, mod func(*ring.Server)) *ring.Server {
@@ -188,13 +201,9 @@ func TestNetworkFetchUsesSendfile(t *testing.T) {
 	produceFetch(t, b, "sf", 0, 500) // ~55 KiB
 	// The writer counts after the bytes are on the socket, which can be
 	// after the client has read them.
-	var st ring.ServerStats
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if st = srv.Stats(); st.SendfileBytes > 0 {
-			break
-		}
-	}
-	if st.SendfileBytes == 0 || st.CopiedBytes != 0 {
+	waitUntil(t, "sendfile bytes to be counted", func() bool { return srv.Stats().SendfileBytes > 0 })
+	st := srv.Stats()
+	if st.CopiedBytes != 0 {
 		t.Fatalf("hot records did not all go through sendfile: %+v", st)
 	}
 	if st.Connections != 1+4 { // the describe connection and one per shard
@@ -310,19 +319,20 @@ func (p *proxy) Break() {
 func TestRedialAfterBrokenConnection(t *testing.T) {
 	s := newStore(t)
 	ln, addr := listenTCP(t)
-	serve(t, s, ln, nil, nil)
+	srv := serve(t, s, ln, nil, nil)
 	px := newProxy(t, addr)
 	b := dial(t, px.ln.Addr().String())
 	if err := b.CreatePartition(bg(t), "rd", 0, ring.PartitionConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	before := srv.Stats().Requests
 	errc := make(chan error, 1)
 	go func() {
 		_, err := b.Fetch(bg(t), &ring.FetchRequest{MinBytes: 1, MaxWait: 20 * time.Second,
 			Partitions: []ring.FetchPartition{{Topic: "rd", Partition: 0, Offset: 0, MaxBytes: 1 << 20}}})
 		errc <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // let the fetch park on the server
+	waitUntil(t, "the fetch to reach the server", func() bool { return srv.Stats().Requests > before })
 	px.Break()
 	select {
 	case err := <-errc:
@@ -348,6 +358,7 @@ func TestServerShutdownEndsLongPolls(t *testing.T) {
 	if err := b.CreatePartition(bg(t), "sd", 0, ring.PartitionConfig{}); err != nil {
 		t.Fatal(err)
 	}
+	before := srv.Stats().Requests
 	fetched := make(chan error, 1)
 	go func() {
 		res, err := b.Fetch(bg(t), &ring.FetchRequest{MinBytes: 1, MaxWait: 30 * time.Second,
@@ -357,7 +368,7 @@ func TestServerShutdownEndsLongPolls(t *testing.T) {
 		}
 		fetched <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	waitUntil(t, "the fetch to reach the server", func() bool { return srv.Stats().Requests > before })
 	start := time.Now()
 	cancel()
 	select {
