@@ -23,6 +23,8 @@ import (
 // "panic", "slow" and "file" behave specially.
 type lineProto struct {
 	file *os.File
+	// parked, if set, is sent to when a "slow" request starts to wait.
+	parked chan struct{}
 }
 
 type lineSession struct {
@@ -51,6 +53,9 @@ func (s *lineSession) Handle(ctx context.Context, frame []byte) (*Response, erro
 	case "panic":
 		panic("boom")
 	case "slow":
+		if s.p.parked != nil {
+			s.p.parked <- struct{}{}
+		}
 		<-ctx.Done() // a long poll cut short by the drain
 		return framed([]byte("drained")), nil
 	case "file":
@@ -236,11 +241,16 @@ func TestServerPipelinedOrder(t *testing.T) {
 // its context, its response is still delivered, and Serve returns.
 func TestServerDrain(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	s := &Server{Name: "test", Protocol: &lineProto{}, Logger: quiet()}
+	parked := make(chan struct{}, 1)
+	s := &Server{Name: "test", Protocol: &lineProto{parked: parked}, Logger: quiet()}
 	addr, stop := startServer(t, s)
 	c := dial(t, addr)
 	c.send([]byte("slow"))
-	time.Sleep(100 * time.Millisecond) // let it park
+	select {
+	case <-parked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow request never reached its handler")
+	}
 	go stop()
 	got, err := c.recv()
 	if err != nil || got != "drained" {
