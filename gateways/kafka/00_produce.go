@@ -63,19 +63,27 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 		records []byte
 	}
 	var jobs []job
+	// One snapshot serves the whole request: no lock, no copy per topic.
+	var md *Metadata
+	if reqErr == nil {
+		md, reqErr = g.cluster.Metadata(ctx)
+	}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		var (
-			t    Topic
+			t    *Topic
 			terr = reqErr
 		)
 		if terr == nil {
+			var ok bool
 			if req.Version >= 13 {
-				t, terr = g.cluster.TopicByID(ctx, rt.TopicID)
-			} else {
-				t, terr = g.cluster.Topic(ctx, rt.Topic)
+				if t, ok = md.TopicByID(rt.TopicID); !ok {
+					terr = ErrUnknownTopicID
+				}
+			} else if t, ok = md.Topic(rt.Topic); !ok {
+				terr = fmt.Errorf("%w: %s", ErrUnknownTopic, rt.Topic)
 			}
 			if terr == nil && t.Internal {
 				terr = errInternalTopic(t.Name)
@@ -87,7 +95,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			err := terr
 			if err == nil {
-				err = g.checkBatch(&t, p.Partition, p.Records)
+				err = g.checkBatch(t, p.Partition, p.Records)
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)

@@ -119,9 +119,10 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 		}
 	}
 
-	// Resolve topics and check what can be checked here.
-	topics := map[sessionKey]*Topic{} // by key with partition 0
-	var leaderEpochs []int32          // by item, for a full fetch without a session
+	// Resolve topics, in one metadata snapshot for the whole request, and
+	// check what can be checked here.
+	md, mdErr := g.cluster.Metadata(ctx)
+	var leaderEpochs []int32 // by item, for a full fetch without a session
 	if full && fs == nil {
 		leaderEpochs = make([]int32, 0, len(items))
 		for _, rt := range req.Topics {
@@ -135,22 +136,13 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 	preErr := false
 	for i := range items {
 		it := &items[i]
-		tk := sessionKey{topic: it.key.topic, id: it.key.id}
-		t, ok := topics[tk]
-		if !ok {
-			var (
-				tt  Topic
-				err error
-			)
-			if byID {
-				tt, err = g.cluster.TopicByID(ctx, it.key.id)
-			} else {
-				tt, err = g.cluster.Topic(ctx, it.key.topic)
-			}
-			if err == nil {
-				t = &tt
-			}
-			topics[tk] = t
+		var t *Topic
+		switch {
+		case md == nil:
+		case byID:
+			t, _ = md.TopicByID(it.key.id)
+		default:
+			t, _ = md.Topic(it.key.topic)
 		}
 		it.name, it.id = it.key.topic, it.key.id
 		epoch := int32(-1)
@@ -160,6 +152,8 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 			epoch = leaderEpochs[i]
 		}
 		switch {
+		case mdErr != nil:
+			it.err = mdErr
 		case t == nil && byID:
 			it.err = kerr.UnknownTopicID
 		case t == nil:

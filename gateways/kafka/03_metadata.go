@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,15 +42,21 @@ func (g *Gateway) handleMetadata(ctx context.Context, rc *reqCtx) (kmsg.Response
 	req := rc.req.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 
-	brokers := g.brokers(ctx)
+	// One snapshot answers the request, so brokers, controller and topics
+	// agree with each other.
+	md, err := g.cluster.Metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	brokers := withSelf(md.Brokers(), g.self())
 	for _, b := range brokers {
 		mb := kmsg.NewMetadataResponseBroker()
 		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.NodeID, b.Host, b.Port, b.Rack
 		resp.Brokers = append(resp.Brokers, mb)
 	}
-	cid := g.cluster.ClusterID()
+	cid := md.ClusterID()
 	resp.ClusterID = &cid
-	resp.ControllerID = g.cluster.ControllerID()
+	resp.ControllerID = md.ControllerID()
 	resp.AuthorizedOperations = opsOmitted
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = clusterOps
@@ -57,12 +64,8 @@ func (g *Gateway) handleMetadata(ctx context.Context, rc *reqCtx) (kmsg.Response
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		topics, err := g.cluster.Topics(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for i := range topics {
-			resp.Topics = append(resp.Topics, g.metadataTopic(req, &topics[i], brokers))
+		for _, t := range md.Topics() {
+			resp.Topics = append(resp.Topics, g.metadataTopic(req, t, brokers))
 		}
 		return resp, nil
 	}
@@ -70,16 +73,23 @@ func (g *Gateway) handleMetadata(ctx context.Context, rc *reqCtx) (kmsg.Response
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	for _, rt := range req.Topics {
 		var (
-			t   Topic
+			t   *Topic
 			err error
 		)
 		if rt.Topic == nil {
-			t, err = g.cluster.TopicByID(ctx, rt.TopicID)
-		} else {
-			t, err = g.cluster.Topic(ctx, *rt.Topic)
-			if errors.Is(err, ErrUnknownTopic) && g.opts.AutoCreateTopics && allowCreate {
-				t, err = g.autoCreate(ctx, *rt.Topic)
+			var ok bool
+			if t, ok = md.TopicByID(rt.TopicID); !ok {
+				err = ErrUnknownTopicID
 			}
+		} else if tt, ok := md.Topic(*rt.Topic); ok {
+			t = tt
+		} else if g.opts.AutoCreateTopics && allowCreate {
+			var ct Topic
+			if ct, err = g.autoCreate(ctx, *rt.Topic); err == nil {
+				t = &ct
+			}
+		} else {
+			err = fmt.Errorf("%w: %s", ErrUnknownTopic, *rt.Topic)
 		}
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -89,7 +99,7 @@ func (g *Gateway) handleMetadata(ctx context.Context, rc *reqCtx) (kmsg.Response
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, g.metadataTopic(req, &t, brokers))
+		resp.Topics = append(resp.Topics, g.metadataTopic(req, t, brokers))
 	}
 	return resp, nil
 }

@@ -6,16 +6,25 @@ import (
 )
 
 // Cluster is what the gateway needs from the metadata owner (the
-// controller; tools/ adapts its client to this interface). Reads (ClusterID,
-// Brokers, Topics, Topic, TopicByID, DescribeConfigs) are served from a
-// local view and must be cheap: the gateway calls them on every request.
-// Writes go to the metadata owner and return once applied; creating a topic
-// or adding partitions also creates the partitions on the stores that lead
-// them, before the call returns.
+// controller; kmeta implements it over the controller's client). Reads are
+// served from a local, immutable snapshot (Metadata) that is swapped whole
+// when the metadata moves: produce and fetch take one snapshot per request
+// and look topics up in it without a lock or an allocation. ClusterID,
+// ControllerID, Brokers, Topics, Topic and TopicByID answer from the
+// current snapshot too. Writes go to the metadata owner and return once
+// applied, and the next snapshot already shows them (read your writes);
+// creating a topic or adding partitions also creates the partitions on the
+// stores that lead them, before the call returns.
 //
 // Errors wrap the sentinels below (or a *kerr.Error), so the gateway maps
-// them to Kafka codes through its one table.
+// them to Kafka codes through its one table. clustertest holds the
+// conformance suite every implementation passes.
 type Cluster interface {
+	// Metadata returns the current snapshot. It waits (bounded) only
+	// before the first metadata has arrived, then fails with
+	// ErrUnavailable.
+	Metadata(ctx context.Context) (*Metadata, error)
+
 	// ClusterID is the cluster's id, as Kafka clients see it.
 	ClusterID() string
 	// ControllerID is the node id Metadata and DescribeCluster name as
@@ -76,15 +85,38 @@ type Topic struct {
 	// Configs holds the configs set on the topic (Kafka's dynamic topic
 	// configs); a config not in it has the broker default.
 	Configs map[string]string
-	// LeaderEpochs holds each partition's leader epoch; nil means 0 for
-	// all.
-	LeaderEpochs []int32
+	// Parts holds each partition's placement, by partition number; nil
+	// (or a short slice) means no leader known and epoch 0.
+	Parts []PartitionMeta
+}
+
+// NoLeader is PartitionMeta.Leader while no store leads the partition.
+const NoLeader int32 = -1
+
+// PartitionMeta is one partition's placement as the metadata owner
+// records it.
+type PartitionMeta struct {
+	// Leader is the store node that leads the partition, or NoLeader.
+	Leader int32
+	// LeaderEpoch grows each time the leader changes; never negative.
+	LeaderEpoch int32
+	// Replicas are the store nodes that hold a copy, leader first; nil
+	// means the leader alone.
+	Replicas []int32
+}
+
+// Partition returns partition p's placement.
+func (t *Topic) Partition(p int32) PartitionMeta {
+	if p >= 0 && int(p) < len(t.Parts) {
+		return t.Parts[p]
+	}
+	return PartitionMeta{Leader: NoLeader}
 }
 
 // LeaderEpoch returns partition p's leader epoch.
 func (t *Topic) LeaderEpoch(p int32) int32 {
-	if int(p) < len(t.LeaderEpochs) && p >= 0 {
-		return t.LeaderEpochs[p]
+	if p >= 0 && int(p) < len(t.Parts) {
+		return t.Parts[p].LeaderEpoch
 	}
 	return 0
 }

@@ -69,5 +69,6 @@
 // (logstore/ring) and franz-go's protocol packages. It must not import
 // logstore or catalog (storage is reached only through ring.Backend), any
 // other gateway, or tools; metadata comes through the Cluster interface,
-// which tools/ implements over the controller client.
+// which kmeta implements over the controller client, as an immutable
+// snapshot (Metadata) that produce and fetch read without a lock.
 package kafka

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -90,6 +91,23 @@ func (c *memCluster) TopicByID(_ context.Context, id [16]byte) (Topic, error) {
 		}
 	}
 	return Topic{}, ErrUnknownTopicID
+}
+
+// Metadata builds a snapshot of the fake's state on every call: a fake
+// need not be fast, but a snapshot must not change once handed out, so the
+// topics are copied.
+func (c *memCluster) Metadata(context.Context) (*Metadata, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	topics := make([]*Topic, 0, len(c.mu.topics))
+	for _, t := range c.mu.topics {
+		cp := *t
+		cp.Configs = maps.Clone(t.Configs)
+		topics = append(topics, &cp)
+	}
+	return NewMetadata(MetadataSource{
+		ClusterID: c.ClusterID(), ControllerID: c.ControllerID(), Brokers: c.mu.brokers, Topics: topics,
+	}), nil
 }
 
 func (c *memCluster) checkConfigs(set map[string]*string) error {

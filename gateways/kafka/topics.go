@@ -1,10 +1,11 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -41,22 +42,32 @@ func ValidTopicName(name string) error {
 }
 
 // brokers lists the live gateways, this one included, in node id order.
+// The slice may be the snapshot's own: callers must not modify it.
 func (g *Gateway) brokers(ctx context.Context) []Broker {
-	bs, err := g.cluster.Brokers(ctx)
+	m, err := g.cluster.Metadata(ctx)
 	if err != nil {
 		g.log.Warn("listing brokers", "err", err)
+		return []Broker{g.self()}
 	}
-	self := false
-	for _, b := range bs {
-		if b.NodeID == g.opts.NodeID {
-			self = true
-		}
+	return withSelf(m.Brokers(), g.self())
+}
+
+// self is this gateway as Metadata shows it.
+func (g *Gateway) self() Broker {
+	return Broker{NodeID: g.opts.NodeID, Host: g.host, Port: g.port, Rack: g.opts.Rack}
+}
+
+// withSelf returns bs (sorted by node id) with self added in order when it
+// is missing, without writing into bs.
+func withSelf(bs []Broker, self Broker) []Broker {
+	i, found := slices.BinarySearchFunc(bs, self.NodeID, func(b Broker, id int32) int { return cmp.Compare(b.NodeID, id) })
+	if found {
+		return bs
 	}
-	if !self {
-		bs = append(bs, Broker{NodeID: g.opts.NodeID, Host: g.host, Port: g.port, Rack: g.opts.Rack})
-	}
-	sort.Slice(bs, func(i, j int) bool { return bs[i].NodeID < bs[j].NodeID })
-	return bs
+	out := make([]Broker, 0, len(bs)+1)
+	out = append(out, bs[:i]...)
+	out = append(out, self)
+	return append(out, bs[i:]...)
 }
 
 // leaderFor spreads partitions over the live gateways. Every gateway can
@@ -83,34 +94,31 @@ func (g *Gateway) maxMessageBytes(t *Topic) int {
 	return int(g.opts.DefaultMaxMessageBytes)
 }
 
-// topicLookup caches the topics one request names, so a request with many
-// partitions of a topic asks the Cluster once.
+// topicLookup resolves the topics of one request in one metadata
+// snapshot, taken at the first lookup, so that all its partitions see the
+// same metadata and no lookup takes a lock.
 type topicLookup struct {
-	g      *Gateway
-	ctx    context.Context
-	byName map[string]topicOrErr
-}
-
-type topicOrErr struct {
-	t   *Topic
-	err error
+	g   *Gateway
+	ctx context.Context
+	md  *Metadata
+	err error // from taking the snapshot
 }
 
 func (g *Gateway) lookup(ctx context.Context) *topicLookup {
-	return &topicLookup{g: g, ctx: ctx, byName: map[string]topicOrErr{}}
+	return &topicLookup{g: g, ctx: ctx}
 }
 
 func (l *topicLookup) topic(name string) (*Topic, error) {
-	if e, ok := l.byName[name]; ok {
-		return e.t, e.err
+	if l.md == nil && l.err == nil {
+		l.md, l.err = l.g.cluster.Metadata(l.ctx)
 	}
-	t, err := l.g.cluster.Topic(l.ctx, name)
-	e := topicOrErr{err: err}
-	if err == nil {
-		e.t = &t
+	if l.err != nil {
+		return nil, l.err
 	}
-	l.byName[name] = e
-	return e.t, e.err
+	if t, ok := l.md.Topic(name); ok {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 }
 
 // partition resolves a topic's partition and checks the client's current

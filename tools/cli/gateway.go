@@ -199,7 +199,7 @@ func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, 
 	r := &runningKafka{advertised: adv, done: make(chan error, 1), member: make(chan struct{})}
 	go func() {
 		defer close(r.member)
-		_ = cluster.run(ctx)
+		_ = cluster.Run(ctx)
 	}()
 	go func() { r.done <- gw.Serve(ctx, ln) }()
 	return r, nil

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/aerostream/aerostream/topicconfig"
 )
 
 // Config is the whole of aerostream.toml. Field tags:
@@ -130,6 +132,33 @@ type TopicDefaults struct {
 	MaxMessageBytes int32 `toml:"max_message_bytes" help:"largest record batch accepted"`
 }
 
+// topicDefaultKey pairs a [topic_defaults] key with the topic config it
+// sets the default of.
+type topicDefaultKey struct {
+	key, config string
+	value       int64
+}
+
+func (td TopicDefaults) keys() []topicDefaultKey {
+	return []topicDefaultKey{
+		{"segment_bytes", topicconfig.SegmentBytes, td.SegmentBytes},
+		{"segment_ms", topicconfig.SegmentMs, td.SegmentMs},
+		{"retention_ms", topicconfig.RetentionMs, td.RetentionMs},
+		{"retention_bytes", topicconfig.RetentionBytes, td.RetentionBytes},
+		{"max_message_bytes", topicconfig.MaxMessageBytes, int64(td.MaxMessageBytes)},
+	}
+}
+
+// KafkaConfigs gives the defaults under their topic config names, as the
+// controller describes them and a store reads them.
+func (td TopicDefaults) KafkaConfigs() map[string]string {
+	out := map[string]string{}
+	for _, k := range td.keys() {
+		out[k.config] = strconv.FormatInt(k.value, 10)
+	}
+	return out
+}
+
 // Kafka configures the Kafka wire-protocol gateway (serve's, and
 // `aerostream gateway kafka`). The keys mirror the Kafka broker configs of
 // the same names.
@@ -216,11 +245,11 @@ func Default() Config {
 			CacheReadahead:     4,
 		},
 		TopicDefaults: TopicDefaults{
-			SegmentBytes:    128 << 20,
-			SegmentMs:       7 * 24 * 3600 * 1000,
-			RetentionMs:     7 * 24 * 3600 * 1000,
-			RetentionBytes:  -1,
-			MaxMessageBytes: 1048588,
+			SegmentBytes:    topicconfig.DefaultInt(topicconfig.SegmentBytes),
+			SegmentMs:       topicconfig.DefaultInt(topicconfig.SegmentMs),
+			RetentionMs:     topicconfig.DefaultInt(topicconfig.RetentionMs),
+			RetentionBytes:  topicconfig.DefaultInt(topicconfig.RetentionBytes),
+			MaxMessageBytes: int32(topicconfig.DefaultInt(topicconfig.MaxMessageBytes)),
 		},
 		Controller: Controller{
 			NodeID:              1,

@@ -342,6 +342,7 @@ func TestBadValues(t *testing.T) {
 		{"retention check", "[logstore]\nretention_check_interval_ms = 0\n", nil, "logstore.retention_check_interval_ms"},
 		{"producer id expiration", "[logstore]\nproducer_id_expiration_ms = -1\n", nil, "logstore.producer_id_expiration_ms"},
 		{"segment bytes", "[topic_defaults]\nsegment_bytes = 0\n", nil, "topic_defaults.segment_bytes = 0"},
+		{"segment bytes below Kafka's", "[topic_defaults]\nsegment_bytes = 13\n", nil, "13 must be from 14 to 2147483647"},
 		{"segment ms", "[topic_defaults]\nsegment_ms = -1\n", nil, "topic_defaults.segment_ms = -1"},
 		{"retention ms", "[topic_defaults]\nretention_ms = 0\n", nil, "topic_defaults.retention_ms = 0"},
 		{"retention bytes", "[topic_defaults]\nretention_bytes = -2\n", nil, "topic_defaults.retention_bytes = -2"},

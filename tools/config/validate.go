@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/aerostream/aerostream/topicconfig"
 )
 
 // fieldError is one invalid value.
@@ -50,11 +52,6 @@ func (c *Config) validate() []fieldError {
 	positive := func(key string, v int64) {
 		if v <= 0 {
 			bad(key, "must be positive")
-		}
-	}
-	positiveOrForever := func(key string, v int64) {
-		if v <= 0 && v != -1 {
-			bad(key, "must be positive, or -1 for no limit")
 		}
 	}
 
@@ -116,11 +113,12 @@ func (c *Config) validate() []fieldError {
 	positive("logstore.retention_check_interval_ms", c.Logstore.RetentionCheckIntervalMs)
 	positive("logstore.producer_id_expiration_ms", c.Logstore.ProducerIDExpirationMs)
 
-	positive("topic_defaults.segment_bytes", c.TopicDefaults.SegmentBytes)
-	positive("topic_defaults.segment_ms", c.TopicDefaults.SegmentMs)
-	positiveOrForever("topic_defaults.retention_ms", c.TopicDefaults.RetentionMs)
-	positiveOrForever("topic_defaults.retention_bytes", c.TopicDefaults.RetentionBytes)
-	positive("topic_defaults.max_message_bytes", int64(c.TopicDefaults.MaxMessageBytes))
+	// The ranges are the topic configs' own, from the registry.
+	for _, k := range c.TopicDefaults.keys() {
+		if _, err := topicconfig.Lookup(k.config).Check(strconv.FormatInt(k.value, 10)); err != nil {
+			bad("topic_defaults."+k.key, err.Error())
+		}
+	}
 	ctl := c.Controller
 	if ctl.NodeID < 0 {
 		bad("controller.node_id", "must not be negative")
