@@ -132,6 +132,9 @@ func (c *memCluster) CreateTopic(ctx context.Context, req CreateTopic) (Topic, e
 	if err := ValidTopicName(req.Name); err != nil {
 		return Topic{}, err
 	}
+	if req.Partitions < 1 {
+		return Topic{}, fmt.Errorf("%w: %d partitions; want at least 1", ErrInvalidPartitions, req.Partitions)
+	}
 	if req.ReplicationFactor != 1 {
 		return Topic{}, fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, req.ReplicationFactor)
 	}
