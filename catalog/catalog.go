@@ -199,7 +199,13 @@ func (c *Catalog) Segments(topic string, partition int32) ([]Segment, error) {
 
 // PutPartition creates or replaces a partition record. It is durable when it
 // returns.
-func (c *Catalog) PutPartition(p Partition) error {
+func (c *Catalog) PutPartition(p Partition) error { return c.putPartition(p, pebble.Sync) }
+
+// PutPartitionUnsynced is PutPartition without waiting for the disk, for a
+// caller that makes a burst of records durable with one Sync.
+func (c *Catalog) PutPartitionUnsynced(p Partition) error { return c.putPartition(p, pebble.NoSync) }
+
+func (c *Catalog) putPartition(p Partition, sync *pebble.WriteOptions) error {
 	if err := checkPartitionID(p.Topic, p.Partition); err != nil {
 		return err
 	}
@@ -209,7 +215,7 @@ func (c *Catalog) PutPartition(p Partition) error {
 	defer c.mu.RUnlock()
 	c.partMu.Lock()
 	defer c.partMu.Unlock()
-	if err := c.db.Set(partitionKey(p.Topic, p.Partition), appendPartition(nil, &p), pebble.Sync); err != nil {
+	if err := c.db.Set(partitionKey(p.Topic, p.Partition), appendPartition(nil, &p), sync); err != nil {
 		return fmt.Errorf("catalog: put partition %s/%d: %w", p.Topic, p.Partition, err)
 	}
 	return nil

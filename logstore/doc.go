@@ -22,6 +22,15 @@
 // IndexIntervalBytes of log; the .timeindex maps max timestamp so far ->
 // relative offset (int64, uint32) at the same points.
 //
+// # Descriptors and mappings
+//
+// Log files are opened through each shard's bounded cache (files.go,
+// Options.MaxOpenLogs) and indexes keep their mapping but no descriptor,
+// so the partition count is not bounded by the open file limit. A create
+// that would take the index mappings past three quarters of
+// vm.max_map_count, or past Options.MaxPartitions, is refused with
+// ErrTooManyPartitions before anything is written (limits.go).
+//
 // # Durability and recovery
 //
 // The catalog (package catalog) records every segment. Catalog records are

@@ -51,6 +51,12 @@ var (
 	// ErrInvalidProducerEpoch: the batch's producer epoch is older than the
 	// partition has seen for that producer id (the producer was fenced).
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	// ErrTooManyPartitions: creating the partition would take the node past
+	// its partition budget (Options.MaxPartitions, or the index mappings
+	// vm.max_map_count leaves room for). Nothing is written; the partitions
+	// already there are unaffected. The gateway answers it as a policy
+	// violation: the placement should choose another node.
+	ErrTooManyPartitions = errors.New("partition budget of this node exceeded")
 	// ErrClosed: the store is shutting down or closed.
 	ErrClosed = errors.New("store closed")
 )

@@ -14,8 +14,13 @@ import (
 // appends are plain stores into the mapping with no syscall; on seal (and on
 // clean close) it is truncated to the used length. Only the owning shard
 // goroutine touches it.
+//
+// It holds no descriptor: the mapping outlives the one it was made from,
+// and the rare calls that need the file (reserve, seal) open it by path.
+// Two descriptors per segment held for its life capped a node at a third
+// of its file limit in partitions.
 type mmapIndex struct {
-	f       *os.File
+	path    string
 	data    []byte // the mapping; len = mapped size
 	width   int    // bytes per entry
 	entries int
@@ -48,9 +53,9 @@ func openIndex(path string, width, maxBytes int, writable bool) (*mmapIndex, err
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close() // the mapping stays valid without it
 	st, err := f.Stat()
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	size := int(st.Size())
@@ -58,13 +63,12 @@ func openIndex(path string, width, maxBytes int, writable bool) (*mmapIndex, err
 		maxBytes -= maxBytes % width
 		if size < maxBytes {
 			if err := f.Truncate(int64(maxBytes)); err != nil {
-				f.Close()
 				return nil, err
 			}
 			size = maxBytes
 		}
 	}
-	idx := &mmapIndex{f: f, width: width}
+	idx := &mmapIndex{path: path, width: width}
 	if size == 0 {
 		return idx, nil
 	}
@@ -72,9 +76,8 @@ func openIndex(path string, width, maxBytes int, writable bool) (*mmapIndex, err
 	if writable {
 		prot |= unix.PROT_WRITE
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, size, prot, unix.MAP_SHARED)
+	data, err := mmap(int(f.Fd()), size, prot)
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
 	if writable {
@@ -106,13 +109,18 @@ func (x *mmapIndex) reserve(entries int) error {
 		return nil
 	}
 	to := min((need+indexReserveChunk-1)/indexReserveChunk*indexReserveChunk, len(x.data))
-	err := unix.Fallocate(int(x.f.Fd()), unix.FALLOC_FL_KEEP_SIZE, int64(x.reserved), int64(to-x.reserved))
+	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("reserve %d bytes of %s: %w", to-x.reserved, x.path, err)
+	}
+	err = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, int64(x.reserved), int64(to-x.reserved))
+	f.Close()
 	switch {
 	case errors.Is(err, unix.EOPNOTSUPP):
 		x.noReserve = true // as before: blocks are allocated on first store
 		return nil
 	case err != nil:
-		return fmt.Errorf("reserve %d bytes of %s: %w", to-x.reserved, x.f.Name(), err)
+		return fmt.Errorf("reserve %d bytes of %s: %w", to-x.reserved, x.path, err)
 	}
 	x.reserved = to
 	return nil
@@ -289,47 +297,47 @@ func (x *mmapIndex) trim() error {
 // and recovery rebuilds a sealed index whose file was never shrunk.
 func (x *mmapIndex) seal() (indexShrink, error) {
 	used := x.entries * x.width
-	// A duplicate descriptor, so the shrink reaches this file even after
+	// A descriptor of its own, so the shrink reaches this file even after
 	// the index is closed, its segment removed and its base reused.
-	fd, err := unix.Dup(int(x.f.Fd()))
+	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
 	if err != nil {
-		return indexShrink{}, fmt.Errorf("dup %s: %w", x.f.Name(), err)
+		return indexShrink{}, fmt.Errorf("open %s to seal it: %w", x.path, err)
 	}
+	fd := int(f.Fd())
 	if x.data != nil {
-		if err := unix.Munmap(x.data); err != nil {
-			unix.Close(fd)
+		if err := munmap(x.data); err != nil {
+			f.Close()
 			return indexShrink{}, err
 		}
 		x.data = nil
 	}
 	if used > 0 {
-		data, err := unix.Mmap(int(x.f.Fd()), 0, used, unix.PROT_READ, unix.MAP_SHARED)
+		data, err := mmap(fd, used, unix.PROT_READ)
 		if err != nil {
-			unix.Close(fd)
-			return indexShrink{}, fmt.Errorf("mmap %s: %w", x.f.Name(), err)
+			f.Close()
+			return indexShrink{}, fmt.Errorf("mmap %s: %w", x.path, err)
 		}
 		x.data = data
 	}
-	return indexShrink{fd: fd, size: int64(used), name: x.f.Name()}, nil
+	return indexShrink{f: f, size: int64(used)}, nil
 }
 
 // indexShrink cuts an index file to its used entries. ext4 takes ~0.7 ms
 // to truncate a freshly written index (measured on this project's VM), two
 // per roll, which the produce path should not wait out.
 type indexShrink struct {
-	fd   int
+	f    *os.File
 	size int64
-	name string
 }
 
-// run shrinks the file and closes the duplicate descriptor.
+// run shrinks the file and closes the descriptor seal opened for it.
 func (j indexShrink) run() error {
-	err := unix.Ftruncate(j.fd, j.size)
-	if cerr := unix.Close(j.fd); err == nil {
+	err := j.f.Truncate(j.size)
+	if cerr := j.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("shrink %s: %w", j.name, err)
+		return fmt.Errorf("shrink %s: %w", j.f.Name(), err)
 	}
 	return nil
 }
@@ -344,11 +352,8 @@ func (x *mmapIndex) sync() error {
 func (x *mmapIndex) close() error {
 	var err error
 	if x.data != nil {
-		err = unix.Munmap(x.data)
+		err = munmap(x.data)
 		x.data = nil
-	}
-	if cerr := x.f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

@@ -47,6 +47,15 @@ type Options struct {
 
 	Defaults PartitionConfig // topic defaults for CreatePartition
 
+	// MaxOpenLogs bounds the segment log files held open across the
+	// shards; others are opened when used (files.go). Default: half of
+	// what RLIMIT_NOFILE leaves after 1,024 for everything else.
+	MaxOpenLogs int
+	// MaxPartitions refuses creates past this many partitions with
+	// ErrTooManyPartitions; 0 leaves only the limit vm.max_map_count sets
+	// (limits.go).
+	MaxPartitions int
+
 	Catalog *catalog.Catalog // required: the segment catalog
 	Cold    ColdTier         // optional cold tier reads; nil = local only
 	Tier    Tier             // optional tiering daemon; nil = nothing is uploaded
@@ -87,6 +96,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.RetentionCheckInterval <= 0 {
 		o.RetentionCheckInterval = 30 * time.Second
+	}
+	if o.MaxOpenLogs <= 0 {
+		o.MaxOpenLogs = defaultMaxOpenLogs()
+	}
+	if o.MaxPartitions < 0 {
+		return fmt.Errorf("%w: MaxPartitions %d", ErrInvalidRequest, o.MaxPartitions)
 	}
 	if o.ProducerIDExpiration <= 0 {
 		o.ProducerIDExpiration = 24 * time.Hour

@@ -89,19 +89,36 @@ func decodeConfig(b []byte, d PartitionConfig) PartitionConfig {
 // createPartition makes the partition's directory, catalog record and first
 // segment. The catalog is written first: a crash before the files exist
 // leaves a record that load() completes; a crash after leaves nothing stray.
+// The record is written unsynced: the shard syncs the catalog once for the
+// creates it handled together before it acknowledges them (ackCreates).
+//
+// A create that fails after the record is written takes the record and the
+// directory back out: a half-made partition must not stay for every later
+// start to trip over.
 func createPartition(s *shard, topic string, id int32, cfg PartitionConfig) (*partition, error) {
 	opts := s.opts
+	if err := s.budget.admit(topic, id); err != nil {
+		return nil, err
+	}
 	p := &partition{topic: topic, id: id, dir: partitionDir(opts.Dir, topic, id), cfg: cfg.withDefaults(opts.Defaults),
 		fresh: readHold{base: -1}, hold: readHold{base: -1}}
-	if err := opts.Catalog.PutPartition(catalog.Partition{Topic: topic, Partition: id, Config: encodeConfig(p.cfg),
+	if err := opts.Catalog.PutPartitionUnsynced(catalog.Partition{Topic: topic, Partition: id, Config: encodeConfig(p.cfg),
 		CreatedAt: time.Now().UnixNano()}); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, err
+	err := os.MkdirAll(p.dir, 0o755)
+	if err == nil {
+		err = p.roll(s, 0)
 	}
-	if err := p.roll(s, 0); err != nil {
-		return nil, err
+	if err != nil {
+		p.close()
+		if derr := opts.Catalog.DeletePartition(topic, id); derr != nil {
+			// Open completes a partition whose record has no files.
+			opts.Logger.Warn("undoing a failed partition create", "topic", topic, "partition", id, "err", derr)
+		} else {
+			_ = os.RemoveAll(p.dir)
+		}
+		return nil, fmt.Errorf("create %s/%d: %w", topic, id, err)
 	}
 	return p, nil
 }
@@ -169,6 +186,7 @@ func (p *partition) roll(s *shard, base int64) error {
 	if err != nil {
 		return err
 	}
+	s.files.adopt(seg)
 	p.segs = append(p.segs, seg)
 	return nil
 }
@@ -312,6 +330,7 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 			p.close()
 			return nil, fmt.Errorf("recover %s/%d segment %d: %w", p.topic, p.id, base, err)
 		}
+		s.files.adopt(seg)
 		if len(p.segs) > 0 && p.segs[len(p.segs)-1].next != seg.base && seg.size > 0 {
 			opts.Logger.Warn("gap between segments", "topic", p.topic, "partition", p.id,
 				"prev_end", p.segs[len(p.segs)-1].next, "base", seg.base)
@@ -328,7 +347,9 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 			}
 		}
 		if !known || r.State != st || r.EndOffset != seg.next || r.Bytes != seg.size {
-			if err := opts.Catalog.PutSegment(p.record(seg, st)); err != nil {
+			// Unsynced: what it records is on disk, so a crash before the
+			// load's one sync (shard.load) only makes the next start redo it.
+			if err := opts.Catalog.PutSegmentUnsynced(p.record(seg, st)); err != nil {
 				p.close()
 				return nil, err
 			}
@@ -440,6 +461,9 @@ func (p *partition) deleteOldest(s *shard, keep func(seg *segment, remaining int
 // (recs given) then drops the records, or asks tierd to delete their
 // objects first. Snapshots below first go too.
 func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []catalog.Segment) {
+	for _, seg := range gone {
+		s.files.forget(seg) // the chore goroutine closes it, outside the cache
+	}
 	s.later(func() {
 		log := s.opts.Logger
 		if err := s.opts.Catalog.Sync(); err != nil {

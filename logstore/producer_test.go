@@ -57,7 +57,7 @@ func TestIdempotentProducer(t *testing.T) {
 
 	// The state survives a restart, rebuilt from snapshots and the tail.
 	ts = ts.reopen(t)
-	defer ts.close(t)
+	defer func() { ts.close(t) }() // ts is reopened below
 	res, err = ts.Produce(ctx, &ProduceRequest{Topic: "i", Partition: 0, Records: idemBatch(7, 0, seq-3, 3)})
 	if err != nil || res.BaseOffset != offsets[len(offsets)-1] {
 		t.Fatalf("duplicate after restart: %+v %v, want %d", res, err, offsets[len(offsets)-1])

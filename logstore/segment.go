@@ -18,7 +18,9 @@ import (
 
 // segment is one file of a partition's log plus its two sparse indexes. It
 // is owned by its partition's shard goroutine; only the log file handle is
-// shared (reference-counted) with fetch results in flight.
+// shared (reference-counted) with fetch results in flight. The log is open
+// only while the shard's file cache keeps it (files.go): use file(), not
+// ref.
 type segment struct {
 	base int64 // first offset the segment may hold
 	next int64 // offset after the last batch written
@@ -29,7 +31,7 @@ type segment struct {
 	durable int64
 
 	logPath string
-	log     *fileRef
+	ref     *fileRef // nil while the cache has the log closed
 	idx     *mmapIndex
 	tidx    *mmapIndex
 	sealed  bool
@@ -38,6 +40,11 @@ type segment struct {
 	minTs, maxTs int64
 	maxTsOffset  int64
 	sinceIndex   int // log bytes since the last offset index entry
+
+	// files is the shard's log file cache holding this segment (nil for
+	// one outside it, which keeps its log open until closeFiles).
+	files            *logFiles
+	lruPrev, lruNext *segment
 
 	// cloud is the segment's cloud pointer (SegmentID, ObjectKey, ...) as
 	// recorded in the catalog; ObjectKey is empty until tierd uploads it.
@@ -71,7 +78,7 @@ func createSegment(dir string, base int64, opts *Options) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: time.Now(),
+	s := &segment{base: base, next: base, logPath: logPath, ref: newFileRef(f), created: time.Now(),
 		minTs: -1, maxTs: -1, maxTsOffset: -1}
 	// Stale indexes from an earlier incarnation of this base must not be
 	// reused; O_TRUNC on the log alone would leave them pointing at nothing.
@@ -106,7 +113,11 @@ func (s *segment) appendBatches(buf []byte, indexInterval int) error {
 	if err := s.reserveIndexes(int64(len(buf)), indexInterval); err != nil {
 		return err
 	}
-	fd := int(s.log.f.Fd())
+	ref, err := s.file()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	fd := int(ref.f.Fd())
 	for n := 0; n < len(buf); {
 		w, err := unix.Pwrite(fd, buf[n:], pos+int64(n))
 		if err == nil && w == 0 {
@@ -171,7 +182,11 @@ func (s *segment) indexFull() bool { return s.idx.full() || s.tidx.full() }
 
 // readHeader reads the fixed batch header at pos into scratch.
 func (s *segment) readHeader(pos int64, scratch []byte) (BatchHeader, error) {
-	n, err := s.log.f.ReadAt(scratch[:BatchHeaderSize], pos)
+	ref, err := s.file()
+	if err != nil {
+		return BatchHeader{}, fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	n, err := ref.f.ReadAt(scratch[:BatchHeaderSize], pos)
 	if n < BatchHeaderSize {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -245,7 +260,7 @@ func (s *segment) findTimestamp(ts, limit int64, scratch []byte) (off, foundTs i
 		if h.MaxTimestamp >= ts {
 			if h.Compression() == 0 {
 				body := make([]byte, h.Length)
-				if _, err := s.log.f.ReadAt(body, pos); err == nil {
+				if _, err := s.ref.f.ReadAt(body, pos); err == nil { // readHeader opened it
 					if o, t, found := recordAtTime(body, &h, ts); found {
 						return o, t, true, nil
 					}
@@ -290,7 +305,11 @@ func (s *segment) sealLater() ([]indexShrink, error) {
 
 // syncData makes the log and the index mappings durable.
 func (s *segment) syncData() error {
-	if err := unix.Fdatasync(int(s.log.f.Fd())); err != nil {
+	ref, err := s.file()
+	if err != nil {
+		return err
+	}
+	if err := unix.Fdatasync(int(ref.f.Fd())); err != nil {
 		return err
 	}
 	if err := s.idx.sync(); err != nil {
@@ -306,8 +325,12 @@ func (s *segment) closeFiles() {
 	if s.tidx != nil {
 		_ = s.tidx.close()
 	}
-	if s.log != nil {
-		s.log.release()
+	if s.files != nil {
+		s.files.forget(s)
+	}
+	if s.ref != nil {
+		s.ref.release()
+		s.ref = nil
 	}
 }
 
@@ -407,7 +430,7 @@ func recoverSegment(dir string, base int64, opts *Options, full, active bool) (*
 		f.Close()
 		return nil, err
 	}
-	s := &segment{base: base, next: base, logPath: logPath, log: newFileRef(f), created: st.ModTime(),
+	s := &segment{base: base, next: base, logPath: logPath, ref: newFileRef(f), created: st.ModTime(),
 		minTs: -1, maxTs: -1, maxTsOffset: -1}
 	if !full {
 		if err := s.loadSealedIndexes(idxPath, tidxPath, st.Size(), opts); err == nil {
@@ -500,13 +523,13 @@ func (s *segment) rebuild(idxPath, tidxPath string, size int64, opts *Options, a
 	if err := s.reserveIndexes(size, opts.IndexIntervalBytes); err != nil {
 		return err
 	}
-	res := scanLog(s.log.f, size, s.base, func(h *BatchHeader, pos int64) {
+	res := scanLog(s.ref.f, size, s.base, func(h *BatchHeader, pos int64) {
 		s.indexBatch(h.BaseOffset, h.LastOffset(), pos, h.MaxTimestamp, int(h.Length), opts.IndexIntervalBytes)
 	})
 	if res.tornAt != nil {
 		opts.Logger.Warn("truncating torn segment tail", "segment", s.logPath, "valid_bytes", res.validSize,
 			"file_bytes", size, "reason", res.tornAt)
-		if err := s.log.f.Truncate(res.validSize); err != nil {
+		if err := s.ref.f.Truncate(res.validSize); err != nil {
 			return err
 		}
 	}

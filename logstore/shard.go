@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"runtime"
@@ -164,6 +165,17 @@ type shard struct {
 	wg      sync.WaitGroup
 
 	lastAppendLog int64 // unix nanoseconds; see logAppendError
+
+	createAcks []*request // creates done, waiting for ackCreates
+
+	files   *logFiles   // the shard's open log files
+	budget  *budget     // the store's, shared by its shards
+	limiter *logLimiter // for lines a failing disk would repeat per request
+}
+
+// logLimited logs an error at most once a second per key (see logLimiter).
+func (s *shard) logLimited(key, msg string, args ...any) {
+	s.limiter.log(s.opts.Logger, slog.LevelError, key, msg, args...)
 }
 
 func newShard(id int, opts *Options) *shard {
@@ -177,6 +189,8 @@ func newShard(id int, opts *Options) *shard {
 		wb:       make(chan wbJob, 64),
 		wbDone:   make(chan struct{}),
 		chores:   make(chan func(), 1024),
+		files:    newLogFiles(max(1, opts.MaxOpenLogs/max(1, opts.Shards))),
+		limiter:  newLogLimiter(time.Second),
 	}
 }
 
@@ -300,24 +314,35 @@ func (s *shard) paceWriteback(p *partition, seg *segment) {
 // queueWriteback hands j to the writeback goroutine, or runs it here when
 // that goroutine is behind.
 func (s *shard) queueWriteback(p *partition, seg *segment, j wbJob) {
-	if seg.log.wb == nil {
+	ref, err := seg.file()
+	if err != nil {
+		// The pages stay dirty; the kernel writes them back itself, and
+		// an error there reaches the next fdatasync.
+		s.logLimited("writeback-open", "opening a log for writeback", "segment", seg.logPath, "err", err)
+		return
+	}
+	if ref.wb == nil {
 		f, err := os.Open(seg.logPath)
 		if err != nil {
 			// Writeback shares the log's descriptor, and may then hide
 			// an error from the next fdatasync (see fileRef.wb).
-			s.opts.Logger.Warn("opening a log for writeback", "segment", seg.logPath, "err", err)
+			s.logLimited("writeback-open", "opening a log for writeback", "segment", seg.logPath, "err", err)
 			f = nil
 		}
-		seg.log.wb = f
+		ref.wb = f
+		if f != nil && seg.files != nil {
+			seg.files.grew(seg)
+		}
 	}
-	seg.log.acquire() // released by the writeback goroutine, after the syscalls
+	j.ref = ref
+	ref.acquire() // released by the writeback goroutine, after the syscalls
 	select {
 	case s.wb <- j:
 	default:
 		if err := j.run(); err != nil {
 			s.failStorage(p, err)
 		}
-		seg.log.release()
+		ref.release()
 	}
 }
 
@@ -347,6 +372,7 @@ func (s *shard) run(ctx context.Context) {
 				}
 				break
 			}
+			s.ackCreates()
 			if s.opts.Flush == FlushAlways {
 				s.startSync()
 			}
@@ -366,6 +392,24 @@ func (s *shard) run(ctx context.Context) {
 	}
 }
 
+// ackCreates makes the creates handled since the last call durable with
+// one catalog sync and answers them: a sync per create made creating
+// thousands of partitions wait on thousands of syncs.
+func (s *shard) ackCreates() {
+	if len(s.createAcks) == 0 {
+		return
+	}
+	err := s.opts.Catalog.Sync()
+	if err != nil {
+		err = fmt.Errorf("%w: making partition creates durable: %w", ErrStorage, err)
+	}
+	for i, r := range s.createAcks {
+		r.finish(err)
+		s.createAcks[i] = nil
+	}
+	s.createAcks = s.createAcks[:0]
+}
+
 func (s *shard) markDirty(p *partition) {
 	if !p.dirty {
 		p.dirty = true
@@ -380,6 +424,7 @@ func (s *shard) startSync() {
 	b := s.spare
 	s.spare = nil
 	b.items = b.items[:0]
+	var retry []*partition
 	for i, p := range s.dirty {
 		s.dirty[i] = nil
 		p.dirty = false
@@ -387,10 +432,20 @@ func (s *shard) startSync() {
 			continue
 		}
 		seg := p.active()
-		seg.log.acquire()
-		b.items = append(b.items, syncItem{p: p, seg: seg, ref: seg.log, size: seg.size, next: seg.next})
+		ref, err := seg.file()
+		if err != nil {
+			// Descriptors run short; the next sync tries again.
+			s.logLimited("sync-open", "opening a log to sync it", "segment", seg.logPath, "err", err)
+			retry = append(retry, p)
+			continue
+		}
+		ref.acquire()
+		b.items = append(b.items, syncItem{p: p, seg: seg, ref: ref, size: seg.size, next: seg.next})
 	}
 	s.dirty = s.dirty[:0]
+	for _, p := range retry {
+		s.markDirty(p)
+	}
 	s.inFlight = true
 	s.syncReq <- b
 }
@@ -455,7 +510,11 @@ func (s *shard) handle(r *request) {
 	case reqListOffsets:
 		r.finish(s.listOffsets(r))
 	case reqCreate:
-		r.finish(s.create(r))
+		if err := s.create(r); err != nil {
+			r.finish(err)
+		} else {
+			s.createAcks = append(s.createAcks, r)
+		}
 	case reqDelete:
 		r.finish(s.deletePartition(r))
 	case reqDescribe:
@@ -494,13 +553,23 @@ func (p *partition) describe() PartitionInfo {
 		LogEndOffset: p.leo(), Size: p.size(), Segments: len(p.segs), Config: p.cfg}
 }
 
+// load recovers the shard's partitions, then syncs the catalog once for
+// all the records recovery rewrote, before tierd hears of any segment.
 func (s *shard) load(metas []catalog.Partition) error {
+	loaded := make([]*partition, 0, len(metas))
 	for _, m := range metas {
 		p, err := loadPartition(s, m)
 		if err != nil {
 			return err
 		}
 		s.parts[partKey{p.topic, p.id}] = p
+		s.budget.partitions.Add(1)
+		loaded = append(loaded, p)
+	}
+	if err := s.opts.Catalog.Sync(); err != nil {
+		return fmt.Errorf("sync the catalog after recovery: %w", err)
+	}
+	for _, p := range loaded {
 		s.sendLoadNotes(p)
 	}
 	return nil
@@ -515,6 +584,7 @@ func (s *shard) create(r *request) error {
 		return err
 	}
 	s.parts[partKey{p.topic, p.id}] = p
+	s.budget.partitions.Add(1)
 	return nil
 }
 
@@ -540,6 +610,7 @@ func (s *shard) deletePartition(r *request) error {
 		return err
 	}
 	delete(s.parts, partKey{p.topic, p.id})
+	s.budget.partitions.Add(-1)
 	p.deleted = true
 	s.drainChores()
 	for _, w := range p.waitAcks {
@@ -618,7 +689,9 @@ func (s *shard) produce(r *request) {
 		// last good size keeps the log valid for the next append.
 		// appendBatches changes the segment's state only after a whole
 		// write, so nothing else needs undoing.
-		_ = seg.log.f.Truncate(seg.size)
+		if ref, ferr := seg.file(); ferr == nil {
+			_ = ref.f.Truncate(seg.size)
+		}
 		s.logAppendError(p, err)
 		r.finish(err)
 		return
@@ -764,8 +837,13 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 					n = int64(h.Length)
 				}
 			}
-			seg.log.acquire()
-			res.Records = Records{File: seg.log.f, Pos: pos, Len: int(n), ref: seg.log}
+			ref, err := seg.file()
+			if err != nil {
+				res.Err = fmt.Errorf("%w: %w", ErrStorage, err)
+				return
+			}
+			ref.acquire()
+			res.Records = Records{File: ref.f, Pos: pos, Len: int(n), ref: ref}
 			if pos < seg.dropPos && p.failed.Load() == nil {
 				// Not after a failed write: the pages may hold the only
 				// good copy of what the disk lost.

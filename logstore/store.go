@@ -59,6 +59,7 @@ func Open(opts Options) (*Store, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	st := &Store{opts: opts, cancel: cancel, closed: make(chan struct{})}
 	st.shards = make([]*shard, opts.Shards)
+	b := &budget{maxPartitions: opts.MaxPartitions, maxMaps: defaultMapBudget()}
 	perShard := make([][]catalog.Partition, opts.Shards)
 	for _, m := range metas {
 		i := ShardFor(m.Topic, m.Partition, opts.Shards)
@@ -66,6 +67,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	for i := range st.shards {
 		st.shards[i] = newShard(i, &st.opts)
+		st.shards[i].budget = b
 		st.shards[i].start(ctx)
 	}
 	var errs []error

@@ -113,7 +113,7 @@ func TestProduceFetchRoundTrip(t *testing.T) {
 	for _, policy := range []FlushPolicy{FlushNone, FlushInterval, FlushAlways} {
 		t.Run(string(policy), func(t *testing.T) {
 			ts := openTestStore(t, t.TempDir(), func(o *Options) { o.Flush = policy; o.FlushInterval = 5 * time.Millisecond })
-			defer ts.close(t)
+			defer func() { ts.close(t) }() // ts is reopened below
 			ctx := context.Background()
 			if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
 				t.Fatal(err)
@@ -242,7 +242,7 @@ func TestBadInput(t *testing.T) {
 
 func TestRollRetentionDeleteRecords(t *testing.T) {
 	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.RetentionCheckInterval = time.Hour })
-	defer ts.close(t)
+	defer func() { ts.close(t) }() // ts is reopened below
 	ctx := context.Background()
 	cfg := PartitionConfig{SegmentBytes: 4096, RetentionBytes: 3 * 4096, RetentionMs: -1}
 	if err := ts.CreatePartition(ctx, "r", 0, cfg); err != nil {
@@ -489,7 +489,7 @@ func TestDeletePartitionAndOrphans(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(dir, "logs", "ghost-0"), 0o755)
 	ts = ts.reopen(t)
-	defer ts.close(t)
+	defer func() { ts.close(t) }() // ts is reopened below
 	parts, _ := ts.ListPartitions(ctx)
 	if len(parts) != 2 {
 		t.Fatalf("partitions after restart: %+v", parts)

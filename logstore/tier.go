@@ -206,6 +206,10 @@ func (sh *shard) restore(topic string, partition int32, cfg PartitionConfig, log
 		return err
 	}
 	sh.parts[partKey{topic, partition}] = p
+	sh.budget.partitions.Add(1)
+	if err := c.Sync(); err != nil { // loadPartition's records, before tierd hears of them
+		return err
+	}
 	sh.sendLoadNotes(p)
 	return nil
 }
@@ -242,6 +246,7 @@ func (s *Store) AdoptSegment(ctx context.Context, topic string, id int32, base i
 		if err != nil {
 			return err
 		}
+		sh.files.adopt(seg)
 		if seg.next != rec.EndOffset || seg.size != rec.Bytes {
 			seg.remove()
 			return fmt.Errorf("%w: rehydrated %s/%d segment %d holds offsets to %d (%d bytes), catalog says %d (%d bytes)",

@@ -61,7 +61,7 @@ const readerHold = 30 * time.Second
 // to wait for (what earlier steps started), and the range to drop.
 type wbJob struct {
 	p                 *partition // whose failed a failure sets; nothing else of it is touched
-	ref               *fileRef   // the log file; held until the syscalls are done
+	ref               *fileRef   // the log file (set by queueWriteback); held until the syscalls are done
 	syncFrom, syncLen int64
 	waitFrom, waitLen int64
 	dropFrom, dropLen int64
@@ -95,7 +95,7 @@ func (p *partition) writebackStep(s *segment, window, now int64) (wbJob, bool) {
 	if s.size-s.wbPos < window {
 		return wbJob{}, false
 	}
-	j := wbJob{p: p, ref: s.log, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
+	j := wbJob{p: p, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
 		waitFrom: s.wbWait, waitLen: s.wbPos - s.wbWait}
 	s.wbWait = s.wbPos
 	switch {
@@ -134,7 +134,7 @@ func (p *partition) finalWriteback(s *segment) (wbJob, bool) {
 	if s.wbWait >= s.size {
 		return wbJob{}, false
 	}
-	j := wbJob{p: p, ref: s.log, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
+	j := wbJob{p: p, syncFrom: s.wbPos, syncLen: s.size - s.wbPos,
 		waitFrom: s.wbWait, waitLen: s.size - s.wbWait}
 	s.wbPos, s.wbWait = s.size, s.size
 	return j, true
