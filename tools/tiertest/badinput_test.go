@@ -50,6 +50,24 @@ func setArg(args []string, flag, value string) []string {
 	return out
 }
 
+// waitUploadFailed waits until the node logs an upload that reached the
+// bucket and failed, so that a test checking that nothing was uploaded
+// checks after an attempt, not after a guessed delay.
+func (n *node) waitUploadFailed(timeout time.Duration) {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		log := n.logText()
+		if strings.Contains(log, "tier job failed") || strings.Contains(log, "object store operation failed") {
+			return
+		}
+		if time.Now().After(deadline) {
+			n.t.Fatalf("after %v no failed upload is logged:\n%s", timeout, tail(log, 20))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestS3MissingBucketThenCreated: serve starts although its bucket does
 // not exist, says so, and produce works; once the bucket is created,
 // uploads catch up and nothing is lost.
@@ -67,7 +85,7 @@ func TestS3MissingBucketThenCreated(t *testing.T) {
 	const topic = "nobucket"
 	createTopic(t, n.kafka, topic, 2, map[string]*string{"segment.bytes": ptr("262144"), "local.retention.bytes": ptr("262144")})
 	want := produce(t, n.kafka, topic, 2, 4<<20, 4<<10)
-	time.Sleep(time.Second)
+	n.waitUploadFailed(time.Minute)
 	for _, s := range n.segments(topic) {
 		if s.ObjectKey != "" {
 			t.Fatalf("segment %d uploaded to a bucket that does not exist", s.BaseOffset)
@@ -100,7 +118,7 @@ func TestS3WrongCredentials(t *testing.T) {
 	createTopic(t, n.kafka, topic, 1, map[string]*string{"segment.bytes": ptr("262144"), "local.retention.bytes": ptr("262144")})
 	want := produce(t, n.kafka, topic, 1, 2<<20, 4<<10)
 	sameDigests(t, want, consumeAll(t, n.kafka, topic, want, time.Minute))
-	time.Sleep(time.Second)
+	n.waitUploadFailed(time.Minute)
 	for _, s := range n.segments(topic) {
 		if s.ObjectKey != "" || s.State == "remote" {
 			t.Fatalf("segment %d is %s with wrong credentials", s.BaseOffset, s.State)

@@ -32,6 +32,8 @@ func TestS3KillDuringUploads(t *testing.T) {
 		for n.metric("aerostream_tier_upload_backlog") <= 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
+		// Each round kills at a different depth into the uploads: the delay
+		// picks the crash point, it does not wait for anything.
 		time.Sleep(time.Duration(200+round*300) * time.Millisecond)
 		backlog := n.metric("aerostream_tier_upload_backlog")
 		n.kill()

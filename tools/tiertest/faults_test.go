@@ -183,7 +183,7 @@ func TestS3FaultsDoNotBlockProduce(t *testing.T) {
 				t.Errorf("background produce: %v", err)
 				return
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // paces the background load; it waits for nothing
 		}
 	}()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(n.kafka), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0))

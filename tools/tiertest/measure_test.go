@@ -323,7 +323,7 @@ func TestMeasureTieredProduce(t *testing.T) {
 				default:
 				}
 				_ = cl.ProduceSync(context.Background(), &kgo.Record{Topic: "p99", Value: v}).FirstErr()
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // paces the background load; it waits for nothing
 			}
 		}()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.kafka), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0))
