@@ -131,7 +131,7 @@ func TestPacerRealClock50k(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(run)
+	time.Sleep(run) // the window measured: the pacers run on the wall clock meanwhile
 	close(stop)
 	elapsed := time.Since(start)
 	wg.Wait()
