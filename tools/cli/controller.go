@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -133,7 +132,7 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 		SessionTimeout:    ms(cc.SessionTimeoutMs),
 		HeartbeatInterval: ms(cc.HeartbeatIntervalMs),
 		RaftTimeout:       ms(cc.RaftTimeoutMs),
-		TopicDefaults:     topicDefaults(cfg.TopicDefaults),
+		TopicDefaults:     cfg.TopicDefaults.KafkaConfigs(),
 		Logger:            logger,
 	})
 	if err != nil {
@@ -142,17 +141,12 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 	return c, nil
 }
 
-// topicDefaults turns [topic_defaults] into Kafka config names, which is
-// how the controller reports static defaults.
-func topicDefaults(td config.TopicDefaults) map[string]string {
-	i := func(n int64) string { return strconv.FormatInt(n, 10) }
-	return map[string]string{
-		"segment.bytes":     i(td.SegmentBytes),
-		"segment.ms":        i(td.SegmentMs),
-		"retention.ms":      i(td.RetentionMs),
-		"retention.bytes":   i(td.RetentionBytes),
-		"max.message.bytes": i(int64(td.MaxMessageBytes)),
-	}
+// storeDefaults is [topic_defaults] as a store applies it. The values
+// are integers checked against the registry by config.Validate, so
+// reading them cannot fail.
+func storeDefaults(td config.TopicDefaults) logstore.PartitionConfig {
+	pc, _ := partitionConfig(td.KafkaConfigs())
+	return pc
 }
 
 func splitAddrs(s string) []string {

@@ -413,15 +413,9 @@ func storeOptions(cfg config.Config, cat *catalog.Catalog, logger *slog.Logger) 
 		MaxIndexBytes:          l.MaxIndexBytes,
 		RetentionCheckInterval: ms(l.RetentionCheckIntervalMs),
 		ProducerIDExpiration:   ms(l.ProducerIDExpirationMs),
-		Defaults: logstore.PartitionConfig{
-			SegmentBytes:    td.SegmentBytes,
-			SegmentMs:       ms(td.SegmentMs),
-			RetentionMs:     ms(td.RetentionMs), // -1 stays negative: forever
-			RetentionBytes:  td.RetentionBytes,
-			MaxMessageBytes: td.MaxMessageBytes,
-		},
-		Catalog: cat,
-		Logger:  logger,
+		Defaults:               storeDefaults(td),
+		Catalog:                cat,
+		Logger:                 logger,
 	}
 }
 
