@@ -149,6 +149,8 @@ func TestCrashAckedRecordsSurvive(t *testing.T) {
 				}
 			}(p)
 		}
+		// A random moment into the produce load: the delay picks the crash
+		// point, it does not wait for anything.
 		time.Sleep(time.Duration(20+rng.Intn(400)) * time.Millisecond)
 		n.kill(t)
 		close(stop)
@@ -159,7 +161,7 @@ func TestCrashAckedRecordsSurvive(t *testing.T) {
 		n.start(t)
 		if round%4 == 3 {
 			// Also kill during recovery, before the store serves anything.
-			time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond)
+			time.Sleep(time.Duration(rng.Intn(30)) * time.Millisecond) // a random point in recovery
 			n.kill(t)
 			n.start(t)
 		}
