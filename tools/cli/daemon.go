@@ -208,6 +208,7 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	for _, name := range loaded.UnknownEnv {
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
+	logstore.RaiseFileLimit(logger) // before anything opens files: it sizes the log file cache
 	// Deferred first, so it runs last: after the store and catalog closed.
 	running := false
 	defer func() {
