@@ -17,8 +17,10 @@ import (
 // Produce: v3-v13.
 //
 // Each partition's records must be exactly one RecordBatch v2 (Kafka's rule
-// for v3+; INVALID_RECORD otherwise) no larger than the topic's
-// max.message.bytes (MESSAGE_TOO_LARGE). The batch goes to the store as it
+// for v3+; INVALID_RECORD otherwise). The store, which holds each
+// partition's effective configs, refuses one larger than max.message.bytes
+// (MESSAGE_TOO_LARGE); the gateway does not check it again with a value of
+// its own. The batch goes to the store as it
 // came: compressed batches stay compressed, and the store patches only the
 // base offset in. Partitions of one request are appended concurrently;
 // requests on one connection are served one after the other, so a
@@ -173,13 +175,10 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 }
 
 // checkBatch applies the checks that need the topic: the partition exists,
-// one batch, within max.message.bytes, not transactional.
+// one batch, not transactional.
 func (g *Gateway) checkBatch(t *Topic, partition int32, records []byte) error {
 	if partition < 0 || partition >= t.Partitions {
 		return fmt.Errorf("%w: %s has %d partitions", kerr.UnknownTopicOrPartition, t.Name, t.Partitions)
-	}
-	if max := g.maxMessageBytes(t); len(records) > max {
-		return fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ring.ErrMessageTooLarge, len(records), max)
 	}
 	if len(records) < 61 {
 		return fmt.Errorf("%w: %d bytes cannot hold a record batch", ring.ErrCorruptBatch, len(records))

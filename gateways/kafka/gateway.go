@@ -46,10 +46,6 @@ type Options struct {
 	// DefaultPartitions is num.partitions, for auto-created topics and
 	// CreateTopics with -1 partitions. Default 1.
 	DefaultPartitions int32
-	// DefaultMaxMessageBytes is the broker's message.max.bytes, the
-	// default of the topic config max.message.bytes. Default 1048588.
-	DefaultMaxMessageBytes int32
-
 	// OffsetsPartitions is offsets.topic.num.partitions, the partition
 	// count of __consumer_offsets when the gateway creates it. Default 8.
 	OffsetsPartitions int32
@@ -81,9 +77,6 @@ func (o *Options) setDefaults() error {
 	}
 	if o.DefaultPartitions <= 0 {
 		o.DefaultPartitions = 1
-	}
-	if o.DefaultMaxMessageBytes <= 0 {
-		o.DefaultMaxMessageBytes = 1048588
 	}
 	if o.OffsetsPartitions <= 0 {
 		o.OffsetsPartitions = 8

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -19,14 +18,18 @@ import (
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/topicconfig"
 )
 
 // memCluster is a single-node Cluster for the tests: topics in memory,
-// partitions created on the backend. It knows a few configs, enough to
-// exercise the config keys.
+// partitions created on the backend. Configs are the topicconfig
+// registry's, and reach the store as a controller's store agent sends
+// them (when setConfig is given).
 type memCluster struct {
 	backend ring.Backend
-	mu      struct {
+	// setConfig changes the config of a partition the store holds.
+	setConfig func(ctx context.Context, topic string, partition int32, cfg logstore.PartitionConfig) error
+	mu        struct {
 		sync.Mutex
 		topics  map[string]*Topic
 		broker  map[string]string
@@ -36,15 +39,9 @@ type memCluster struct {
 
 var _ Cluster = (*memCluster)(nil)
 
-var memConfigs = []struct {
-	name, def string
-	typ       ConfigType
-}{
-	{"cleanup.policy", "delete", ConfigTypeList},
-	{"max.message.bytes", "1048588", ConfigTypeInt},
-	{"retention.bytes", "-1", ConfigTypeLong},
-	{"retention.ms", "604800000", ConfigTypeLong},
-	{"segment.bytes", "134217728", ConfigTypeInt},
+var memConfigTypes = map[topicconfig.Type]ConfigType{
+	topicconfig.String: ConfigTypeString, topicconfig.Int: ConfigTypeInt, topicconfig.Long: ConfigTypeLong,
+	topicconfig.Boolean: ConfigTypeBoolean, topicconfig.List: ConfigTypeList,
 }
 
 func newMemCluster(b ring.Backend) *memCluster {
@@ -110,22 +107,61 @@ func (c *memCluster) Metadata(context.Context) (*Metadata, error) {
 	}), nil
 }
 
-func (c *memCluster) checkConfigs(set map[string]*string) error {
+// checkConfigs validates a change (nil: delete) and returns the values
+// normalized.
+func (c *memCluster) checkConfigs(set map[string]*string, broker bool) (map[string]string, error) {
+	out := map[string]string{}
 	for k, v := range set {
-		known := false
-		for _, mc := range memConfigs {
-			known = known || mc.name == k
+		if _, err := topicconfig.Find(k, broker); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
-		if !known {
-			return fmt.Errorf("%w: unknown config %q", ErrInvalidConfig, k)
+		if v != nil {
+			n, err := topicconfig.CheckOne(k, *v, broker)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+			}
+			out[k] = n
 		}
-		if v != nil && k != "cleanup.policy" {
-			if _, err := strconv.ParseInt(*v, 10, 64); err != nil {
-				return fmt.Errorf("%w: %s=%q is not a number", ErrInvalidConfig, k, *v)
+	}
+	return out, nil
+}
+
+// partitionConfig is what the store applies to t's partitions.
+func (c *memCluster) partitionConfigLocked(t *Topic) ring.PartitionConfig {
+	pc, err := logstore.PartitionConfigOf(topicconfig.Effective(t.Configs, c.mu.broker))
+	if err != nil {
+		panic(err) // validated above
+	}
+	return pc
+}
+
+// applyLocked sends the changed configs to the store, as the store agent
+// does for a controller.
+func (c *memCluster) applyLocked(ctx context.Context, ts ...*Topic) error {
+	if c.setConfig == nil {
+		return nil
+	}
+	for _, t := range ts {
+		pc := c.partitionConfigLocked(t)
+		for p := int32(0); p < t.Partitions; p++ {
+			if err := c.setConfig(ctx, t.Name, p, pc); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// changedLocked lists the topics a change of res touches.
+func (c *memCluster) changedLocked(res ConfigResource) []*Topic {
+	if res.Type == ConfigResourceTopic {
+		return []*Topic{c.mu.topics[res.Name]}
+	}
+	var out []*Topic
+	for _, t := range c.mu.topics {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (c *memCluster) CreateTopic(ctx context.Context, req CreateTopic) (Topic, error) {
@@ -138,7 +174,8 @@ func (c *memCluster) CreateTopic(ctx context.Context, req CreateTopic) (Topic, e
 	if req.ReplicationFactor != 1 {
 		return Topic{}, fmt.Errorf("%w: %d", ErrInvalidReplicationFactor, req.ReplicationFactor)
 	}
-	if err := c.checkConfigs(req.Configs); err != nil {
+	cfgs, err := c.checkConfigs(req.Configs, false)
+	if err != nil {
 		return Topic{}, err
 	}
 	c.mu.Lock()
@@ -146,18 +183,13 @@ func (c *memCluster) CreateTopic(ctx context.Context, req CreateTopic) (Topic, e
 	if c.mu.topics[req.Name] != nil {
 		return Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, req.Name)
 	}
-	t := &Topic{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: 1, Internal: req.Internal, Configs: map[string]string{}}
+	t := &Topic{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: 1, Internal: req.Internal, Configs: cfgs}
 	_, _ = rand.Read(t.ID[:])
-	for k, v := range req.Configs {
-		if v != nil {
-			t.Configs[k] = *v
-		}
-	}
 	if req.ValidateOnly {
 		return *t, nil
 	}
 	for p := int32(0); p < t.Partitions; p++ {
-		if err := c.backend.CreatePartition(ctx, t.Name, p, ring.PartitionConfig{MaxMessageBytes: 10 << 20}); err != nil {
+		if err := c.backend.CreatePartition(ctx, t.Name, p, c.partitionConfigLocked(t)); err != nil {
 			return Topic{}, err
 		}
 	}
@@ -195,7 +227,7 @@ func (c *memCluster) CreatePartitions(ctx context.Context, name string, count in
 		return nil
 	}
 	for p := t.Partitions; p < count; p++ {
-		if err := c.backend.CreatePartition(ctx, name, p, ring.PartitionConfig{}); err != nil {
+		if err := c.backend.CreatePartition(ctx, name, p, c.partitionConfigLocked(t)); err != nil {
 			return err
 		}
 	}
@@ -215,11 +247,16 @@ func (c *memCluster) DescribeConfigs(_ context.Context, res ConfigResource) ([]C
 		set = t.Configs
 	}
 	var out []ConfigEntry
-	for _, mc := range memConfigs {
-		def := mc.def
-		e := ConfigEntry{Name: mc.name, Value: &def, Source: ConfigSourceDefault, Type: mc.typ, Default: &def, Doc: "the " + mc.name}
-		if v, ok := set[mc.name]; ok {
-			v := v
+	for _, d := range topicconfig.Defs() {
+		name := d.Name
+		if res.Type == ConfigResourceBroker {
+			if name = d.Broker; name == "" {
+				continue
+			}
+		}
+		def := d.Default
+		e := ConfigEntry{Name: name, Value: &def, Source: ConfigSourceDefault, Type: memConfigTypes[d.Type], Default: &def, Doc: d.Doc}
+		if v, ok := set[name]; ok {
 			e.Value = &v
 			e.Source = ConfigSourceDynamicTopic
 			if res.Type == ConfigResourceBroker {
@@ -242,8 +279,9 @@ func (c *memCluster) configsOf(res ConfigResource) (map[string]string, error) {
 	return t.Configs, nil
 }
 
-func (c *memCluster) AlterConfigs(_ context.Context, res ConfigResource, set map[string]*string, validateOnly bool) error {
-	if err := c.checkConfigs(set); err != nil {
+func (c *memCluster) AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string, validateOnly bool) error {
+	next, err := c.checkConfigs(set, res.Type == ConfigResourceBroker)
+	if err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -255,20 +293,19 @@ func (c *memCluster) AlterConfigs(_ context.Context, res ConfigResource, set map
 	for k := range cur {
 		delete(cur, k)
 	}
-	for k, v := range set {
-		if v != nil {
-			cur[k] = *v
-		}
+	for k, v := range next {
+		cur[k] = v
 	}
-	return nil
+	return c.applyLocked(ctx, c.changedLocked(res)...)
 }
 
-func (c *memCluster) IncrementalAlterConfigs(_ context.Context, res ConfigResource, ops []ConfigOp, validateOnly bool) error {
+func (c *memCluster) IncrementalAlterConfigs(ctx context.Context, res ConfigResource, ops []ConfigOp, validateOnly bool) error {
 	set := map[string]*string{}
 	for _, op := range ops {
 		set[op.Name] = op.Value
 	}
-	if err := c.checkConfigs(set); err != nil {
+	norm, err := c.checkConfigs(set, res.Type == ConfigResourceBroker)
+	if err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -280,14 +317,14 @@ func (c *memCluster) IncrementalAlterConfigs(_ context.Context, res ConfigResour
 	for _, op := range ops {
 		switch op.Op {
 		case ConfigOpSet:
-			cur[op.Name] = *op.Value
+			cur[op.Name] = norm[op.Name]
 		case ConfigOpDelete:
 			delete(cur, op.Name)
 		default:
 			return fmt.Errorf("%w: op %d on %s", ErrInvalidConfig, op.Op, op.Name)
 		}
 	}
-	return nil
+	return c.applyLocked(ctx, c.changedLocked(res)...)
 }
 
 // testEnv is a gateway over a real store, on a loopback port.
@@ -317,6 +354,9 @@ func newTestEnv(t *testing.T, tweak ...func(*Options)) *testEnv {
 	e := &testEnv{t: t, dir: t.TempDir()}
 	e.openStore()
 	e.cluster = newMemCluster(e.backend)
+	e.cluster.setConfig = func(ctx context.Context, topic string, p int32, cfg logstore.PartitionConfig) error {
+		return e.store.SetPartitionConfig(ctx, topic, p, cfg)
+	}
 	e.start(tweak...)
 	t.Cleanup(e.close)
 	return e

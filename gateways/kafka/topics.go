@@ -84,16 +84,6 @@ func leaderFor(topic string, partition int32, brokers []Broker) int32 {
 	return brokers[h.Sum32()%uint32(len(brokers))].NodeID
 }
 
-// maxMessageBytes is the topic's max.message.bytes, or the broker default.
-func (g *Gateway) maxMessageBytes(t *Topic) int {
-	if v, ok := t.Configs["max.message.bytes"]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			return n
-		}
-	}
-	return int(g.opts.DefaultMaxMessageBytes)
-}
-
 // topicLookup resolves the topics of one request in one metadata
 // snapshot, taken at the first lookup, so that all its partitions see the
 // same metadata and no lookup takes a lock.
