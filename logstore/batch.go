@@ -207,8 +207,9 @@ func checkHeaderFields(h *BatchHeader) error {
 	return nil
 }
 
-// ValidateBatches validates a buffer holding one or more whole batches and
-// returns how many there are and the total record count.
+// ValidateBatches validates a buffer holding one or more whole batches,
+// records included (checkRecords), and returns how many there are and the
+// total record count. It is the check on what producers send.
 func ValidateBatches(b []byte) (batches int, records int64, err error) {
 	for len(b) > 0 {
 		h, err := ParseBatchHeader(b)
@@ -219,6 +220,9 @@ func ValidateBatches(b []byte) (batches int, records int64, err error) {
 			return batches, records, fmt.Errorf("%w: batch of %d bytes truncated to %d", ErrCorruptBatch, h.Length, len(b))
 		}
 		if _, err := ValidateBatch(b[:h.Length]); err != nil {
+			return batches, records, err
+		}
+		if err := checkRecords(&h, b[:h.Length]); err != nil {
 			return batches, records, err
 		}
 		batches++

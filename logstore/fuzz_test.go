@@ -36,7 +36,9 @@ func FuzzValidateBatch(f *testing.F) {
 		if _, err := ValidateBatch(c); err != nil {
 			t.Fatalf("patched batch rejected: %v", err)
 		}
-		if _, _, err := ValidateBatches(append(c, c...)); err != nil {
+		// ValidateBatches also walks the records, which ValidateBatch
+		// leaves alone.
+		if _, _, err := ValidateBatches(append(c, c...)); err != nil && checkRecords(&h, c) == nil {
 			t.Fatalf("two valid batches rejected: %v", err)
 		}
 	})
