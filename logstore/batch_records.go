@@ -173,7 +173,8 @@ func checkRecordBytes(r []byte, i int32) error {
 		r = r[l:]
 		return nil
 	}
-	r = r[1:] // attributes; a record has at least minRecordBody bytes
+	// Attributes: a record has at least minRecordBody bytes.
+	r = r[1:]
 	if _, err := field(); err != nil { // timestamp delta
 		return err
 	}
@@ -410,10 +411,10 @@ func (d *decompressor) reset(body []byte) error {
 // Java client), whose records may span blocks. Blocks decode one at a time
 // into a reused buffer.
 type snappyStream struct {
-	src  []byte // blocks not yet decoded
-	raw  bool   // src is one raw block
-	buf  []byte // reused decode buffer
-	out  []byte // decoded bytes not yet read
+	src []byte // blocks not yet decoded
+	raw bool   // src is one raw block
+	buf []byte // reused decode buffer
+	out []byte // decoded bytes not yet read
 }
 
 func (s *snappyStream) reset(body []byte) error {
