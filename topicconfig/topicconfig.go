@@ -153,7 +153,8 @@ func index(rows []Def) error {
 	return nil
 }
 
-// Defs lists every topic config, sorted by name.
+// Defs lists every topic config, sorted by name. The rows are the
+// registry's own: callers read them and never change them.
 func Defs() []*Def {
 	out := make([]*Def, 0, len(defs))
 	for i := range defs {
@@ -187,14 +188,6 @@ func BrokerNames() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Default returns a config's default; "" for an unknown name.
-func Default(name string) string {
-	if d := byName[name]; d != nil {
-		return d.Default
-	}
-	return ""
 }
 
 // Check validates v and returns its normal form; the error says what is
