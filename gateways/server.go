@@ -28,11 +28,13 @@ type Protocol interface {
 // called once, after the last of them has returned and the write goroutine
 // has written (or dropped) every response.
 type Session interface {
-	// ReadFrame reads one request frame of at most maxBytes bytes. An error
-	// ends the connection: one wrapping ErrFrameTooLarge or
-	// ErrMalformedFrame is logged as a protocol error, anything else (EOF,
-	// a reset) as the client going away.
-	ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error)
+	// ReadFrame reads one request frame of at most maxBytes bytes: its
+	// header from r, its body with r.Body, which bounds the memory a
+	// frame's claimed size can take. An error ends the connection: one
+	// wrapping ErrFrameTooLarge or ErrMalformedFrame is logged as a
+	// protocol error, anything else (EOF, a reset) as the client going
+	// away.
+	ReadFrame(r *FrameReader, maxBytes int) ([]byte, error)
 	// Handle serves one frame and returns the response to write, or nil
 	// when the request gets none. ctx ends when the connection closes or
 	// the server drains. A non-nil error closes the connection once what is
@@ -84,6 +86,11 @@ type Server struct {
 	// MaxFrameBytes bounds one request frame (Kafka's
 	// socket.request.max.bytes). Default 100 MiB.
 	MaxFrameBytes int
+	// MaxQueuedBytes bounds the request bytes read and in service over
+	// all connections at once (Kafka's queued.max.request.bytes); a
+	// connection waits to read a frame's body while they are spent.
+	// Default DefaultMaxQueuedBytes; negative means no bound.
+	MaxQueuedBytes int64
 	// MaxConns bounds the open connections; 0 means no bound.
 	MaxConns int
 	// IdleTimeout closes a connection that sends no request for this long
@@ -98,6 +105,7 @@ type Server struct {
 	QueueDepth int
 
 	nextID atomic.Uint64
+	budget atomic.Pointer[byteBudget] // set by Serve; nil without a bound
 	stats  struct {
 		conns, open, frames, protocolErrors, panics, sendfileBytes, copiedBytes atomic.Int64
 	}
@@ -112,11 +120,13 @@ type Stats struct {
 	Panics         int64 // connections closed because handling a frame panicked
 	SendfileBytes  int64 // file bytes written with sendfile(2)
 	CopiedBytes    int64 // file bytes written through a user-space buffer
+	QueuedBytes    int64 // request bytes reserved right now (MaxQueuedBytes)
+	QueueWaits     int64 // frames whose body waited for MaxQueuedBytes
 }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Connections:    s.stats.conns.Load(),
 		Open:           s.stats.open.Load(),
 		Frames:         s.stats.frames.Load(),
@@ -125,6 +135,10 @@ func (s *Server) Stats() Stats {
 		SendfileBytes:  s.stats.sendfileBytes.Load(),
 		CopiedBytes:    s.stats.copiedBytes.Load(),
 	}
+	if b := s.budget.Load(); b != nil {
+		st.QueuedBytes, st.QueueWaits = b.inUse(), b.waits.Load()
+	}
+	return st
 }
 
 // DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default.
@@ -171,6 +185,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("gateways: Server.Protocol is nil")
 	}
 	cfg := s.config()
+	var budget *byteBudget
+	switch q := s.MaxQueuedBytes; {
+	case q == 0:
+		budget = newByteBudget(DefaultMaxQueuedBytes)
+	case q > 0:
+		budget = newByteBudget(q)
+	}
+	s.budget.Store(budget)
 	connCtx, stopConns := context.WithCancel(ctx)
 	defer stopConns()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
@@ -215,7 +237,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			defer s.stats.open.Add(-1)
-			s.serveConn(connCtx, cfg, nc)
+			s.serveConn(connCtx, cfg, budget, nc)
 		}()
 	}
 	stopConns()
@@ -227,7 +249,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // serveConn runs one connection: this goroutine reads and handles, a
 // second one writes.
-func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Conn) {
+func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn) {
 	id := s.nextID.Add(1)
 	c := &Conn{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()}
 	c.Log = cfg.log.With("remote", nc.RemoteAddr().String(), "conn", id)
@@ -252,7 +274,7 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Co
 
 	sess, err := s.newSession(c)
 	if err == nil {
-		err = s.readLoop(ctx, cfg, nc, sess, out, writerDone)
+		err = s.readLoop(ctx, cfg, budget, nc, sess, out, writerDone)
 		defer sess.Close()
 	}
 	switch {
@@ -294,8 +316,9 @@ func (s *Server) newSession(c *Conn) (sess Session, err error) {
 	return s.Protocol.NewSession(c), nil
 }
 
-func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
-	br := bufio.NewReaderSize(nc, 64<<10)
+func (s *Server) readLoop(ctx context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
+	fr := &FrameReader{Reader: bufio.NewReaderSize(nc, 64<<10), ctx: ctx, budget: budget}
+	defer fr.done()
 	for {
 		if ctx.Err() != nil {
 			return ctx.Err() // draining: do not wait for another request
@@ -309,7 +332,7 @@ func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, se
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		frame, err := s.readFrame(sess, br, cfg.maxFrame)
+		frame, err := s.readFrame(sess, fr, cfg.maxFrame)
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(err, os.ErrDeadlineExceeded) {
 				return errIdle
@@ -324,6 +347,7 @@ func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, se
 		// long poll is not idleness.
 		_ = nc.SetReadDeadline(time.Time{})
 		resp, herr := s.handle(ctx, sess, frame)
+		fr.done()
 		if resp != nil {
 			select {
 			case out <- resp:
@@ -338,13 +362,13 @@ func (s *Server) readLoop(ctx context.Context, cfg serverConfig, nc net.Conn, se
 	}
 }
 
-func (s *Server) readFrame(sess Session, br *bufio.Reader, maxBytes int) (frame []byte, err error) {
+func (s *Server) readFrame(sess Session, fr *FrameReader, maxBytes int) (frame []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: reading a frame: %v\n%s", errPanic, r, debug.Stack())
 		}
 	}()
-	return sess.ReadFrame(br, maxBytes)
+	return sess.ReadFrame(fr, maxBytes)
 }
 
 func (s *Server) handle(ctx context.Context, sess Session, frame []byte) (resp *Response, err error) {

@@ -1,7 +1,6 @@
 package gateways
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +34,7 @@ type lineSession struct {
 
 func (p *lineProto) NewSession(c *Conn) Session { return &lineSession{p: p, c: c} }
 
-func (s *lineSession) ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
+func (s *lineSession) ReadFrame(r *FrameReader, maxBytes int) ([]byte, error) {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err
@@ -43,9 +43,7 @@ func (s *lineSession) ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
 	if n > maxBytes {
 		return nil, fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, n)
 	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
+	return r.Body(n, nil, nil)
 }
 
 func (s *lineSession) Handle(ctx context.Context, frame []byte) (*Response, error) {
@@ -300,4 +298,86 @@ func TestPrincipalHook(t *testing.T) {
 	if p := c.Principal(); p.Name != "alice" {
 		t.Fatalf("principal %+v", p)
 	}
+}
+
+// TestReadGrowingFollowsArrivedBytes: a frame body's buffer is sized by
+// the bytes that arrive, not by the length claimed: a 100 MB claim backed
+// by 10 bytes asks for no more than the first step, and a real frame is
+// read whole through buffers that grow toward its size.
+func TestReadGrowingFollowsArrivedBytes(t *testing.T) {
+	var asked []int
+	get := func(n int) []byte { asked = append(asked, n); return make([]byte, n) }
+	_, err := readGrowing(strings.NewReader("0123456789"), 100<<20, get, nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a short body: %v, want %v", err, io.ErrUnexpectedEOF)
+	}
+	if len(asked) != 1 || asked[0] > frameStep {
+		t.Fatalf("a 100 MB claim backed by 10 bytes asked for buffers of %v bytes", asked)
+	}
+
+	asked = nil
+	body := strings.Repeat("x", 5<<20+3)
+	b, err := readGrowing(strings.NewReader(body+"next"), len(body), get, nil)
+	if err != nil || string(b) != body {
+		t.Fatalf("a 5 MiB body: %d bytes, %v", len(b), err)
+	}
+	if last := asked[len(asked)-1]; last != len(body) || asked[0] != frameStep {
+		t.Fatalf("buffers of %v bytes for a body of %d", asked, len(body))
+	}
+}
+
+// TestServerQueuedBytes: frames whose length prefixes claim 100 MB and
+// then stall take no memory for the claim; the bytes they reserve are
+// bounded server-wide (MaxQueuedBytes), so a second large claim waits for
+// the first to go, while small frames still fit and are served.
+func TestServerQueuedBytes(t *testing.T) {
+	const claim = 100 << 20
+	s := &Server{Name: "q", Protocol: &lineProto{}, Logger: quiet(), MaxQueuedBytes: claim + claim/2}
+	addr, stop := startServer(t, s)
+	defer stop()
+	waitFor := func(what string, cond func(Stats) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond(s.Stats()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: stats %+v", what, s.Stats())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	claimOnly := func(n int) *client {
+		c := dial(t, addr)
+		h := binary.BigEndian.AppendUint32(nil, uint32(n))
+		if _, err := c.nc.Write(append(h, "abcdefghij"...)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	a := claimOnly(claim)
+	waitFor("the first claim reserved", func(st Stats) bool { return st.QueuedBytes == claim })
+	b := claimOnly(claim - 1)
+	waitFor("the second claim waiting", func(st Stats) bool { return st.QueueWaits == 1 })
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > claim/4 {
+		t.Errorf("two stalled 100 MB claims grew the heap by %d bytes", grew)
+	}
+
+	// A small frame fits beside the first claim.
+	c := dial(t, addr)
+	c.send([]byte("hi"))
+	if got, err := c.recv(); err != nil || got != "hi" {
+		t.Fatalf("a small frame beside a stalled claim: %q, %v", got, err)
+	}
+	if st := s.Stats(); st.QueuedBytes != claim {
+		t.Fatalf("the second claim did not wait: %+v", st)
+	}
+	// The first claim's connection goes: the second gets its bytes.
+	a.nc.Close()
+	waitFor("the second claim reserved", func(st Stats) bool { return st.QueuedBytes == claim-1 })
+	b.nc.Close()
+	waitFor("all given back", func(st Stats) bool { return st.QueuedBytes == 0 })
 }

@@ -1,7 +1,6 @@
 package kafka
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -40,6 +39,10 @@ type Options struct {
 
 	// MaxRequestBytes is socket.request.max.bytes. Default 100 MiB.
 	MaxRequestBytes int
+	// MaxQueuedRequestBytes is queued.max.request.bytes: the request bytes
+	// read and in service over all connections at once. Default
+	// gateways.DefaultMaxQueuedBytes; negative means no bound.
+	MaxQueuedRequestBytes int64
 	// AutoCreateTopics is auto.create.topics.enable: Metadata for an
 	// unknown topic creates it when the client allows it.
 	AutoCreateTopics bool
@@ -146,10 +149,11 @@ func New(opts Options) (*Gateway, error) {
 		g.pids.alloc = &logProducerIDs{g: g}
 	}
 	g.srv = &gateways.Server{
-		Name:          "kafka",
-		Protocol:      g,
-		Logger:        opts.Logger,
-		MaxFrameBytes: opts.MaxRequestBytes,
+		Name:           "kafka",
+		Protocol:       g,
+		Logger:         opts.Logger,
+		MaxFrameBytes:  opts.MaxRequestBytes,
+		MaxQueuedBytes: opts.MaxQueuedRequestBytes,
 	}
 	return g, nil
 }
@@ -186,7 +190,7 @@ type session struct {
 }
 
 // ReadFrame reads one size-prefixed request.
-func (s *session) ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
+func (s *session) ReadFrame(r *gateways.FrameReader, maxBytes int) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return nil, err
@@ -200,14 +204,7 @@ func (s *session) ReadFrame(r *bufio.Reader, maxBytes int) ([]byte, error) {
 	case n < 8:
 		return nil, fmt.Errorf("%w: request of %d bytes cannot hold a header", gateways.ErrMalformedFrame, n)
 	}
-	frame := getFrame(int(n))
-	if _, err := io.ReadFull(r, frame); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return frame, nil
+	return r.Body(int(n), getFrame, putFrame)
 }
 
 // Produce frames are the gateway's one large allocation per request (the
