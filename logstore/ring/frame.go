@@ -1,9 +1,12 @@
 package ring
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 )
 
 // Frame header, shared with the native protocol (DESIGN §4):
@@ -136,14 +139,27 @@ func decodeFrame(b []byte, maxPayload int) (op Opcode, payload, rest []byte, err
 // readFrame reads one frame from r into a fresh buffer. The payload is the
 // caller's to keep: fetch records are handed out as slices of it.
 func readFrame(r io.Reader, maxPayload int) (Opcode, []byte, error) {
-	var h [headerSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
-	}
-	op, n, err := parseHeader(h[:], maxPayload)
+	op, n, err := readHeader(r, maxPayload)
 	if err != nil {
 		return op, nil, err
 	}
+	p, err := readPayload(r, op, n)
+	return op, p, err
+}
+
+// readHeader reads and checks a frame header, returning the opcode and
+// payload length.
+func readHeader(r io.Reader, maxPayload int) (Opcode, int, error) {
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, 0, err
+	}
+	return parseHeader(h[:], maxPayload)
+}
+
+// readPayload reads the n-byte payload of an op frame whose header was
+// just read.
+func readPayload(r io.Reader, op Opcode, n int) ([]byte, error) {
 	// The buffer grows with the bytes that actually arrive, so a header
 	// that merely claims a large payload costs nothing.
 	payload := make([]byte, min(n, readStep))
@@ -154,12 +170,12 @@ func readFrame(r io.Reader, maxPayload int) (Opcode, []byte, error) {
 		if err != nil {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				// The peer hung up mid-frame: that frame was malformed.
-				return op, nil, fmt.Errorf("%w: frame truncated at %d of %d payload bytes", ErrProtocol, got, n)
+				return nil, fmt.Errorf("%w: %v frame truncated at %d of %d payload bytes", ErrProtocol, op, got, n)
 			}
-			return op, nil, err
+			return nil, err
 		}
 		if got == n {
-			return op, payload, nil
+			return payload, nil
 		}
 		grown := make([]byte, min(2*len(payload), n))
 		copy(grown, payload)
@@ -169,3 +185,73 @@ func readFrame(r io.Reader, maxPayload int) (Opcode, []byte, error) {
 
 // readStep is the first allocation for a frame's payload.
 const readStep = 1 << 20
+
+// DefaultMaxQueuedBytes is the default of Server.MaxQueuedBytes.
+const DefaultMaxQueuedBytes = 512 << 20
+
+// byteBudget bounds the request payload bytes a server holds at once over
+// all its connections (Server.MaxQueuedBytes): a frame reserves its size
+// after its header and before its payload is read, and gives it back once
+// served, so a node's request memory has a ceiling however many
+// connections claim large frames. A reservation larger than the whole
+// budget is granted when nothing else is held, so no frame within the
+// payload bound waits forever.
+type byteBudget struct {
+	limit int64
+	waits atomic.Int64 // reservations that had to wait
+	mu    struct {
+		sync.Mutex
+		used    int64
+		waiters int
+		wake    chan struct{} // closed when bytes come back and someone waits
+	}
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	b := &byteBudget{limit: limit}
+	b.mu.wake = make(chan struct{})
+	return b
+}
+
+// acquire reserves n bytes, waiting until they are free or ctx ends.
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	if b.mu.used > 0 && b.mu.used+n > b.limit {
+		b.waits.Add(1)
+	}
+	for b.mu.used > 0 && b.mu.used+n > b.limit {
+		wake := b.mu.wake
+		b.mu.waiters++
+		b.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			b.mu.Lock()
+			b.mu.waiters--
+			b.mu.Unlock()
+			return ctx.Err()
+		}
+		b.mu.Lock()
+		b.mu.waiters--
+	}
+	b.mu.used += n
+	b.mu.Unlock()
+	return nil
+}
+
+// release gives back n bytes. It allocates only when someone waits.
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	b.mu.used -= n
+	if b.mu.waiters > 0 {
+		close(b.mu.wake)
+		b.mu.wake = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
+func (b *byteBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.used
+}

@@ -355,3 +355,40 @@ func TestServerStopsWithUnreadResponses(t *testing.T) {
 	c.Close()
 	<-wrote
 }
+
+// TestServerQueuedBytes: a frame header claiming a large payload reserves
+// that much of the server's budget before the payload is read, and a
+// second claim past the budget waits for the first to go, while frames
+// that fit are served; nothing is allocated for a claim's unsent bytes.
+func TestServerQueuedBytes(t *testing.T) {
+	const claim = 100 << 20
+	s := newStore(t)
+	ln, addr := listenTCP(t)
+	srv := serve(t, s, ln, nil, func(srv *ring.Server) { srv.MaxQueuedBytes = claim + claim/2 })
+	claimOnly := func(n int) net.Conn {
+		c := rawDial(t, addr)
+		h := []byte{0xAE, 0x01, 0x82, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(h[3:], uint32(n))
+		if _, err := c.Write(append(h, 0, 0, 0, 9)); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	a := claimOnly(claim)
+	waitUntil(t, "the first claim reserved", func() bool { return srv.Stats().QueuedBytes == claim })
+	b := claimOnly(claim - 1)
+	waitUntil(t, "the second claim waiting", func() bool { return srv.Stats().QueueWaits == 1 })
+
+	// A frame that fits is served beside the first claim.
+	good := dial(t, addr)
+	if err := good.CreatePartition(bg(t), "q", 0, ring.PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := srv.Stats(); st.QueuedBytes != claim {
+		t.Fatalf("the second claim did not wait: %+v", st)
+	}
+	a.Close()
+	waitUntil(t, "the second claim reserved", func() bool { return srv.Stats().QueuedBytes == claim-1 })
+	b.Close()
+	waitUntil(t, "all given back", func() bool { return srv.Stats().QueuedBytes == 0 })
+}

@@ -36,7 +36,13 @@ type Server struct {
 	// DrainTimeout bounds how long a closing connection may spend writing
 	// the responses it still owes. Default 5s.
 	DrainTimeout time.Duration
+	// MaxQueuedBytes bounds the request payload bytes read and in service
+	// over all connections at once (as Kafka's queued.max.request.bytes);
+	// a connection waits to read a payload while they are spent. Default
+	// DefaultMaxQueuedBytes; negative means no bound.
+	MaxQueuedBytes int64
 
+	budget atomic.Pointer[byteBudget] // set by Serve; nil without a bound
 	store  *logstore.Store
 	logger *slog.Logger
 	stats  struct {
@@ -52,6 +58,8 @@ type ServerStats struct {
 	ProtocolErrors int64 // connections closed for breaking the protocol
 	SendfileBytes  int64 // record bytes written to sockets with sendfile(2)
 	CopiedBytes    int64 // record bytes written from user-space buffers
+	QueuedBytes    int64 // request payload bytes reserved right now
+	QueueWaits     int64 // payloads that waited for MaxQueuedBytes
 }
 
 // NewServer returns a Server for s. logger may be nil (slog.Default).
@@ -64,7 +72,7 @@ func NewServer(s *logstore.Store, logger *slog.Logger) *Server {
 
 // Stats returns the server's counters.
 func (s *Server) Stats() ServerStats {
-	return ServerStats{
+	st := ServerStats{
 		Connections:    s.stats.conns.Load(),
 		Requests:       s.stats.requests.Load(),
 		InFlight:       s.stats.inFlight.Load(),
@@ -72,6 +80,10 @@ func (s *Server) Stats() ServerStats {
 		SendfileBytes:  s.stats.sendfileBytes.Load(),
 		CopiedBytes:    s.stats.copiedBytes.Load(),
 	}
+	if b := s.budget.Load(); b != nil {
+		st.QueuedBytes, st.QueueWaits = b.inUse(), b.waits.Load()
+	}
+	return st
 }
 
 // serverConfig is the Server's settings with defaults applied, copied once
@@ -109,6 +121,14 @@ func (s *Server) config() serverConfig {
 // nil after ctx is done, or the listener's error if accepting failed first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := s.config()
+	var budget *byteBudget
+	switch q := s.MaxQueuedBytes; {
+	case q == 0:
+		budget = newByteBudget(DefaultMaxQueuedBytes)
+	case q > 0:
+		budget = newByteBudget(q)
+	}
+	s.budget.Store(budget)
 	connCtx, stopConns := context.WithCancel(ctx)
 	defer stopConns()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
@@ -146,7 +166,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveConn(connCtx, cfg, nc)
+			s.serveConn(connCtx, cfg, budget, nc)
 		}()
 	}
 	// A failed listener ends the connections too: Serve must not return
@@ -177,6 +197,9 @@ type serverConn struct {
 
 	shard int // -1 until Hello; read goroutine only
 
+	budget *byteBudget // the server's; nil without a bound
+	held   int64       // reserved for the frame being dispatched; read goroutine only
+
 	mu struct {
 		sync.Mutex
 		inflight map[uint32]context.CancelFunc
@@ -193,7 +216,7 @@ type protoError struct {
 func (e *protoError) Error() string { return e.err.Error() }
 func (e *protoError) Unwrap() error { return e.err }
 
-func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Conn) {
+func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn) {
 	connCtx, cancelConn := context.WithCancel(context.WithoutCancel(shutdown))
 	fetchCtx, cancelFetch := context.WithCancel(connCtx)
 	c := &serverConn{
@@ -207,6 +230,7 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Co
 		out:      make(chan *outMsg, 64),
 		sem:      make(chan struct{}, cfg.maxInFlight),
 		shard:    -1,
+		budget:   budget,
 	}
 	c.mu.inflight = make(map[uint32]context.CancelFunc)
 	// On shutdown: stop long polls, stop reading, and give the writer
@@ -263,8 +287,9 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, nc net.Co
 
 func (c *serverConn) readLoop() error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	defer c.releaseHeld()
 	for {
-		op, payload, err := readFrame(br, c.cfg.maxPayload)
+		op, payload, err := c.readFrame(br)
 		if err != nil {
 			if errors.Is(err, ErrProtocol) || errors.Is(err, ErrFrameTooLarge) {
 				return &protoError{err: err}
@@ -285,9 +310,37 @@ func (c *serverConn) readLoop() error {
 			}
 			return &protoError{corr: corr, err: err}
 		}
-		if err := c.dispatch(req); err != nil {
+		err = c.dispatch(req)
+		c.releaseHeld() // unless a handler took the reservation over
+		if err != nil {
 			return err
 		}
+	}
+}
+
+// readFrame reads one request frame, reserving its payload's size in the
+// server's budget before reading the payload; the reservation is c.held
+// until a handler takes it over or the frame is done with.
+func (c *serverConn) readFrame(br *bufio.Reader) (Opcode, []byte, error) {
+	op, n, err := readHeader(br, c.cfg.maxPayload)
+	if err != nil {
+		return op, nil, err
+	}
+	if c.budget != nil {
+		// fetchCtx ends on shutdown too, which a wait must honour.
+		if err := c.budget.acquire(c.fetchCtx, int64(n)); err != nil {
+			return op, nil, err
+		}
+		c.held = int64(n)
+	}
+	payload, err := readPayload(br, op, n)
+	return op, payload, err
+}
+
+func (c *serverConn) releaseHeld() {
+	if c.held > 0 {
+		c.budget.release(c.held)
+		c.held = 0
 	}
 }
 
@@ -359,7 +412,9 @@ func (c *serverConn) dispatch(req *request) error {
 	}
 	c.handlers.Add(1)
 	c.srv.stats.inFlight.Add(1)
-	go c.handle(ctx, cancel, req)
+	held := c.held
+	c.held = 0
+	go c.handle(ctx, cancel, req, held)
 	return nil
 }
 
@@ -380,8 +435,12 @@ func (c *serverConn) owner(req *request) (int, bool) {
 	return logstore.ShardFor(req.Topic, req.Partition, c.cfg.shards), true
 }
 
-func (c *serverConn) handle(ctx context.Context, cancel context.CancelFunc, req *request) {
+// handle serves req, then gives back the held bytes its frame reserved.
+func (c *serverConn) handle(ctx context.Context, cancel context.CancelFunc, req *request, held int64) {
 	defer func() {
+		if held > 0 {
+			c.budget.release(held)
+		}
 		c.mu.Lock()
 		delete(c.mu.inflight, req.Corr)
 		c.mu.Unlock()
