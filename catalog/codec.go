@@ -14,6 +14,7 @@ import (
 // does not understand.
 const (
 	segmentVersion   byte = 1
+	segmentVersion2  byte = 2 // adds the offset of the max timestamp
 	partitionVersion byte = 1
 	raftLogVersion   byte = 1
 )
@@ -24,9 +25,10 @@ const (
 // Version 1 layout, in order: version byte; EndOffset, Bytes, MinTimestamp,
 // MaxTimestamp as varints; State as one byte; LocalPath, SegmentID, ObjectKey
 // as uvarint-length-prefixed strings; ObjectSize varint; Checksum, ETag
-// strings; Epoch varint; UploadedAt varint.
+// strings; Epoch varint; UploadedAt varint. Version 2 (what is written)
+// adds the max timestamp's record (Segment.maxTsRecord) as a varint.
 func appendSegment(dst []byte, s *Segment) []byte {
-	dst = append(dst, segmentVersion)
+	dst = append(dst, segmentVersion2)
 	dst = binary.AppendVarint(dst, s.EndOffset)
 	dst = binary.AppendVarint(dst, s.Bytes)
 	dst = binary.AppendVarint(dst, s.MinTimestamp)
@@ -40,6 +42,7 @@ func appendSegment(dst []byte, s *Segment) []byte {
 	dst = appendString(dst, s.ETag)
 	dst = binary.AppendVarint(dst, int64(s.Epoch))
 	dst = binary.AppendVarint(dst, s.UploadedAt)
+	dst = binary.AppendVarint(dst, s.maxTsRecord)
 	return dst
 }
 
@@ -48,7 +51,8 @@ func appendSegment(dst []byte, s *Segment) []byte {
 func decodeSegment(b []byte) (Segment, error) {
 	var s Segment
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != segmentVersion {
+	v := d.byte()
+	if d.err == nil && v != segmentVersion && v != segmentVersion2 {
 		return Segment{}, fmt.Errorf("%w: segment record version %d", ErrCorruptRecord, v)
 	}
 	s.EndOffset = d.varint()
@@ -64,6 +68,9 @@ func decodeSegment(b []byte) (Segment, error) {
 	s.ETag = d.string()
 	s.Epoch = d.int32()
 	s.UploadedAt = d.varint()
+	if v == segmentVersion2 {
+		s.maxTsRecord = d.varint()
+	}
 	if err := d.finish("segment"); err != nil {
 		return Segment{}, err
 	}

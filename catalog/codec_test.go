@@ -147,7 +147,7 @@ func TestCodecRejects(t *testing.T) {
 
 	bad := map[string][]byte{
 		"trailing byte":   append(bytes.Clone(segEnc), 0),
-		"unknown version": append([]byte{2}, segEnc[1:]...),
+		"unknown version": append([]byte{segmentVersion2 + 1}, segEnc[1:]...),
 		"state 0":         {segmentVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 		"state 7":         {segmentVersion, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0},
 		"epoch > int32":   {segmentVersion, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0},
@@ -201,5 +201,30 @@ func TestDecodeDoesNotAlias(t *testing.T) {
 	}
 	if string(l.Data) != "d" || string(l.Extensions) != "e" {
 		t.Fatalf("raft log aliases the input buffer: %q %q", l.Data, l.Extensions)
+	}
+}
+
+// TestSegmentMaxTimestampOffset: version 2 keeps the offset of the max
+// timestamp's record; a version 1 record, written before it was kept,
+// reads back as not knowing it rather than as offset 0.
+func TestSegmentMaxTimestampOffset(t *testing.T) {
+	s := Segment{EndOffset: 10, MaxTimestamp: 5, State: StateSealed}
+	if _, ok := s.MaxTimestampOffset(); ok {
+		t.Fatal("a segment built without it knows its max timestamp offset")
+	}
+	s.SetMaxTimestampOffset(0)
+	got, err := decodeSegment(appendSegment(nil, &s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := got.MaxTimestampOffset(); !ok || off != 0 {
+		t.Fatalf("round trip: offset %d, known %v; want 0, true", off, ok)
+	}
+	v1, err := decodeSegment([]byte{segmentVersion, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v1.MaxTimestampOffset(); ok {
+		t.Fatal("a version 1 record knows a max timestamp offset")
 	}
 }

@@ -76,6 +76,23 @@ type Segment struct {
 	ETag       string
 	Epoch      int32
 	UploadedAt int64 // unix nanos, 0 if never uploaded
+
+	// maxTsRecord is the offset of the first record holding MaxTimestamp,
+	// plus one, so that the zero value (any record built without it, or
+	// written before it was kept) means unknown.
+	maxTsRecord int64
+}
+
+// MaxTimestampOffset returns the offset of the first record holding
+// MaxTimestamp, which ListOffsets(MAX_TIMESTAMP) answers with, when known.
+func (s *Segment) MaxTimestampOffset() (int64, bool) {
+	return s.maxTsRecord - 1, s.maxTsRecord > 0
+}
+
+// SetMaxTimestampOffset records the offset of the first record holding
+// MaxTimestamp; a negative offset records it as unknown.
+func (s *Segment) SetMaxTimestampOffset(off int64) {
+	s.maxTsRecord = max(off+1, 0)
 }
 
 // Partition is one partition record.

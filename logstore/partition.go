@@ -230,10 +230,22 @@ func (c rollChore) run(s *shard) func() {
 
 func (p *partition) record(seg *segment, st catalog.State) catalog.Segment {
 	c := seg.cloud
-	return catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: seg.base, EndOffset: seg.next,
+	rec := catalog.Segment{Topic: p.topic, Partition: p.id, BaseOffset: seg.base, EndOffset: seg.next,
 		Bytes: seg.size, MinTimestamp: seg.minTs, MaxTimestamp: seg.maxTs, State: st, LocalPath: seg.logPath,
 		SegmentID: c.SegmentID, ObjectKey: c.ObjectKey, ObjectSize: c.ObjectSize, Checksum: c.Checksum,
 		ETag: c.ETag, Epoch: c.Epoch, UploadedAt: c.UploadedAt}
+	switch st {
+	case catalog.StateSealed, catalog.StateLocalRemote, catalog.StateRemote:
+		// Kept for ListOffsets(MAX_TIMESTAMP) once the segment is only in
+		// the cold tier, where finding the record would mean a read.
+		var scratch [BatchHeaderSize]byte
+		if off, err := seg.exactMaxTsOffset(scratch[:]); err == nil && off >= 0 {
+			rec.SetMaxTimestampOffset(off)
+		} else if off, ok := c.MaxTimestampOffset(); ok {
+			rec.SetMaxTimestampOffset(off)
+		}
+	}
+	return rec
 }
 
 // sealedState is the catalog state of a sealed local segment.

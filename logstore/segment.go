@@ -38,8 +38,13 @@ type segment struct {
 	created time.Time
 
 	minTs, maxTs int64
-	maxTsOffset  int64
-	sinceIndex   int // log bytes since the last offset index entry
+	maxTsOffset  int64 // the last offset of the batch holding maxTs
+	sinceIndex   int   // log bytes since the last offset index entry
+
+	// maxTsExact is the offset of the record holding maxTs, found by
+	// exactMaxTsOffset for the batch ending at maxTsExactOf.
+	maxTsExact, maxTsExactOf int64
+	maxTsExactSet            bool
 
 	// files is the shard's log file cache holding this segment (nil for
 	// one outside it, which keeps its log open until closeFiles).
@@ -290,6 +295,14 @@ func (s *segment) seal() error {
 func (s *segment) sealLater() ([]indexShrink, error) {
 	if s.sealed {
 		return nil, nil
+	}
+	// The time index is sparse, so its last entry may predate the max
+	// timestamp; recovery reads the segment's max from that entry. Kafka
+	// appends the same final entry when a segment stops taking writes.
+	if t, ok := s.tidx.lastTime(); s.maxTs >= 0 && (!ok || s.maxTs > t) && !s.tidx.full() {
+		if err := s.tidx.reserve(s.tidx.entries + 1); err == nil {
+			s.tidx.appendTime(s.maxTs, uint32(s.maxTsOffset-s.base))
+		}
 	}
 	j1, err := s.idx.seal()
 	if err != nil {

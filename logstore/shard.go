@@ -883,15 +883,32 @@ func (s *shard) listOffsets(r *request) error {
 			r.offsets.Offset = p.remote[n-1].EndOffset - 1
 		}
 	case ts == TimestampMaxTimestamp:
+		// The record holding the largest timestamp, the first of them on a
+		// tie (KIP-734).
 		for _, rs := range p.remote {
 			if rs.MaxTimestamp > r.offsets.Timestamp {
-				r.offsets = OffsetResult{Offset: rs.EndOffset - 1, Timestamp: rs.MaxTimestamp}
+				off, ok := rs.MaxTimestampOffset()
+				if !ok {
+					// Recorded before the catalog kept the record's
+					// offset: the segment's last offset is the nearest
+					// answer that needs no read from the cold tier.
+					off = rs.EndOffset - 1
+				}
+				r.offsets = OffsetResult{Offset: off, Timestamp: rs.MaxTimestamp}
 			}
 		}
+		var best *segment
 		for _, seg := range p.segs {
 			if seg.maxTs > r.offsets.Timestamp && seg.maxTsOffset < p.hw {
-				r.offsets = OffsetResult{Offset: seg.maxTsOffset, Timestamp: seg.maxTs}
+				best, r.offsets.Timestamp = seg, seg.maxTs
 			}
+		}
+		if best != nil {
+			off, err := best.exactMaxTsOffset(s.scratch[:])
+			if err != nil {
+				return err
+			}
+			r.offsets.Offset = off
 		}
 	case ts >= 0:
 		for _, rs := range p.remote {

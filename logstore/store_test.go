@@ -354,7 +354,7 @@ func TestListOffsets(t *testing.T) {
 	check(TimestampLatest, 40)
 	check(TimestampEarliestLocal, 0)
 	check(TimestampLatestTiered, -1)
-	check(TimestampMaxTimestamp, 11) // last offset of the batch holding the max timestamp
+	check(TimestampMaxTimestamp, 10) // the first record holding the max timestamp, not its batch's last (KIP-734)
 	check(3000, 4)
 	check(2500, 4)
 	check(5500, 10) // batch 5 (999999) is the first with ts >= 5500

@@ -41,6 +41,11 @@ type ManifestSegment struct {
 	ETag         string `json:"etag,omitempty"`
 	Epoch        int32  `json:"epoch"`
 	UploadedAt   int64  `json:"uploaded_at"`
+	// MaxTimestampOffset is the offset of the first record holding
+	// MaxTimestamp (ListOffsets MAX_TIMESTAMP answers with it); absent in
+	// manifests written before it was kept, and when a restore rebuilt the
+	// entry from the object alone.
+	MaxTimestampOffset *int64 `json:"max_timestamp_offset,omitempty"`
 }
 
 const manifestVersion = 1
@@ -54,9 +59,13 @@ func buildManifest(topic string, partition int32, logStart int64, recs []catalog
 		if r.ObjectKey == "" || r.State == catalog.StateDeleting {
 			continue
 		}
-		m.Segments = append(m.Segments, ManifestSegment{BaseOffset: r.BaseOffset, EndOffset: r.EndOffset, Bytes: r.Bytes,
+		s := ManifestSegment{BaseOffset: r.BaseOffset, EndOffset: r.EndOffset, Bytes: r.Bytes,
 			MinTimestamp: r.MinTimestamp, MaxTimestamp: r.MaxTimestamp, SegmentID: r.SegmentID, ObjectKey: r.ObjectKey,
-			ObjectSize: r.ObjectSize, Checksum: r.Checksum, ETag: r.ETag, Epoch: r.Epoch, UploadedAt: r.UploadedAt})
+			ObjectSize: r.ObjectSize, Checksum: r.Checksum, ETag: r.ETag, Epoch: r.Epoch, UploadedAt: r.UploadedAt}
+		if off, ok := r.MaxTimestampOffset(); ok {
+			s.MaxTimestampOffset = &off
+		}
+		m.Segments = append(m.Segments, s)
 	}
 	return m
 }
@@ -99,10 +108,14 @@ func decodeManifest(b []byte) (Manifest, error) {
 func (m Manifest) records() []catalog.Segment {
 	out := make([]catalog.Segment, 0, len(m.Segments))
 	for _, s := range m.Segments {
-		out = append(out, catalog.Segment{Topic: m.Topic, Partition: m.Partition, BaseOffset: s.BaseOffset,
+		r := catalog.Segment{Topic: m.Topic, Partition: m.Partition, BaseOffset: s.BaseOffset,
 			EndOffset: s.EndOffset, Bytes: s.Bytes, MinTimestamp: s.MinTimestamp, MaxTimestamp: s.MaxTimestamp,
 			State: catalog.StateRemote, SegmentID: s.SegmentID, ObjectKey: s.ObjectKey, ObjectSize: s.ObjectSize,
-			Checksum: s.Checksum, ETag: s.ETag, Epoch: s.Epoch, UploadedAt: s.UploadedAt})
+			Checksum: s.Checksum, ETag: s.ETag, Epoch: s.Epoch, UploadedAt: s.UploadedAt}
+		if o := s.MaxTimestampOffset; o != nil && *o >= s.BaseOffset && *o < s.EndOffset {
+			r.SetMaxTimestampOffset(*o)
+		}
+		out = append(out, r)
 	}
 	return out
 }
