@@ -38,6 +38,11 @@ type Options struct {
 	WritebackBytes     int64 // paced writeback window; default 8 MiB
 	MaxIndexBytes      int   // preallocated mmap size per index; default 10 MiB
 
+	// CacheTailBytes is how much of what was written last, across the
+	// shards, writeback leaves in the page cache (cacheTail); default a
+	// quarter of the machine's memory, negative for none.
+	CacheTailBytes int64
+
 	RetentionCheckInterval time.Duration // default 30s
 
 	// ProducerIDExpiration is how long a partition keeps an idempotent
@@ -90,6 +95,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.WritebackBytes <= 0 {
 		o.WritebackBytes = 8 << 20
+	}
+	if o.CacheTailBytes == 0 {
+		o.CacheTailBytes = defaultCacheTailBytes()
 	}
 	if o.MaxIndexBytes <= 0 {
 		o.MaxIndexBytes = 10 << 20

@@ -59,6 +59,7 @@ type segment struct {
 	wbPos   int64 // sync_file_range has been started up to here
 	wbWait  int64 // a job that waits for writeback has been made up to here
 	dropPos int64 // page cache dropped up to here
+	tailPos int64 // handed to the shard's cache tail (cacheTail) up to here
 }
 
 func segmentName(base int64) string { return fmt.Sprintf("%020d", base) }

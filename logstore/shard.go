@@ -171,6 +171,8 @@ type shard struct {
 	files   *logFiles   // the shard's open log files
 	budget  *budget     // the store's, shared by its shards
 	limiter *logLimiter // for lines a failing disk would repeat per request
+
+	tail cacheTail // writeback's drops, delayed (writeback.go)
 }
 
 // logLimited logs an error at most once a second per key (see logLimiter).
@@ -191,6 +193,7 @@ func newShard(id int, opts *Options) *shard {
 		chores:   make(chan func(), 1024),
 		files:    newLogFiles(max(1, opts.MaxOpenLogs/max(1, opts.Shards))),
 		limiter:  newLogLimiter(time.Second),
+		tail:     cacheTail{budget: max(0, opts.CacheTailBytes/int64(max(1, opts.Shards)))},
 	}
 }
 
@@ -307,7 +310,31 @@ func (s *shard) failStorage(p *partition, err error) {
 // the backpressure.
 func (s *shard) paceWriteback(p *partition, seg *segment) {
 	if j, ok := p.writebackStep(seg, s.opts.WritebackBytes, time.Now().UnixNano()); ok {
+		drops := s.tail.admit(p, seg, &j)
 		s.queueWriteback(p, seg, j)
+		for _, d := range drops {
+			s.dropTail(d)
+		}
+	}
+}
+
+// dropTail hands a range leaving the cache tail to the writeback goroutine,
+// behind the job that waited for its writeback. It never runs the drop
+// here: run inline it could overtake that job, and a drop is only a hint,
+// so when the goroutine is behind, or the log is closed (evicted from the
+// file cache, or removed), the kernel reclaims those pages instead.
+func (s *shard) dropTail(d tailRange) {
+	seg := d.seg
+	seg.dropPos = max(seg.dropPos, d.from+d.size)
+	ref := seg.ref
+	if ref == nil {
+		return
+	}
+	ref.acquire() // released by the writeback goroutine
+	select {
+	case s.wb <- wbJob{p: d.p, ref: ref, dropFrom: d.from, dropLen: d.size}:
+	default:
+		ref.release()
 	}
 }
 

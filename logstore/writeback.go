@@ -11,9 +11,10 @@ import (
 // kernel with sync_file_range(WRITE), so dirty pages never pile up into a
 // multi-second stall at the kernel's dirty limit, and the window before it
 // is dropped from the page cache (fadvise DONTNEED) once no tailing reader
-// needs it. A reader needs what lies above the lowest position it was seen
-// at: a consumer lagging a little behind the producers reads each window
-// somewhat later than it was written, and dropping those pages under it
+// needs it and it has left the shard's cache tail (cacheTail). A reader
+// needs what lies above the lowest position it was seen at: a consumer
+// lagging a little behind the producers reads each window somewhat later
+// than it was written, and dropping those pages under it
 // sends its fetches to the disk. So the lowest read position is held for
 // readerHold after it was last seen, even through windows the reader did not
 // touch, as long as it is within holdWindows of the writer; a reader gone
@@ -56,6 +57,50 @@ const holdWindows = 8
 // (a rebalance, a slow poll loop), short enough that a consumer that went
 // away releases them soon.
 const readerHold = 30 * time.Second
+
+// cacheTail delays the drops writeback decides on, so that the last
+// budget bytes written on a shard stay in the page cache: a consumer
+// replaying a backlog written minutes ago (a new consumer group, a job
+// catching up) reads them from memory, as it would from Kafka, instead of
+// from a disk slower than the client. Beyond the budget the oldest ranges
+// are dropped, so the page cache stops growing there and its pages are
+// reused rather than fresh. The shard goroutine owns it.
+type cacheTail struct {
+	budget int64 // bytes; 0 drops at once
+	held   int64 // bytes in q
+	q      []tailRange
+	head   int // q[head:] is the queue; the front is compacted away as it grows
+}
+
+// tailRange is a range writeback may drop, waiting its turn.
+type tailRange struct {
+	p          *partition
+	seg        *segment
+	from, size int64
+}
+
+// admit queues the drop range of j (writebackStep's choice), clears it from
+// j, and returns the oldest ranges now over the budget, to be dropped. The
+// returned slice is valid until the next call.
+func (c *cacheTail) admit(p *partition, seg *segment, j *wbJob) []tailRange {
+	if j.dropLen <= 0 {
+		return nil
+	}
+	if c.head > 0 && c.head >= len(c.q)/2 {
+		n := copy(c.q, c.q[c.head:])
+		clear(c.q[n:])
+		c.q, c.head = c.q[:n], 0
+	}
+	c.q = append(c.q, tailRange{p: p, seg: seg, from: j.dropFrom, size: j.dropLen})
+	c.held += j.dropLen
+	j.dropFrom, j.dropLen = 0, 0
+	start := c.head
+	for c.held > c.budget && c.head < len(c.q) {
+		c.held -= c.q[c.head].size
+		c.head++
+	}
+	return c.q[start:c.head]
+}
 
 // wbJob is one writeback step: the range to start writing back, the range
 // to wait for (what earlier steps started), and the range to drop.
@@ -113,14 +158,14 @@ func (p *partition) writebackStep(s *segment, window, now int64) (wbJob, bool) {
 	case p.hold.base < 0 || p.hold.base > s.base:
 	case p.hold.base < s.base:
 		if reach <= 0 {
-			end = s.dropPos
+			end = s.tailPos
 		}
 	case p.hold.pos < end && p.hold.pos >= reach:
 		end = p.hold.pos
 	}
-	if end > s.dropPos {
-		j.dropFrom, j.dropLen = s.dropPos, end-s.dropPos
-		s.dropPos = end
+	if end > s.tailPos {
+		j.dropFrom, j.dropLen = s.tailPos, end-s.tailPos
+		s.tailPos = end
 	}
 	s.wbPos = s.size
 	return j, true
@@ -163,9 +208,23 @@ func (j *wbJob) run() error {
 			return fmt.Errorf("writeback of %s, bytes %d-%d: %w", f.Name(), j.waitFrom, j.waitFrom+j.waitLen, err)
 		}
 	}
+	if j.dropLen > 0 && j.p != nil && j.p.failed.Load() != nil {
+		// A cache tail drop after a failed write (see above).
+		return nil
+	}
 	if j.dropLen > 0 {
 		// Only a hint: pages it leaves cached cost memory, not correctness.
 		_ = unix.Fadvise(fd, j.dropFrom, j.dropLen, unix.FADV_DONTNEED)
 	}
 	return nil
+}
+
+// defaultCacheTailBytes is a quarter of the machine's memory: a backlog of
+// that size replays from memory, and the rest stays for everything else.
+func defaultCacheTailBytes() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 1 << 30
+	}
+	return int64(si.Totalram) * int64(si.Unit) / 4
 }

@@ -77,7 +77,7 @@ func TestWritebackHold(t *testing.T) {
 // marked to drop them again once sent, and a fetch of the cached tail is
 // not.
 func TestFetchUncachesDroppedRanges(t *testing.T) {
-	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.WritebackBytes = 64 << 10 })
+	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.WritebackBytes, o.CacheTailBytes = 64<<10, -1 })
 	defer ts.close(t)
 	ctx := context.Background()
 	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
@@ -109,5 +109,83 @@ func TestFetchUncachesDroppedRanges(t *testing.T) {
 	}
 	if r := fetch(last.BaseOffset); r.uncache != 0 {
 		t.Fatalf("fetch of the tail: uncache %d bytes", r.uncache)
+	}
+}
+
+// TestCacheTailKeepsLastWritten checks that writeback leaves the last
+// CacheTailBytes written in the page cache even with no reader near the
+// writer: a backlog replayed within that reach is read from memory (not
+// marked to drop again once sent), and only what lies beyond it was dropped.
+func TestCacheTailKeepsLastWritten(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), func(o *Options) {
+		o.Shards, o.WritebackBytes, o.CacheTailBytes = 1, 64<<10, 3<<20
+	})
+	defer ts.close(t)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	const batches = 400 // about 6.4 MB of 16 KB batches
+	offsets := make([]int64, 0, batches)
+	for i := 0; i < batches; i++ {
+		offsets = append(offsets, produce(t, ts.Store, "t", 0, logtest.Filler(int64(i), 16, 1000, byte(i))).BaseOffset)
+	}
+	fetch := func(off int64) Records {
+		t.Helper()
+		res, err := ts.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: "t", Partition: 0, Offset: off, MaxBytes: 64 << 10}}})
+		if err != nil || res.Partitions[0].Err != nil {
+			t.Fatalf("fetch at %d: %v %v", off, err, res.Partitions[0].Err)
+		}
+		r := res.Partitions[0].Records
+		if r.File == nil || r.Len == 0 {
+			t.Fatalf("fetch at %d: no file range", off)
+		}
+		res.Release()
+		return r
+	}
+	// About 1.6 MB behind the writer: past a reader hold's reach, within
+	// the tail.
+	if r := fetch(offsets[batches*3/4]); r.uncache != 0 {
+		t.Fatalf("fetch within the cache tail: uncache %d of %d bytes (dropped from the page cache)", r.uncache, r.Len)
+	}
+	if r := fetch(0); r.uncache != r.Len {
+		t.Fatalf("fetch beyond the cache tail: uncache %d of %d bytes", r.uncache, r.Len)
+	}
+}
+
+// TestCacheTailAdmit checks the tail's queue: ranges leave it oldest first,
+// only once the bytes held pass the budget, and a zero budget passes each
+// range straight through.
+func TestCacheTailAdmit(t *testing.T) {
+	c := cacheTail{budget: 100}
+	seg := &segment{}
+	admit := func(from, n int64) []tailRange {
+		j := wbJob{dropFrom: from, dropLen: n}
+		out := c.admit(nil, seg, &j)
+		if j.dropLen != 0 {
+			t.Fatalf("admit left the drop [%d,+%d) in the job", j.dropFrom, j.dropLen)
+		}
+		return out
+	}
+	if out := admit(0, 60); len(out) != 0 {
+		t.Fatalf("under budget: dropped %v", out)
+	}
+	if out := admit(60, 30); len(out) != 0 {
+		t.Fatalf("at 90 of 100: dropped %v", out)
+	}
+	out := admit(90, 50) // 140 held: the oldest (60) goes
+	if len(out) != 1 || out[0].from != 0 || out[0].size != 60 || c.held != 80 {
+		t.Fatalf("over budget: dropped %+v, held %d; want [0,+60), 80", out, c.held)
+	}
+	for i := int64(0); i < 100; i++ { // compaction keeps the order
+		admit(140+i*10, 10)
+	}
+	if c.held > c.budget || len(c.q)-c.head != 10 || c.q[c.head].from != 140+90*10 {
+		t.Fatalf("after many: held %d, queue %d from %d", c.held, len(c.q)-c.head, c.q[c.head].from)
+	}
+	z := cacheTail{}
+	j := wbJob{dropFrom: 5, dropLen: 7}
+	if out := z.admit(nil, seg, &j); len(out) != 1 || out[0].from != 5 || out[0].size != 7 || z.held != 0 {
+		t.Fatalf("zero budget: dropped %+v, held %d", out, z.held)
 	}
 }
