@@ -164,6 +164,7 @@ func (td TopicDefaults) KafkaConfigs() map[string]string {
 // the same names.
 type Kafka struct {
 	SocketRequestMaxBytes        int   `toml:"socket_request_max_bytes" help:"largest request accepted (socket.request.max.bytes); a larger one closes the connection"`
+	QueuedMaxRequestBytes        int64 `toml:"queued_max_request_bytes" help:"request bytes read and in service at once over all connections (queued.max.request.bytes); -1 for no bound"`
 	AutoCreateTopicsEnable       bool  `toml:"auto_create_topics_enable" help:"Metadata for an unknown topic creates it (auto.create.topics.enable)"`
 	NumPartitions                int32 `toml:"num_partitions" help:"partitions of an auto-created topic, and of CreateTopics with -1 (num.partitions)"`
 	OffsetsTopicNumPartitions    int32 `toml:"offsets_topic_num_partitions" help:"partitions of __consumer_offsets when the gateway creates it (offsets.topic.num.partitions)"`
@@ -209,6 +210,7 @@ func Default() Config {
 		},
 		Kafka: Kafka{
 			SocketRequestMaxBytes:        100 << 20,
+			QueuedMaxRequestBytes:        512 << 20,
 			AutoCreateTopicsEnable:       true,
 			NumPartitions:                1,
 			OffsetsTopicNumPartitions:    8,

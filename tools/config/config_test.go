@@ -53,6 +53,7 @@ func TestKeyNames(t *testing.T) {
 		"admin.pprof":                             "AEROSTREAM_ADMIN_PPROF",
 		"listeners.advertised_kafka":              "AEROSTREAM_LISTENERS_ADVERTISED_KAFKA",
 		"kafka.socket_request_max_bytes":          "AEROSTREAM_KAFKA_SOCKET_REQUEST_MAX_BYTES",
+		"kafka.queued_max_request_bytes":          "AEROSTREAM_KAFKA_QUEUED_MAX_REQUEST_BYTES",
 		"kafka.auto_create_topics_enable":         "AEROSTREAM_KAFKA_AUTO_CREATE_TOPICS_ENABLE",
 		"kafka.num_partitions":                    "AEROSTREAM_KAFKA_NUM_PARTITIONS",
 		"kafka.offsets_topic_num_partitions":      "AEROSTREAM_KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS",

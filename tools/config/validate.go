@@ -87,6 +87,9 @@ func (c *Config) validate() []fieldError {
 	if c.Kafka.SocketRequestMaxBytes > math.MaxInt32 {
 		bad("kafka.socket_request_max_bytes", "must fit a Kafka request size (at most 2147483647)")
 	}
+	if q := c.Kafka.QueuedMaxRequestBytes; q == 0 || q < -1 {
+		bad("kafka.queued_max_request_bytes", "must be positive, or -1 for no bound")
+	}
 	positive("kafka.num_partitions", int64(c.Kafka.NumPartitions))
 	positive("kafka.offsets_topic_num_partitions", int64(c.Kafka.OffsetsTopicNumPartitions))
 	if c.Kafka.GroupInitialRebalanceDelayMs < 0 {
