@@ -1,7 +1,3 @@
-// Package controllertest is the conformance suite of controller.API: one set
-// of expectations that every implementation must meet, so that the
-// in-process controller, the network client and any fake a caller's tests
-// use answer alike, errors included (errors.Is on the package's sentinels).
 package controllertest
 
 import (
