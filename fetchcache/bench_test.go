@@ -175,7 +175,7 @@ type linkBucket struct {
 }
 
 func (w *linkBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	time.Sleep(w.latency)
+	time.Sleep(w.latency) // the modelled time to first byte
 	rc, err := w.Bucket.GetRange(ctx, key, off, length)
 	if err != nil {
 		return nil, err
@@ -283,6 +283,8 @@ func BenchmarkColdPartitions(b *testing.B) {
 					if n == 0 {
 						break
 					}
+					// The time between rounds: the client sending and
+					// decoding what it read, which readahead can fill.
 					time.Sleep(time.Duration(float64(n) / consumerRate * float64(time.Second)))
 				}
 				st = c.Stats()
