@@ -13,6 +13,11 @@ var (
 	// not guessed at; the caller decides whether to rebuild it from the bucket
 	// manifest or the local files.
 	ErrCorruptRecord = errors.New("corrupt catalog record")
+	// ErrDiskFull: the database's filesystem has no room left, found at
+	// open. It wraps the cause (ENOSPC). Open fails at once rather than
+	// start and retry writes that cannot succeed; free space and start
+	// again.
+	ErrDiskFull = errors.New("no space left for the database")
 	// ErrClosed: the catalog or raft store has been closed.
 	ErrClosed = errors.New("catalog closed")
 	// ErrInvalidArgument: a key field is outside its domain (empty or non-Kafka

@@ -2,14 +2,18 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"golang.org/x/sys/unix"
 )
 
 // Tuning. Both databases hold metadata only (thousands of small records, not
@@ -32,9 +36,11 @@ const (
 type pebbleDB struct {
 	*pebble.DB
 	fsCloser io.Closer
+	closing  chan struct{} // closed first in close: ends a full disk's backoff
 }
 
 func (d pebbleDB) close() error {
+	close(d.closing)
 	err := d.DB.Close()
 	if cerr := d.fsCloser.Close(); err == nil {
 		err = cerr
@@ -42,16 +48,32 @@ func (d pebbleDB) close() error {
 	return err
 }
 
+// minFreeBytes is the room a database needs to open: replaying its WAL
+// may flush a memtable, and opening writes a new WAL and manifest.
+const minFreeBytes = pebbleMemTableSize + 1<<20
+
 // openPebble opens (creating if needed) a pebble DB in dir. name tags log
-// lines so the catalog and raft databases can be told apart.
+// lines so the catalog and raft databases can be told apart. On a disk
+// without room it fails at once with ErrDiskFull: pebble would open, then
+// retry its flush without pause for as long as the disk stays full.
 func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return pebbleDB{}, fmt.Errorf("%w: %s: create dir %s: %w", ErrDiskFull, name, dir, err)
+		}
 		return pebbleDB{}, fmt.Errorf("%s: create dir: %w", name, err)
 	}
+	if err := checkFree(dir, minFreeBytes); err != nil {
+		return pebbleDB{}, fmt.Errorf("%s: %w", name, err)
+	}
 	log = log.With("component", name, "dir", dir)
-	pl := pebbleLogger{log: log}
+	limit := newLogLimiter(time.Second)
+	pl := pebbleLogger{log: log, limit: limit}
+	closing := make(chan struct{})
+	full := &fullDiskBackoff{closing: closing}
 	fs, fsCloser := vfs.WithDiskHealthChecks(vfs.Default, diskSlowThreshold, nil, func(info vfs.DiskSlowInfo) {
-		log.Warn("slow disk", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
+		limit.log(log, slog.LevelWarn, "slow disk", "slow disk", "path", info.Path, "op", info.OpType.String(),
+			"duration", info.Duration)
 	})
 	opts := &pebble.Options{
 		FS:                 fs,
@@ -66,25 +88,78 @@ func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 		// dying.
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
-				log.Error("pebble background error", "err", err)
+				limit.log(log, slog.LevelError, "background", "pebble background error", "err", err)
+				full.failed(err)
+			},
+			FlushEnd: func(info pebble.FlushInfo) {
+				if info.Err == nil {
+					full.reset()
+				}
 			},
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				log.Error("pebble data corruption", "path", info.Path, "err", info.Details)
+				limit.log(log, slog.LevelError, "corruption", "pebble data corruption", "path", info.Path,
+					"err", info.Details)
 			},
 		},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		_ = fsCloser.Close()
+		if errors.Is(err, syscall.ENOSPC) {
+			return pebbleDB{}, fmt.Errorf("%w: %s: open pebble in %s: %w", ErrDiskFull, name, dir, err)
+		}
 		return pebbleDB{}, fmt.Errorf("%s: open pebble: %w", name, err)
 	}
-	return pebbleDB{DB: db, fsCloser: fsCloser}, nil
+	return pebbleDB{DB: db, fsCloser: fsCloser, closing: closing}, nil
 }
+
+// checkFree fails with ErrDiskFull when the filesystem holding dir has
+// fewer than need bytes for an unprivileged writer.
+func checkFree(dir string, need uint64) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil // not knowing is no reason to refuse; pebble will say
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < need {
+		return fmt.Errorf("%w: %s has %d bytes free, opening needs %d: %w", ErrDiskFull, dir, free, need, syscall.ENOSPC)
+	}
+	return nil
+}
+
+// fullDiskBackoff slows pebble's retries of a flush or compaction that
+// failed for want of space. pebble reschedules a failed flush at once
+// (its own TODO says to back off), which on a full disk kept a core busy
+// and the log growing. The pause runs inside pebble's background error
+// callback, so it holds that flush back; it ends early when the database
+// closes.
+type fullDiskBackoff struct {
+	closing <-chan struct{}
+	fails   atomic.Int32
+}
+
+func (b *fullDiskBackoff) failed(err error) {
+	if !errors.Is(err, syscall.ENOSPC) {
+		return
+	}
+	n := b.fails.Add(1)
+	d := min(10*time.Millisecond<<min(n, 10), time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-b.closing:
+	}
+}
+
+func (b *fullDiskBackoff) reset() { b.fails.Store(0) }
 
 // pebbleLogger forwards pebble's printf-style logging to slog. DESIGN §5 asks
 // for pebble to be quiet: its Infof chatter goes to debug, and only Errorf
 // (real trouble) reaches the operator.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log   *slog.Logger
+	limit *logLimiter
+}
 
 var _ pebble.Logger = pebbleLogger{}
 
@@ -94,8 +169,9 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 	}
 }
 
+// Errorf is rate-limited per format: the same failure repeats per retry.
 func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error("pebble", "detail", fmt.Sprintf(format, args...))
+	l.limit.log(l.log, slog.LevelError, format, "pebble", "detail", fmt.Sprintf(format, args...))
 }
 
 // Fatalf is called on broken invariants, after which pebble does not expect

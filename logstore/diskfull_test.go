@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/logstore/logtest"
 )
 
@@ -277,4 +278,53 @@ func failingDevice(t *testing.T, policy FlushPolicy) {
 	if bytes := acked / 8 * int64(len(logtest.Filler(0, 8, 8000, 0))); bytes > most {
 		t.Fatalf("%d bytes acknowledged onto a device that holds 16 MiB", bytes)
 	}
+}
+
+// TestOpenOnFullDiskFailsFast: recovery on a data disk without room (it
+// rebuilds the active segment's indexes, which takes blocks) fails Open
+// at once with ErrDiskFull wrapping ENOSPC, and Open succeeds with the log
+// intact once space is freed.
+func TestOpenOnFullDiskFailsFast(t *testing.T) {
+	dir := mountFull(t)
+	ts := openTestStore(t, dir, nil)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "full", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	for i := 0; i < 5; i++ {
+		b := logtest.Filler(int64(i), 2, 100, byte(i))
+		sent = append(sent, append([]byte(nil), b...))
+		produce(t, ts.Store, "full", 0, b)
+	}
+	ts.close(t)
+	filler := filepath.Join(dir, "logs", "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := make([]byte, 4096)
+	for {
+		if _, err := f.Write(page); err != nil {
+			break
+		}
+	}
+	f.Close()
+
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(Options{Dir: dir, Catalog: cat, Shards: 2, Logger: quietLogger()})
+	cat.Close()
+	if !errors.Is(err, ErrDiskFull) || !errors.Is(err, unix.ENOSPC) {
+		t.Fatalf("open on a full disk: %v, want ErrDiskFull wrapping ENOSPC", err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	ts = openTestStore(t, dir, nil)
+	defer ts.close(t)
+	checkBatches(t, sent, readAll(t, ts.Store, "full", 0, 0))
 }

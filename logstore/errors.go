@@ -57,6 +57,11 @@ var (
 	// already there are unaffected. The gateway answers it as a policy
 	// violation: the placement should choose another node.
 	ErrTooManyPartitions = errors.New("partition budget of this node exceeded")
+	// ErrDiskFull: Open found no room on the data disk to recover the log
+	// (ENOSPC, which it wraps). Open fails at once with it rather than
+	// start on a log it could not make consistent; free space and start
+	// again.
+	ErrDiskFull = errors.New("no space left on the data disk")
 	// ErrClosed: the store is shutting down or closed.
 	ErrClosed = errors.New("store closed")
 )

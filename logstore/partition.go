@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -206,14 +207,15 @@ func (c rollChore) run(s *shard) func() {
 		log := s.opts.Logger
 		for _, j := range c.shrinks {
 			if err := j.run(); err != nil {
-				log.Warn("shrinking a sealed index", "err", err)
+				s.limiter.log(log, slog.LevelWarn, "shrink", "shrinking a sealed index", "err", err)
 			}
 		}
 		if c.sealed != nil {
 			if err := s.opts.Catalog.Sync(); err != nil {
 				// Not queued: tierd's rescan at the next start finds the
 				// segment sealed and not uploaded.
-				log.Error("catalog sync after roll; upload deferred to the next start", "err", err)
+				s.limiter.log(log, slog.LevelError, "roll-sync", "catalog sync after roll; upload deferred to the next start",
+					"err", err)
 			} else {
 				s.opts.Tier.Sealed(*c.sealed)
 			}
@@ -222,7 +224,7 @@ func (c rollChore) run(s *shard) func() {
 			if err := writeSnapshot(c.snapshotPath, c.snapshot); err != nil {
 				// Without the snapshot recovery rescans older segments;
 				// slower, not wrong.
-				log.Warn("writing producer snapshot", "path", c.snapshotPath, "err", err)
+				s.limiter.log(log, slog.LevelWarn, "snapshot", "writing producer snapshot", "path", c.snapshotPath, "err", err)
 			}
 		}
 	}
@@ -481,7 +483,8 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 		if err := s.opts.Catalog.Sync(); err != nil {
 			// Keep the files: the next start reconciles them with whichever
 			// record survived.
-			log.Error("catalog sync before removing segment files; files kept", "err", err)
+			s.limiter.log(log, slog.LevelError, "remove-sync", "catalog sync before removing segment files; files kept",
+				"err", err)
 			for _, seg := range gone {
 				seg.closeFiles()
 			}
@@ -489,7 +492,7 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 		}
 		for i, seg := range gone {
 			if err := seg.remove(); err != nil {
-				log.Warn("removing segment files", "segment", seg.logPath, "err", err)
+				s.limiter.log(log, slog.LevelWarn, "remove", "removing segment files", "segment", seg.logPath, "err", err)
 			}
 			switch {
 			case recs == nil:
@@ -498,7 +501,8 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 			default:
 				if err := s.opts.Catalog.DeleteSegment(recs[i].Topic, recs[i].Partition, recs[i].BaseOffset); err != nil {
 					// The deleting mark stays; the next start finishes it.
-					log.Warn("dropping the record of a deleted segment", "segment", seg.logPath, "err", err)
+					s.limiter.log(log, slog.LevelWarn, "drop-record", "dropping the record of a deleted segment",
+						"segment", seg.logPath, "err", err)
 				}
 			}
 		}

@@ -300,7 +300,7 @@ func (s *shard) writeback() {
 func (s *shard) failStorage(p *partition, err error) {
 	e := fmt.Errorf("%w: %s/%d refuses produce until a restart: %w", ErrStorage, p.topic, p.id, err)
 	if p.failed.CompareAndSwap(nil, &e) {
-		s.opts.Logger.Error("a write to the log did not reach the disk; the partition refuses produce until a restart",
+		s.logLimited("storage-failed", "a write to the log did not reach the disk; the partition refuses produce until a restart",
 			"topic", p.topic, "partition", p.id, "err", err)
 	}
 }
@@ -1003,7 +1003,7 @@ func (s *shard) retention(now time.Time) {
 				"left", len(p.producers))
 		}
 		if n, err := p.applyRetention(s, now); err != nil {
-			s.opts.Logger.Error("retention failed", "topic", p.topic, "partition", p.id, "err", err)
+			s.logLimited("retention", "retention failed", "topic", p.topic, "partition", p.id, "err", err)
 		} else if n > 0 {
 			s.opts.Logger.Info("retention deleted segments", "topic", p.topic, "partition", p.id, "segments", n,
 				"log_start", p.logStart)
@@ -1023,7 +1023,7 @@ func (s *shard) shutdown() {
 	for _, p := range s.parts {
 		seg := p.active()
 		if err := seg.syncData(); err != nil {
-			s.opts.Logger.Error("final sync failed", "segment", seg.logPath, "err", err)
+			s.logLimited("final-sync", "final sync failed", "segment", seg.logPath, "err", err)
 		} else if f := p.failed.Load(); f != nil {
 			for _, w := range p.waitAcks {
 				w.finish(*f)

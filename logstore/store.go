@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
+	"golang.org/x/sys/unix"
 )
 
 // Store is a set of shards over one data directory. Its methods are safe
@@ -47,6 +48,9 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "logs"), 0o755); err != nil {
+		if errors.Is(err, unix.ENOSPC) {
+			return nil, fmt.Errorf("%w: data dir %s: %w", ErrDiskFull, opts.Dir, err)
+		}
 		return nil, fmt.Errorf("data dir %s: %w", opts.Dir, err)
 	}
 	metas, err := opts.Catalog.Partitions()
@@ -86,6 +90,11 @@ func Open(opts Options) (*Store, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		st.Close()
+		if errors.Is(err, unix.ENOSPC) {
+			// One clear error to stop on: recovery cannot rebuild what it
+			// must on a disk without room, and retrying will not make any.
+			return nil, fmt.Errorf("%w: recovering %s: %w", ErrDiskFull, opts.Dir, err)
+		}
 		return nil, err
 	}
 	return st, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -117,7 +118,8 @@ func (s *Store) SetRemote(ctx context.Context, rec catalog.Segment) error {
 			// soon as it is in the cold tier". The upload stands whatever
 			// eviction does; the next check retries it.
 			if n, err := p.evict(sh, time.Now()); err != nil {
-				sh.opts.Logger.Warn("evicting uploaded segments", "topic", p.topic, "partition", p.id, "err", err)
+				sh.limiter.log(sh.opts.Logger, slog.LevelWarn, "evict", "evicting uploaded segments",
+					"topic", p.topic, "partition", p.id, "err", err)
 			} else if n > 0 {
 				sh.opts.Logger.Debug("evicted uploaded segments", "topic", p.topic, "partition", p.id, "segments", n)
 			}
