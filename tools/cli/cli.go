@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,15 @@ type Env struct {
 	Environ        []string // os.Environ form
 }
 
+// Exit codes of Main.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	// exitUsage is a command line that does not say what to do: an
+	// unknown command or flag, a missing argument.
+	exitUsage = 2
+)
+
 // Main runs the command line args (without the program name) and returns
 // the exit code. Failures are reported as one line on stderr.
 func Main(ctx context.Context, args []string, env Env) int {
@@ -43,9 +53,57 @@ func Main(ctx context.Context, args []string, env Env) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(env.Stderr, "aerostream: %s\n", oneLine(err.Error()))
-		return 1
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitFailure
 	}
-	return 0
+	return exitOK
+}
+
+// usageError is a command line that does not say what to do.
+type usageError struct{ err error }
+
+func (e usageError) Error() string   { return e.err.Error() }
+func (e usageError) Unwrap() []error { return []error{e.err, errUsage} }
+
+// isUsage reports whether err is a usage error: ours, or cobra's for an
+// unknown command (which it does not type) or a missing required flag.
+func isUsage(err error) bool {
+	msg := err.Error()
+	return errors.Is(err, errUsage) || strings.HasPrefix(msg, "unknown command ") ||
+		strings.HasPrefix(msg, "required flag(s) ")
+}
+
+// requireSubcommand makes a command that only groups others refuse any
+// argument that is not one of them. Left alone, cobra prints the group's
+// help for `topic creat x` and exits 0, so a typo looks like success.
+func requireSubcommand(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		}
+		return usageError{errors.New(msg)}
+	}
+}
+
+// needArgs accepts at least min and at most max (negative: any number)
+// arguments, and otherwise names what is missing or extra.
+func needArgs(what string, min, max int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < min:
+			return usageError{fmt.Errorf("%s: missing %s (usage: %s)", cmd.CommandPath(), what, cmd.UseLine())}
+		case max >= 0 && len(args) > max:
+			return usageError{fmt.Errorf("%s: too many arguments: %s takes %s, got %q", cmd.CommandPath(), cmd.Name(), what, args)}
+		}
+		return nil
+	}
 }
 
 // NewRoot builds the command tree.
@@ -61,6 +119,7 @@ func NewRoot(env Env) *cobra.Command {
 	}
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newDaemonCmd(env, serveCmd),
 		newDaemonCmd(env, storeCmd),

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,14 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	code := m.Run()
+	// goleak.VerifyTestMain would exit before the binary's folder is
+	// removed, so the check runs here.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -444,5 +453,130 @@ func TestInProcessStopLeaksNothing(t *testing.T) {
 	cancel()
 	if c := <-code; c != 0 {
 		t.Fatalf("exit %d:\n%s", c, stderr.String())
+	}
+}
+
+// TestUnknownCommand: a mistyped command is refused with exit 2, never
+// answered with help and exit 0 (issue 23, item 6).
+func TestUnknownCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"nope"},
+		{"topic", "creat", "x"},
+		{"tier", "lss"},
+		{"gateway", "kafak"},
+		{"controller", "stauts"},
+	} {
+		r := run(t, nil, args...)
+		if r.code != 2 {
+			t.Errorf("%v: exit %d, want 2; stderr %q", args, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "unknown command") {
+			t.Errorf("%v: stderr %q does not say unknown command", args, r.stderr)
+		}
+		if r.stdout != "" {
+			t.Errorf("%v: help on stdout instead of an error:\n%s", args, r.stdout)
+		}
+	}
+	// A typo gets a suggestion.
+	if r := run(t, nil, "topic", "creat", "x"); !strings.Contains(r.stderr, `unknown command "creat"`) || !strings.Contains(r.stderr, `"create"`) {
+		t.Errorf("topic creat: %q", r.stderr)
+	}
+	// A group asked for nothing still shows its help.
+	if r := run(t, nil, "topic"); r.code != 0 || !strings.Contains(r.stdout, "create") {
+		t.Errorf("topic: exit %d stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestMissingArguments: a command without the argument it needs names it
+// and exits 2; none reaches for a controller or a store.
+func TestMissingArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"topic", "create"}, "missing the NAME of the topic to create"},
+		{[]string{"topic", "delete"}, "missing the NAME"},
+		{[]string{"topic", "alter"}, "missing the NAME of the topic to alter"},
+		{[]string{"topic", "alter", "a", "b"}, "too many arguments"},
+		// tier describe shows one segment: which one is not guessed.
+		{[]string{"tier", "describe", "--topic", "t"}, `required flag(s) "base", "partition" not set`},
+		{[]string{"tier", "describe", "--topic", "t", "--partition", "0"}, `required flag(s) "base" not set`},
+		{[]string{"tier", "rehydrate", "--topic", "t"}, `required flag(s) "partition" not set`},
+	} {
+		r := run(t, nil, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// TestWrongControllerAddress: a --controller where nothing listens fails
+// with the dial error and the address, instead of waiting out --timeout in
+// silence.
+func TestWrongControllerAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for _, args := range [][]string{{"topic", "list"}, {"topic", "create", "x"}, {"controller", "status"}} {
+		r := run(t, nil, append(args, "--controller", addr)...)
+		if r.code != 1 || !strings.Contains(r.stderr, addr) || !strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("%v --controller %s: exit %d stderr %q, want 1, the address and the dial error", args, addr, r.code, r.stderr)
+		}
+	}
+}
+
+// TestServeRefusesGatewayIDClash: serve's gateway and store cannot share a
+// node id; the start fails in one line naming both keys, before binding
+// anything (issue 23, item 3).
+func TestServeRefusesGatewayIDClash(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	r := run(t, nil, "serve", "--data-dir", data, "--gateway.node_id", "1", "--kafka-listen", "127.0.0.1:0",
+		"--ring-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0")
+	wantOneLineFailure(t, r, "gateway.node_id 1 clashes with controller.node_id 1")
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("data dir was created by a start refused on its ids (%v)", err)
+	}
+}
+
+// TestTierCommandsAgainstServe runs serve with its admin API and checks
+// what the tier commands and the admin listener answer.
+func TestTierCommandsAgainstServe(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := start(t, nil, "serve", "--data-dir", data, "--ring-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0",
+		"--kafka-listen", "127.0.0.1:0", "--native-listen", "", "--http-listen", "127.0.0.1:0")
+	m := p.waitFor(t, `msg=running .*http_addr=(\S+)`)
+	admin := m[1]
+
+	// An unknown topic is an error, not an empty table.
+	r := run(t, nil, "tier", "ls", "--topic", "nope", "--admin", admin)
+	if r.code != 1 || !strings.Contains(r.stderr, `unknown topic "nope"`) {
+		t.Errorf("tier ls --topic nope: exit %d stderr %q, want 1 and unknown topic", r.code, r.stderr)
+	}
+	r = run(t, nil, "tier", "ls", "--admin", admin)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "TOPIC") {
+		t.Errorf("tier ls: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, nil, "tier", "describe", "--topic", "nope", "--partition", "0", "--base", "0", "--admin", admin)
+	if r.code != 1 || !strings.Contains(r.stderr, "no such segment nope/0@0") {
+		t.Errorf("tier describe of nothing: exit %d stderr %q", r.code, r.stderr)
+	}
+
+	// /metrics is served; /debug/pprof is not, unless admin.pprof is set.
+	for path, want := range map[string]int{"/metrics": 200, "/debug/pprof/": 404} {
+		resp, err := http.Get("http://" + admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, p.logText())
 	}
 }

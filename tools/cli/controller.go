@@ -259,12 +259,54 @@ func addControllerFlag(cmd *cobra.Command) *clientFlags {
 	return f
 }
 
-func newClient(f *clientFlags) (*controller.Client, error) {
+// newClient returns a client of the controllers of --controller, once one
+// of them accepts a connection.
+func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) {
 	list := splitAddrs(f.addrs)
 	if len(list) == 0 {
 		return nil, errors.New("--controller is empty")
 	}
+	if err := dialAny(ctx, list); err != nil {
+		return nil, err
+	}
 	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
+}
+
+// controllerDialTimeout bounds the wait for a connection to a controller
+// address. The client itself keeps looking for a leader for the whole
+// --timeout, which is right during an election but turns a mistyped
+// address into a long silence; a dial that fails says what is wrong.
+const controllerDialTimeout = 2 * time.Second
+
+// dialAny dials every address at once and returns nil as soon as one
+// accepts, else the dial error of each, with its address.
+func dialAny(ctx context.Context, addrs []string) error {
+	ctx, cancel := context.WithTimeout(ctx, controllerDialTimeout)
+	defer cancel()
+	type dialed struct {
+		addr string
+		err  error
+	}
+	ch := make(chan dialed, len(addrs))
+	for _, a := range addrs {
+		go func() {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", a)
+			if err == nil {
+				c.Close()
+			}
+			ch <- dialed{a, err}
+		}()
+	}
+	var errs []error
+	for range addrs {
+		r := <-ch
+		if r.err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("--controller %s: %w", r.addr, r.err))
+	}
+	return fmt.Errorf("no controller reachable: %w", errors.Join(errs...))
 }
 
 func newAddVoterCmd(env Env) *cobra.Command {
@@ -285,7 +327,7 @@ neither bootstrap nor join state, or to re-add a removed voter).`,
 		if id < 0 || addr == "" {
 			return errors.New("add-voter needs --id and --address")
 		}
-		cl, err := newClient(ctl)
+		cl, err := newClient(cmd.Context(), ctl)
 		if err != nil {
 			return err
 		}
@@ -312,7 +354,7 @@ func newRemoveVoterCmd(env Env) *cobra.Command {
 		if id < 0 {
 			return errors.New("remove-voter needs --id")
 		}
-		cl, err := newClient(ctl)
+		cl, err := newClient(cmd.Context(), ctl)
 		if err != nil {
 			return err
 		}
@@ -334,7 +376,7 @@ func newControllerStatusCmd(env Env) *cobra.Command {
 	}
 	ctl := addControllerFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cl, err := newClient(ctl)
+		cl, err := newClient(cmd.Context(), ctl)
 		if err != nil {
 			return err
 		}
@@ -370,12 +412,12 @@ func newTopicCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
 		Short: "Create, delete, list, describe and alter topics (through the controller)",
-		Args:  cobra.NoArgs,
 	}
+	requireSubcommand(cmd)
 	ctl := addControllerFlag(cmd)
 	withClient := func(fn func(ctx context.Context, cl *controller.Client, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			cl, err := newClient(ctl)
+			cl, err := newClient(cmd.Context(), ctl)
 			if err != nil {
 				return err
 			}
@@ -391,7 +433,7 @@ func newTopicCmd(env Env) *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create NAME...",
 		Short: "Create topics",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  needArgs("the NAME of the topic to create", 1, -1),
 		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
 			cfg, err := parseConfigs(configs)
 			if err != nil {
@@ -429,7 +471,7 @@ func newTopicCmd(env Env) *cobra.Command {
 	del := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete topics (with --id, the arguments are topic ids)",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  needArgs("the NAME (or, with --id, the id) of the topic to delete", 1, -1),
 		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
 			req := controller.DeleteTopicsRequest{WaitMs: storeWaitMs}
 			for _, a := range args {
@@ -534,7 +576,7 @@ func newTopicCmd(env Env) *cobra.Command {
 	alter := &cobra.Command{
 		Use:   "alter NAME",
 		Short: "Add partitions to a topic or change its configs",
-		Args:  cobra.ExactArgs(1),
+		Args:  needArgs("the NAME of the topic to alter", 1, 1),
 		RunE: withClient(func(ctx context.Context, cl *controller.Client, args []string) error {
 			name := args[0]
 			var ops []controller.ConfigOp

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -15,11 +16,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/controller"
+	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
 	"github.com/aerostream/aerostream/tools/config"
@@ -28,8 +33,8 @@ import (
 // daemonKind says which parts a daemon subcommand runs.
 type daemonKind struct {
 	use, short, long string
-	// inProcess: build the in-process ring backend that serve's gateways
-	// will use.
+	// inProcess: build the in-process ring backend that serve's Kafka
+	// gateway uses.
 	inProcess bool
 	// needRing: a store with no ring listener serves nothing, so it is an
 	// error; serve may run without one.
@@ -43,6 +48,14 @@ type daemonKind struct {
 	// built yet, with the key of the listener they will take. They are
 	// logged as absent, and their ports are left closed.
 	absent []absentPart
+	// extra parts run after the built-in ones, under the same supervisor;
+	// tests use them to make a part die.
+	extra []extraPart
+}
+
+type extraPart struct {
+	name string
+	run  func(ctx context.Context) error
 }
 
 type absentPart struct{ part, key string }
@@ -61,9 +74,14 @@ listeners.controller (bootstrapped on the first start, state in
 gateway on listeners.kafka (advertised as listeners.advertised_kafka, else
 the listen address with 127.0.0.1 for an unspecified host), tiered storage
 (tierd and the cold-read cache, on by default to a directory under the data
-dir) and the HTTP admin API on listeners.http (/metrics, /debug/pprof,
-/v1/tier). The native gateway is not built yet: serve does not open its
-port.
+dir) and the HTTP admin API on listeners.http (/v1/tier, /metrics, and
+/debug/pprof with admin.pprof). The HTTP admin API and the controller have
+no authentication and listen on loopback unless configured otherwise. The
+native gateway is not built yet: serve does not open its port.
+
+If a part dies (a listener's serve loop, the gateway, tierd, the
+controller agent), serve logs why and exits non-zero rather than run
+half-alive.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
@@ -112,7 +130,7 @@ controller.node_id, heartbeats, and creates and deletes the partitions
 their placement gives it.
 
 SIGINT or SIGTERM drains connections and stops cleanly; a second signal
-stops at once.`,
+stops at once. If a part dies, the store logs why and exits non-zero.`,
 	needRing: true,
 }
 
@@ -136,267 +154,360 @@ func newDaemonCmd(env Env, kind daemonKind) *cobra.Command {
 	return cmd
 }
 
-// runDaemon starts the parts of kind, waits for a signal (or ctx, or a part
-// failing) and stops them in reverse order. Nothing is logged before the
-// listeners are bound and the data directory is locked, so that a start
-// that fails on those prints only its one-line reason.
+// runDaemon runs kind in four steps, in this order: bind (the listeners and
+// the data directory, so that a port conflict or a second process fails
+// before seconds go into recovering the log), open (the state: catalog, cold
+// tier, logstore, controller), start (the parts that serve, under a
+// supervisor) and wait (for a signal, ctx, or a part dying). Whatever was
+// bound, opened or started is closed in the reverse order. Nothing is logged
+// before bind succeeds, so that a start that fails there prints only its
+// one-line reason. A signal is honoured at every step.
 func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loaded) (err error) {
 	tuneGC()
 	cfg := loaded.Config
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := checkDaemon(kind, cfg); err != nil {
+		return err
+	}
+	d := &daemon{kind: kind, cfg: cfg, env: env}
+	defer func() { err = d.close(err) }()
+	if err := d.bind(); err != nil {
+		return err
+	}
+	d.logger = newLogger(env, cfg)
+	slog.SetDefault(d.logger)
+	d.logger.Info("starting", "command", kind.use, "version", Version(),
+		"config_file", orNone(loaded.File), "data_dir", cfg.DataDir)
+	for _, name := range loaded.UnknownEnv {
+		d.logger.Warn("environment variable sets no config key", "name", name)
+	}
+	logstore.RaiseFileLimit(d.logger) // before anything opens files: it sizes the log file cache
+	if err := d.open(ctx); err != nil {
+		return err
+	}
+	if err := d.start(ctx); err != nil {
+		return err
+	}
+	return d.wait(ctx, stop)
+}
 
-	// Listeners first: a port conflict must fail before we spend seconds
-	// recovering the log.
-	var ringLn net.Listener
-	if cfg.Listeners.Ring != "" {
-		ringLn, err = listen(cfg.Listeners.Ring)
-		if err != nil {
-			return fmt.Errorf("listeners.ring: %w", err)
-		}
-		defer ringLn.Close() // Serve closes it too; this covers failed starts
-	} else if kind.needRing {
+// checkDaemon refuses, before anything is bound, a configuration that
+// would start but never work.
+func checkDaemon(kind daemonKind, cfg config.Config) error {
+	if kind.needRing && cfg.Listeners.Ring == "" {
 		return errors.New("listeners.ring is empty: a store serves its shards only there")
 	}
-	var ctlLn net.Listener
-	if kind.controller {
-		if cfg.Controller.Join != "" {
-			return errors.New("controller.join is set, but serve runs its own single-voter controller; join is for aerostream controller and store")
-		}
-		if cfg.Listeners.Controller != "" {
-			ctlLn, err = listen(cfg.Listeners.Controller)
-			if err != nil {
-				return fmt.Errorf("listeners.controller: %w", err)
-			}
-			defer ctlLn.Close()
-		}
+	if !kind.controller {
+		return nil
 	}
-
-	var httpLn net.Listener
-	if cfg.Listeners.HTTP != "" {
-		httpLn, err = listen(cfg.Listeners.HTTP)
-		if err != nil {
-			return fmt.Errorf("listeners.http: %w", err)
-		}
-		defer httpLn.Close()
+	if cfg.Controller.Join != "" {
+		return errors.New("controller.join is set, but serve runs its own single-voter controller; join is for aerostream controller and store")
 	}
-
-	// serve's Kafka gateway (kafka.go, gateway.go) gets its metadata from
-	// serve's own controller.
-	var kafkaLn net.Listener
 	if kind.inProcess && cfg.Listeners.Kafka != "" {
-		if ctlLn == nil {
+		// serve's Kafka gateway gets its topics and configs from serve's
+		// own controller.
+		if cfg.Listeners.Controller == "" {
 			return errors.New("listeners.kafka needs serve's controller for topics and configs, but listeners.controller is empty")
 		}
-		kafkaLn, err = listen(cfg.Listeners.Kafka)
-		if err != nil {
-			return fmt.Errorf("listeners.kafka: %w", err)
+		// serve's store registers under controller.node_id and its gateway
+		// under gateway.node_id; with one id for both, Kafka clients are
+		// told of a broker that is not the gateway and time out.
+		if id := cfg.Gateway.NodeID; id == cfg.Controller.NodeID {
+			return fmt.Errorf("gateway.node_id %d clashes with controller.node_id %d, the id serve's store and controller use: give the gateway another id (default %d)",
+				id, cfg.Controller.NodeID, config.Default().Gateway.NodeID)
 		}
-		defer kafkaLn.Close()
 	}
+	return nil
+}
 
+// daemon is one run of a daemon subcommand: what it bound, opened and
+// started.
+type daemon struct {
+	kind   daemonKind
+	cfg    config.Config
+	env    Env
+	logger *slog.Logger // set once bind succeeded
+
+	// closers undo bind, open and start, run last to first by close.
+	closers []closer
+
+	ringLn, ctlLn, httpLn, kafkaLn net.Listener
+
+	cat      *catalog.Catalog
+	reg      *prometheus.Registry
+	tier     *tierStack // nil when tiered storage is disabled
+	st       *logstore.Store
+	backend  ring.Backend // serve's in-process ring; nil in a store
+	ctl      *controller.Controller
+	members  controller.Members // the controller the store registers with; nil for none
+	openedAt time.Time
+
+	sup     *supervisor
+	running bool // "running" was logged
+}
+
+type closer struct {
+	what string
+	fn   func() error
+}
+
+func (d *daemon) onClose(what string, fn func() error) {
+	d.closers = append(d.closers, closer{what, fn})
+}
+
+// close runs the closers last to first and returns err, or the first
+// close error when err is nil. A startup interrupted by a signal is a clean
+// stop.
+func (d *daemon) close(err error) error {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		c := d.closers[i]
+		if cerr := c.fn(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", c.what, cerr)
+		}
+	}
+	d.closers = nil
+	interrupted := errors.Is(err, errInterrupted)
+	switch {
+	case d.logger == nil:
+	case interrupted:
+		d.logger.Info("stopped", "during", "startup", "reason", err.Error())
+	case !d.running:
+	case err != nil:
+		d.logger.Error("stopped", "err", err)
+	default:
+		d.logger.Info("stopped")
+	}
+	if interrupted {
+		return nil
+	}
+	return err
+}
+
+// bind opens the listeners of the parts kind runs and locks the data
+// directory.
+func (d *daemon) bind() error {
+	cfg, kind := d.cfg, d.kind
+	bind := func(key, addr string) (net.Listener, error) {
+		if addr == "" {
+			return nil, nil
+		}
+		ln, err := listen(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		// The serve loops close their listener too; this covers a start
+		// that fails before they run.
+		d.onClose(key, func() error { _ = ln.Close(); return nil })
+		return ln, nil
+	}
+	var err error
+	if d.ringLn, err = bind("listeners.ring", cfg.Listeners.Ring); err != nil {
+		return err
+	}
+	if kind.controller {
+		if d.ctlLn, err = bind("listeners.controller", cfg.Listeners.Controller); err != nil {
+			return err
+		}
+	}
+	if d.httpLn, err = bind("listeners.http", cfg.Listeners.HTTP); err != nil {
+		return err
+	}
+	if kind.inProcess {
+		if d.kafkaLn, err = bind("listeners.kafka", cfg.Listeners.Kafka); err != nil {
+			return err
+		}
+	}
 	unlock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	d.onClose("data_dir lock", func() error { unlock(); return nil })
+	return nil
+}
 
-	logger := newLogger(env, cfg)
-	slog.SetDefault(logger)
-	logger.Info("starting", "command", kind.use, "version", Version(),
-		"config_file", orNone(loaded.File), "data_dir", cfg.DataDir)
-	for _, name := range loaded.UnknownEnv {
-		logger.Warn("environment variable sets no config key", "name", name)
-	}
-	logstore.RaiseFileLimit(logger) // before anything opens files: it sizes the log file cache
-	// Deferred first, so it runs last: after the store and catalog closed.
-	running := false
-	defer func() {
-		if running {
-			if err != nil {
-				logger.Error("stopped", "err", err)
-			} else {
-				logger.Info("stopped")
-			}
-		}
-	}()
-
-	start := time.Now()
-	cat, err := catalog.Open(filepath.Join(cfg.DataDir, "catalog"), catalog.Options{Logger: logger})
+// open opens the daemon's state. Each slow step gives way to a signal.
+func (d *daemon) open(ctx context.Context) (err error) {
+	cfg, logger := d.cfg, d.logger
+	d.openedAt = time.Now()
+	d.cat, err = openOrStop(ctx, "the catalog", func() (*catalog.Catalog, error) {
+		return catalog.Open(filepath.Join(cfg.DataDir, "catalog"), catalog.Options{Logger: logger})
+	}, func(c *catalog.Catalog) { _ = c.Close() })
 	if err != nil {
 		return fmt.Errorf("open catalog: %w", err)
 	}
-	defer func() {
-		if cerr := cat.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close catalog: %w", cerr)
-		}
-	}()
-	reg := newRegistry()
-	opts := storeOptions(cfg, cat, logger)
-	var tier *tierStack
+	d.onClose("catalog", d.cat.Close)
+
+	d.reg = newRegistry()
+	opts := storeOptions(cfg, d.cat, logger)
 	if cfg.TieredStorage.Enabled {
-		if tier, err = openTierStack(ctx, cfg, reg, logger); err != nil {
+		if d.tier, err = openTierStack(ctx, cfg, d.reg, logger); err != nil {
 			return err
 		}
-		tier.storeHooks(&opts)
-		defer startGCTuner(daemonGCPercent, tier.cache.HeldBytes)()
+		d.tier.storeHooks(&opts)
+		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
+		d.onClose("gc tuner", func() error { stopTuner(); return nil })
 	}
-	st, err := logstore.Open(opts)
+	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.Open(opts) },
+		func(st *logstore.Store) { _ = st.Close() })
 	if err != nil {
-		if tier != nil {
-			tier.close()
+		if d.tier != nil {
+			d.tier.close()
 		}
 		return fmt.Errorf("open logstore: %w", err)
 	}
-	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close logstore: %w", cerr)
-		}
-	}()
-	// tierd stops before the store closes: its last upload may still record
-	// a pointer through the store.
-	tierCtx, tierCancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer tierCancel()
-	if tier != nil {
-		if err := tier.start(tierCtx, cfg, st, cat, logger); err != nil {
-			tier.close()
+	d.onClose("logstore", d.st.Close)
+	if d.tier != nil {
+		// After the store, so it runs before the store closes: tierd's last
+		// upload may still record a pointer through the store.
+		d.onClose("tiered storage", func() error { d.tier.close(); return nil })
+		if err := d.tier.newDaemon(cfg, d.st, d.cat, logger); err != nil {
 			return fmt.Errorf("start tierd: %w", err)
 		}
-		defer func() {
-			tierCancel()
-			tier.close()
-		}()
 	}
 
-	// The in-process backend is what serve's gateways will be handed; until
-	// one exists it only shows that the store is reachable in-process.
-	var backend ring.Backend
-	if kind.inProcess {
-		backend = ring.NewInProcess(st)
-		defer func() {
-			if cerr := backend.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("close in-process ring: %w", cerr)
-			}
-		}()
+	// serve's Kafka gateway reaches the store through the in-process ring:
+	// the same Backend a gateway process dials over the network.
+	if d.kind.inProcess {
+		d.backend = ring.NewInProcess(d.st)
+		d.onClose("in-process ring", d.backend.Close)
 	}
 
 	// The store's controller: serve's own voter, or the controllers of
 	// controller.join.
-	var members controller.Members
-	var ctl *controller.Controller
-	if ctlLn != nil {
-		ctl, err = openController(cfg, ctlLn, logger, true, nil)
+	if d.ctlLn != nil {
+		d.ctl, err = openOrStop(ctx, "the controller", func() (*controller.Controller, error) {
+			return openController(cfg, d.ctlLn, logger, true, nil)
+		}, func(c *controller.Controller) { _ = c.Close() })
 		if err != nil {
 			return err
 		}
-		defer func() {
-			if cerr := ctl.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("close controller: %w", cerr)
-			}
-		}()
-		members = ctl
-	} else if addrs := splitAddrs(cfg.Controller.Join); len(addrs) > 0 && !kind.controller {
+		d.onClose("controller", d.ctl.Close)
+		d.members = d.ctl
+	} else if addrs := splitAddrs(cfg.Controller.Join); len(addrs) > 0 && !d.kind.controller {
 		cl := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
-		defer cl.Close()
-		members = cl
+		d.onClose("controller client", func() error { cl.Close(); return nil })
+		d.members = cl
 	}
+	return ctx.Err()
+}
 
-	// The parts stop when runDaemon says so, after it has logged why, not
-	// on the signal itself.
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	serveErr := make(chan error, 1)
+// start starts the parts that serve, under a supervisor, and logs
+// "running" with what runs where.
+func (d *daemon) start(ctx context.Context) error {
+	cfg, logger := d.cfg, d.logger
+	d.sup = newSupervisor(logger)
+	// Registered last, so the parts stop before anything they use closes.
+	d.onClose("parts", func() error { d.sup.stop(); return nil })
+
 	parts := []string{"logstore", "catalog"}
-	if kind.inProcess {
+	if d.kind.inProcess {
 		parts = append(parts, "ring(in-process)")
 	}
-	attrs := []any{"command", kind.use, "startup", time.Since(start).Round(time.Millisecond)}
-	if ringLn != nil {
-		srv := ring.NewServer(st, logger)
-		go func() { serveErr <- srv.Serve(runCtx, ringLn) }()
+	attrs := []any{"command", d.kind.use, "startup", time.Since(d.openedAt).Round(time.Millisecond)}
+	if d.tier != nil {
+		d.sup.start(ctx, "tierd", d.tier.daemon.Run)
+		parts = append(parts, "tierd("+d.tier.bucket.Name()+")", "fetchcache")
+	}
+	if d.ringLn != nil {
+		srv := ring.NewServer(d.st, logger)
+		ln := d.ringLn
+		d.sup.start(ctx, "ring server", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
 		parts = append(parts, "ring(network)")
-		attrs = append(attrs, "ring_addr", listenerAddr(ringLn))
-	} else {
-		serveErr = nil // nothing to wait for
+		attrs = append(attrs, "ring_addr", listenerAddr(ln))
 	}
-	var adminDone chan error
-	if httpLn != nil {
-		adm := &adminServer{st: st, cat: cat, tier: tier, reg: reg, logger: logger,
-			restore: topicRegistrar(ctl, splitAddrs(cfg.Controller.Join), logger)}
-		adminDone = make(chan error, 1)
-		go func() { adminDone <- adm.serve(runCtx, httpLn) }()
-		parts = append(parts, "http-admin")
-		attrs = append(attrs, "http_addr", listenerAddr(httpLn))
+	if d.httpLn != nil {
+		srv, err := d.httpServer()
+		if err != nil {
+			return err
+		}
+		ln := d.httpLn
+		d.sup.start(ctx, "http", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+		parts = append(parts, "http")
+		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
-	if tier != nil {
-		parts = append(parts, "tierd("+tier.bucket.Name()+")", "fetchcache")
-	}
-	var agentDone chan struct{}
-	if members != nil {
-		agent := storeAgent(members, st, cfg.Controller.NodeID, advertisedRing(ringLn), logger)
-		agentDone = make(chan struct{})
-		go func() {
-			defer close(agentDone)
-			_ = agent.Run(runCtx)
-		}()
-		if ctl != nil {
+	if d.members != nil {
+		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), logger)
+		d.sup.start(ctx, "controller agent", agent.Run)
+		if d.ctl != nil {
 			parts = append(parts, "controller")
-			attrs = append(attrs, "controller_addr", ctl.Addr())
+			attrs = append(attrs, "controller_addr", d.ctl.Addr())
 		} else {
 			parts = append(parts, "controller-member")
 			attrs = append(attrs, "controllers", cfg.Controller.Join)
 		}
 	}
-	var kafkaGW *runningKafka
-	if kafkaLn != nil {
-		kafkaGW, err = startKafkaGateway(runCtx, cfg, kafkaLn, backend, ctl, reg, logger)
+	if d.kafkaLn != nil {
+		gw, err := newKafkaGateway(cfg, d.kafkaLn, d.backend, d.ctl, d.reg, logger)
 		if err != nil {
 			return err
 		}
+		gw.start(ctx, d.sup)
 		parts = append(parts, "kafka")
-		attrs = append(attrs, "kafka_addr", listenerAddr(kafkaLn), "kafka_advertised", kafkaGW.advertised)
+		attrs = append(attrs, "kafka_addr", listenerAddr(d.kafkaLn), "kafka_advertised", gw.advertised)
 	}
-	for _, a := range kind.absent {
+	for _, p := range d.kind.extra {
+		d.sup.start(ctx, p.name, p.run)
+		parts = append(parts, p.name)
+	}
+	for _, a := range d.kind.absent {
 		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
 	}
 	logger.Info("running", append(attrs, "parts", strings.Join(parts, ","))...)
-	running = true
+	d.running = true
+	return nil
+}
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("stopping", "reason", "signal")
-	case err := <-serveErr:
-		serveErr = nil
-		if err == nil {
-			err = errors.New("stopped unexpectedly")
-		}
-		runErr = fmt.Errorf("ring server: %w", err)
-		logger.Error("stopping", "reason", "ring server failed", "err", err)
+// httpServer mounts the node's HTTP APIs: the tier catalog API, /metrics
+// and, when asked for, Go's profiles.
+func (d *daemon) httpServer() (*gwhttp.Server, error) {
+	srv := gwhttp.NewServer(gwhttp.Options{Logger: d.logger})
+	ops := &tierOps{st: d.st, cat: d.cat, tier: d.tier, logger: d.logger,
+		restore: topicRegistrar(d.ctl, splitAddrs(d.cfg.Controller.Join), d.logger)}
+	mounts := []struct {
+		prefix string
+		h      http.Handler
+	}{
+		{"/v1/tier", gwhttp.TierAPI(ops, d.logger)},
+		{"/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})},
 	}
-	// From here on a second signal takes the default action and ends the
-	// process, for when draining hangs.
+	if d.cfg.Admin.Pprof {
+		mounts = append(mounts, struct {
+			prefix string
+			h      http.Handler
+		}{"/debug/pprof", gwhttp.Pprof()})
+	}
+	for _, m := range mounts {
+		if err := srv.Mount(m.prefix, m.h); err != nil {
+			return nil, err
+		}
+	}
+	return srv, nil
+}
+
+// wait waits for a signal, ctx, or a part to die; the parts are then
+// stopped by close. A second signal from here on takes the default action
+// and ends the process, for when draining hangs.
+func (d *daemon) wait(ctx context.Context, stop context.CancelFunc) error {
+	err := d.sup.wait(ctx)
 	stop()
-	cancel()
-	if kafkaGW != nil {
-		if err := kafkaGW.wait(); err != nil {
-			logger.Warn("kafka gateway drain", "err", err)
+	if err != nil {
+		var f partFailure
+		part := ""
+		if errors.As(err, &f) {
+			part = f.name
 		}
+		d.logger.Error("stopping", "reason", "part failed", "part", part, "err", err)
+		return err
 	}
-	if agentDone != nil {
-		<-agentDone
-	}
-	if adminDone != nil {
-		if err := <-adminDone; err != nil {
-			logger.Warn("http admin stopped", "err", err)
-		}
-	}
-	if serveErr != nil {
-		if err := <-serveErr; err != nil && !errors.Is(err, context.Canceled) {
-			logger.Warn("ring server drain", "err", err)
-		}
-	}
-	return runErr
+	d.logger.Info("stopping", "reason", "signal")
+	return nil
+}
+
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }
 
 // storeOptions maps the config onto logstore.Options.

@@ -43,8 +43,8 @@ func newGatewayCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gateway",
 		Short: "Run a gateway process (kafka)",
-		Args:  cobra.NoArgs,
 	}
+	requireSubcommand(cmd)
 	var flags *config.Flags
 	kafkaCmd := &cobra.Command{
 		Use:   "kafka",
@@ -104,7 +104,9 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 			break
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("gateway.ring_addr %s: %w", cfg.Gateway.RingAddr, err)
+			// A signal while the store is not reachable yet: a clean stop.
+			logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+			return nil
 		}
 		if attempt%10 == 0 {
 			logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
@@ -119,53 +121,49 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
 	defer api.Close()
 
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	gw, err := startKafkaGateway(runCtx, cfg, ln, backend, api, nil, logger)
+	gw, err := newKafkaGateway(cfg, ln, backend, api, nil, logger)
 	if err != nil {
 		return err
 	}
+	sup := newSupervisor(logger)
+	defer sup.stop()
+	gw.start(ctx, sup)
 	logger.Info("running", "command", "gateway kafka", "kafka_addr", listenerAddr(ln), "advertised", gw.advertised,
 		"ring_addr", cfg.Gateway.RingAddr, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
-	var runErr error
-	select {
-	case <-ctx.Done():
+	err = sup.wait(ctx)
+	stop() // a second signal now ends the process, for when draining hangs
+	if err != nil {
+		logger.Error("stopping", "reason", "part failed", "err", err)
+	} else {
 		logger.Info("stopping", "reason", "signal")
-	case err := <-gw.done:
-		gw.done = nil
-		runErr = fmt.Errorf("kafka gateway: %w", err)
-		logger.Error("stopping", "reason", "kafka gateway failed", "err", err)
 	}
-	stop()
-	cancel()
-	if err := gw.wait(); err != nil && runErr == nil {
-		logger.Warn("kafka gateway drain", "err", err)
+	sup.stop()
+	if err != nil {
+		logger.Error("stopped", "err", err)
+		return err
 	}
 	logger.Info("stopped")
-	return runErr
+	return nil
 }
 
-// runningKafka is a started Kafka gateway.
-type runningKafka struct {
+// kafkaGateway is a Kafka gateway ready to start: the wire server and its
+// controller membership, which keeps its metadata current.
+type kafkaGateway struct {
 	advertised string
-	done       chan error // the gateway's Serve result
-	member     chan struct{}
+	serve      func(ctx context.Context) error
+	member     func(ctx context.Context) error
 }
 
-// wait waits for the gateway (stopped through the ctx it was started
-// with) and its controller membership to end.
-func (r *runningKafka) wait() error {
-	var err error
-	if r.done != nil {
-		err = <-r.done
-	}
-	<-r.member
-	return err
+// start runs the gateway under sup: membership first, so that the wire
+// server stops before the metadata it answers from.
+func (g *kafkaGateway) start(ctx context.Context, sup *supervisor) {
+	sup.start(ctx, "kafka gateway membership", g.member)
+	sup.start(ctx, "kafka gateway", g.serve)
 }
 
-// startKafkaGateway starts the Kafka gateway on ln, in front of backend,
-// with its metadata from api, until ctx ends.
-func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, reg prometheus.Registerer, logger *slog.Logger) (*runningKafka, error) {
+// newKafkaGateway builds the Kafka gateway on ln, in front of backend,
+// with its metadata from api.
+func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, reg prometheus.Registerer, logger *slog.Logger) (*kafkaGateway, error) {
 	adv, err := advertisedKafka(cfg, ln)
 	if err != nil {
 		return nil, err
@@ -180,7 +178,6 @@ func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, 
 		NodeID:                     cfg.Gateway.NodeID,
 		AdvertisedAddr:             adv,
 		MaxRequestBytes:            kc.SocketRequestMaxBytes,
-		MaxQueuedRequestBytes:      kc.QueuedMaxRequestBytes,
 		AutoCreateTopics:           kc.AutoCreateTopicsEnable,
 		DefaultPartitions:          kc.NumPartitions,
 		OffsetsPartitions:          kc.OffsetsTopicNumPartitions,
@@ -196,13 +193,11 @@ func startKafkaGateway(ctx context.Context, cfg config.Config, ln net.Listener, 
 	if reg != nil {
 		reg.MustRegister(gw.Collectors()...)
 	}
-	r := &runningKafka{advertised: adv, done: make(chan error, 1), member: make(chan struct{})}
-	go func() {
-		defer close(r.member)
-		_ = cluster.Run(ctx)
-	}()
-	go func() { r.done <- gw.Serve(ctx, ln) }()
-	return r, nil
+	return &kafkaGateway{
+		advertised: adv,
+		serve:      func(ctx context.Context) error { return gw.Serve(ctx, ln) },
+		member:     cluster.Run,
+	}, nil
 }
 
 // advertisedKafka is the address Kafka clients are told:

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	gwhttp "github.com/aerostream/aerostream/gateways/http"
 )
 
-// `aerostream tier …` talks to a running store's admin API (listeners.http):
-// the catalog belongs to the store process.
+// `aerostream tier …` talks to a running store's tier API (gateways/http,
+// on listeners.http): the catalog belongs to the store process.
 
 type tierClient struct {
 	env  Env
@@ -33,6 +35,7 @@ func newTierCmd(env Env) *cobra.Command {
 		Long: `Inspect and operate the tier catalog (segments on local disk and in the
 cold tier) of a running store or serve, through its HTTP admin API.`,
 	}
+	requireSubcommand(cmd)
 	var admin string
 	cmd.PersistentFlags().StringVar(&admin, "admin", "127.0.0.1:9001", "the store's HTTP admin address (listeners.http)")
 	cmd.PersistentFlags().BoolVar(&c.json, "json", false, "print JSON instead of a table")
@@ -67,10 +70,14 @@ cold tier) of a running store or serve, through its HTTP admin API.`,
 			}
 			return c.printJSON(v)
 		}}
+	// No defaults: partition 0 at base 0 is a real segment, and showing it
+	// to someone who forgot a flag would answer a question not asked.
 	describe.Flags().StringVar(&topic, "topic", "", "topic (required)")
-	describe.Flags().Int32Var(&partition, "partition", 0, "partition")
-	describe.Flags().Int64Var(&base, "base", 0, "the segment's base offset")
-	_ = describe.MarkFlagRequired("topic")
+	describe.Flags().Int32Var(&partition, "partition", 0, "partition (required)")
+	describe.Flags().Int64Var(&base, "base", 0, "the segment's base offset, as tier ls shows it (required)")
+	for _, f := range []string{"topic", "partition", "base"} {
+		_ = describe.MarkFlagRequired(f)
+	}
 
 	verify := &cobra.Command{Use: "verify", Short: "Re-read remote objects and check them against the catalog's checksums", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -142,9 +149,10 @@ cold tier) of a running store or serve, through its HTTP admin API.`,
 			return c.result(res, fmt.Sprintf("%d segments brought back to local disk", res["segments"]))
 		}}
 	rehydrate.Flags().StringVar(&topic, "topic", "", "topic (required)")
-	rehydrate.Flags().Int32Var(&partition, "partition", 0, "partition")
+	rehydrate.Flags().Int32Var(&partition, "partition", 0, "partition (required)")
 	rehydrate.Flags().Int64Var(&from, "from", 0, "first offset to bring back (everything after it comes back too)")
 	_ = rehydrate.MarkFlagRequired("topic")
+	_ = rehydrate.MarkFlagRequired("partition")
 
 	gc := &cobra.Command{Use: "gc", Short: "Find orphaned objects and, with --dry-run=false, remove them", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -294,7 +302,7 @@ func (c *tierClient) stream(ctx context.Context, path string, q url.Values, what
 }
 
 func (c *tierClient) ls(ctx context.Context, q url.Values) error {
-	var segs []segmentView
+	var segs []gwhttp.SegmentView
 	if err := c.getJSON(ctx, "/v1/tier/segments", q, &segs); err != nil {
 		return err
 	}

@@ -33,8 +33,7 @@ type tierStack struct {
 	cache   *fetchcache.Cache
 	metrics *tierd.Metrics
 	proxy   *tierProxy
-	daemon  *tierd.Daemon
-	done    chan struct{}
+	daemon  *tierd.Daemon // made by newDaemon once the store is open; run by the daemon's supervisor
 }
 
 // openBucket builds the configured provider. Secrets stay in cfg; Name()
@@ -88,9 +87,10 @@ func openProvider(ctx context.Context, cfg config.Config, logger *slog.Logger, s
 	return nil, fmt.Errorf("tiered_storage.provider %q is not one of s3, gcs, azure, local", ts.Provider)
 }
 
-// openTierStack opens the bucket and the cache. The daemon needs the store,
-// so it is made by attach once the store is open; until then the proxy
-// drops notifications, which the daemon's first rescan finds again.
+// openTierStack opens the bucket and the cache, which the store needs to
+// open. The daemon needs the store, so newDaemon makes it once the store is
+// open; until then the proxy drops the store's notifications, and the
+// daemon's first rescan finds that work again.
 func openTierStack(ctx context.Context, cfg config.Config, reg prometheus.Registerer, logger *slog.Logger) (*tierStack, error) {
 	b, err := openBucket(ctx, cfg, logger)
 	if err != nil {
@@ -128,8 +128,9 @@ func (t *tierStack) storeHooks(o *logstore.Options) {
 	o.Cold = t.cache
 }
 
-// start makes the daemon for st and runs it until ctx ends.
-func (t *tierStack) start(ctx context.Context, cfg config.Config, st *logstore.Store, cat *catalog.Catalog, logger *slog.Logger) error {
+// newDaemon makes the tiering daemon for st and connects the store's
+// notifications to it. Its Run is started (and watched) by the caller.
+func (t *tierStack) newDaemon(cfg config.Config, st *logstore.Store, cat *catalog.Catalog, logger *slog.Logger) error {
 	d, err := tierd.New(tierd.Options{Bucket: t.bucket, Store: st, Catalog: cat, Uploaders: cfg.TieredStorage.Uploaders,
 		RescanInterval:   time.Duration(cfg.TieredStorage.RescanIntervalMs) * time.Millisecond,
 		ManifestInterval: time.Duration(cfg.TieredStorage.ManifestIntervalMs) * time.Millisecond,
@@ -139,22 +140,12 @@ func (t *tierStack) start(ctx context.Context, cfg config.Config, st *logstore.S
 	}
 	t.daemon = d
 	t.proxy.set(d)
-	t.done = make(chan struct{})
-	go func() {
-		defer close(t.done)
-		if err := d.Run(ctx); err != nil {
-			logger.Error("tierd stopped", "err", err)
-		}
-	}()
 	return nil
 }
 
-// close stops the daemon (its ctx must be cancelled first) and releases
+// close disconnects the daemon (whose Run must have returned) and releases
 // the cache and the bucket.
 func (t *tierStack) close() {
-	if t.done != nil {
-		<-t.done
-	}
 	t.proxy.set(nil)
 	t.cache.Close()
 	t.bucket.Close()

@@ -102,7 +102,8 @@ func (n *node) pickPorts() {
 	n.args = append([]string{"serve", "--data-dir", filepath.Join(n.dir, "data"),
 		"--kafka-listen", n.kafka, "--http-listen", n.http,
 		"--ring-listen", freeAddr(n.t), "--controller-listen", freeAddr(n.t), "--native-listen", "",
-		"--logstore.retention_check_interval_ms", "500", "--log_level", "info"}, n.tierArgs...)
+		"--logstore.retention_check_interval_ms", "500", "--log_level", "info",
+		"--admin.pprof"}, n.tierArgs...) // profileNode reads /debug/pprof
 }
 
 func (n *node) start() {
