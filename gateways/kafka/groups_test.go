@@ -189,8 +189,12 @@ func TestGroupRebalance(t *testing.T) {
 				go member(i, 0)
 			}
 			wg.Add(1)
-			go member(3, 5) // leaves early, forcing a rebalance
-			time.Sleep(500 * time.Millisecond)
+			left := make(chan struct{})
+			go func() {
+				defer close(left)
+				member(3, 5) // leaves early, forcing a rebalance
+			}()
+			<-left
 			wg.Add(1)
 			go member(4, 0) // joins late, forcing another
 			wg.Wait()
