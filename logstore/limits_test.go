@@ -264,3 +264,29 @@ func TestRaiseFileLimit(t *testing.T) {
 		t.Fatalf("RaiseFileLimit left the soft limit at %d, hard limit %d", got, lim.Max)
 	}
 }
+
+// TestOpenContextStops: recovery gives up when its ctx ends, so a daemon
+// told to stop while thousands of partitions load does not wait it out;
+// the store opens normally afterwards.
+func TestOpenContextStops(t *testing.T) {
+	dir := t.TempDir()
+	ts := openTestStore(t, dir, nil)
+	createAndWrite(t, ts.Store, "s", 20, 4)
+	ts.close(t)
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = OpenContext(ctx, Options{Dir: dir, Catalog: cat, Shards: 2, Logger: quietLogger()})
+	cat.Close()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("open with an ended ctx: %v, want context.Canceled", err)
+	}
+	ts = openTestStore(t, dir, nil)
+	defer ts.close(t)
+	if _, err := ts.DescribePartition(context.Background(), "s", 19); err != nil {
+		t.Fatal(err)
+	}
+}

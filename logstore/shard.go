@@ -66,6 +66,7 @@ type request struct {
 	info    PartitionInfo
 	infos   []PartitionInfo
 	metas   []catalog.Partition
+	ctx     context.Context // reqLoad: recovery stops when it ends
 
 	hook func(*shard)
 
@@ -558,7 +559,7 @@ func (s *shard) handle(r *request) {
 	case reqDeleteRecords:
 		r.finish(s.deleteRecords(r))
 	case reqLoad:
-		r.finish(s.load(r.metas))
+		r.finish(s.load(r.ctx, r.metas))
 	case reqTestHook:
 		r.hook(s)
 		r.finish(nil)
@@ -582,9 +583,12 @@ func (p *partition) describe() PartitionInfo {
 
 // load recovers the shard's partitions, then syncs the catalog once for
 // all the records recovery rewrote, before tierd hears of any segment.
-func (s *shard) load(metas []catalog.Partition) error {
+func (s *shard) load(ctx context.Context, metas []catalog.Partition) error {
 	loaded := make([]*partition, 0, len(metas))
 	for _, m := range metas {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("recovery stopped after %d of %d partitions: %w", len(loaded), len(metas), err)
+		}
 		p, err := loadPartition(s, m)
 		if err != nil {
 			return err

@@ -43,7 +43,12 @@ func (s *Store) logColdError(topic string, partition int32, c coldRead, err erro
 // Open recovers every partition the catalog knows (in parallel, one loader
 // per shard), removes partition directories the catalog does not know, and
 // starts the shards.
-func Open(opts Options) (*Store, error) {
+func Open(opts Options) (*Store, error) { return OpenContext(context.Background(), opts) }
+
+// OpenContext is Open that gives up when ctx ends: recovering many
+// partitions takes a while, and a daemon told to stop meanwhile must not
+// wait it out. Each shard checks ctx between partitions.
+func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -60,7 +65,7 @@ func Open(opts Options) (*Store, error) {
 	if err := removeOrphanDirs(&opts, metas); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	runCtx, cancel := context.WithCancel(context.Background())
 	st := &Store{opts: opts, cancel: cancel, closed: make(chan struct{})}
 	st.shards = make([]*shard, opts.Shards)
 	b := &budget{maxPartitions: opts.MaxPartitions, maxMaps: defaultMapBudget()}
@@ -72,13 +77,13 @@ func Open(opts Options) (*Store, error) {
 	for i := range st.shards {
 		st.shards[i] = newShard(i, &st.opts)
 		st.shards[i].budget = b
-		st.shards[i].start(ctx)
+		st.shards[i].start(runCtx)
 	}
 	var errs []error
 	reqs := make([]*request, opts.Shards)
 	for i, sh := range st.shards {
 		r := getRequest(reqLoad)
-		r.metas = perShard[i]
+		r.metas, r.ctx = perShard[i], ctx
 		reqs[i] = r
 		sh.reqs <- r
 	}
