@@ -415,8 +415,14 @@ func newTopicCmd(env Env) *cobra.Command {
 	}
 	requireSubcommand(cmd)
 	ctl := addControllerFlag(cmd)
+	var configs []string
 	withClient := func(fn func(ctx context.Context, cl *controller.Client, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
+			// A malformed --config is the user's to fix whether or not a
+			// controller is reachable, so it is reported first.
+			if _, err := parseConfigs(configs); err != nil {
+				return err
+			}
 			cl, err := newClient(cmd.Context(), ctl)
 			if err != nil {
 				return err
@@ -428,7 +434,6 @@ func newTopicCmd(env Env) *cobra.Command {
 
 	var partitions int32
 	var rf int16
-	var configs []string
 	var validateOnly bool
 	create := &cobra.Command{
 		Use:   "create NAME...",

@@ -79,7 +79,7 @@ func TestServeControllerAndTopicCLI(t *testing.T) {
 	} {
 		wantOneLineFailure(t, run(t, nil, append([]string{"topic", c}, tc.args...)...), tc.want)
 	}
-	wantOneLineFailure(t, run(t, nil, "topic", "--controller="+freeAddr(t), "--timeout=1s", "list"), "no controller answered")
+	wantOneLineFailure(t, run(t, nil, "topic", "--controller="+freeAddr(t), "--timeout=1s", "list"), "no controller reachable")
 
 	// Restart: the topic and its placement come back from <data>/raft.
 	if code := p.stop(t, syscall.SIGTERM); code != 0 {
@@ -117,7 +117,7 @@ func TestControllerStartRefusals(t *testing.T) {
 		{[]string{"controller", "--data-dir", filepath.Join(dir, "d"), "--controller-listen", ""}, "listeners.controller is empty"},
 		{[]string{"serve", "--data-dir", filepath.Join(dir, "e"), "--controller.join", "127.0.0.1:1"}, "serve runs its own single-voter controller"},
 		{[]string{"controller", "add-voter", "--id", "2"}, "needs --id and --address"},
-		{[]string{"topic", "create"}, "requires at least 1 arg"},
+		{[]string{"topic", "create"}, "missing the NAME of the topic to create"},
 		{[]string{"topic", "create", "x", "-c", "novalue"}, `want NAME=VALUE`},
 	} {
 		wantOneLineFailure(t, run(t, nil, tc.args...), tc.want)
