@@ -31,7 +31,8 @@ func TestServeKafkaGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	// cl is replaced after the restart: close whichever client it holds.
+	defer func() { cl.Close() }()
 
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
