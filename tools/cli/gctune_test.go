@@ -72,6 +72,8 @@ func TestGCTuner(t *testing.T) {
 	stop = startGCTuner(200, func() int64 { return int64(len(cache)) })
 	defer stop()
 	runtime.GC()
+	// What is checked is that nothing happens, which no state shows: the
+	// sleep gives a tuner's cleanup, had one been armed, time to run.
 	time.Sleep(100 * time.Millisecond)
 	runtime.GC()
 	if p := gcPercent(); p != 200 {
