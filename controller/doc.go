@@ -79,8 +79,8 @@
 //
 // # Errors
 //
-// Sentinels in errors.go; KafkaError maps each to its Kafka error code
-// through one table, which gateways use.
+// Sentinels in errors.go, each with a wire name of its own for Client.
+// Kafka's codes for them live in the Kafka gateway's error table, not here.
 //
 // # Imports
 //

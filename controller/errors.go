@@ -1,14 +1,10 @@
 package controller
 
-import (
-	"errors"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-)
+import "errors"
 
 // Sentinel errors. Every error the controller returns, locally or through
-// Client, wraps one of these; gateways turn them into Kafka error codes with
-// KafkaError, never by matching text.
+// Client, wraps one of these; each gateway maps them to its protocol's codes
+// in its own table (the Kafka gateway's errorTable), never by matching text.
 var (
 	// ErrTopicExists: CreateTopics of a name that is taken.
 	ErrTopicExists = errors.New("topic already exists")
@@ -51,58 +47,27 @@ var (
 	ErrClosed = errors.New("controller closed")
 )
 
-// errorCodes is the one table that names each sentinel on the wire (the
-// client API's "code") and maps it to a Kafka error. Wire names are ours so
-// that two sentinels may share a Kafka code and still round-trip through
-// Client.
+// errorCodes names each sentinel on the wire (the client API's "code").
+// Wire names are ours, not any protocol's, so that every sentinel
+// round-trips through Client as itself.
 var errorCodes = []struct {
-	err   error
-	wire  string
-	kafka *kerr.Error
+	err  error
+	wire string
 }{
-	{ErrTopicExists, "TOPIC_ALREADY_EXISTS", kerr.TopicAlreadyExists},
-	{ErrUnknownTopic, "UNKNOWN_TOPIC", kerr.UnknownTopicOrPartition},
-	{ErrUnknownTopicID, "UNKNOWN_TOPIC_ID", kerr.UnknownTopicID},
-	{ErrInvalidTopic, "INVALID_TOPIC", kerr.InvalidTopicException},
-	{ErrInvalidPartitions, "INVALID_PARTITIONS", kerr.InvalidPartitions},
-	{ErrInvalidReplicationFactor, "INVALID_REPLICATION_FACTOR", kerr.InvalidReplicationFactor},
-	{ErrInvalidConfig, "INVALID_CONFIG", kerr.InvalidConfig},
-	{ErrInvalidRequest, "INVALID_REQUEST", kerr.InvalidRequest},
-	{ErrMalformedCommand, "MALFORMED_COMMAND", kerr.InvalidRequest},
-	{ErrNotLeader, "NOT_LEADER", kerr.NotController},
-	{ErrUnknownNode, "UNKNOWN_NODE", kerr.BrokerIDNotRegistered},
-	{ErrNodeIDInUse, "NODE_ID_IN_USE", kerr.DuplicateBrokerRegistration},
-	{ErrTimeout, "TIMEOUT", kerr.RequestTimedOut},
-	{ErrClosed, "CLOSED", kerr.NotController},
-}
-
-// KafkaError maps an error from this package to the Kafka error a gateway
-// answers with: nil for nil, kerr.UnknownServerError for an error that wraps
-// no sentinel of ours.
-//
-//	ErrTopicExists              TOPIC_ALREADY_EXISTS (36)
-//	ErrUnknownTopic             UNKNOWN_TOPIC_OR_PARTITION (3)
-//	ErrUnknownTopicID           UNKNOWN_TOPIC_ID (100)
-//	ErrInvalidTopic             INVALID_TOPIC_EXCEPTION (17)
-//	ErrInvalidPartitions        INVALID_PARTITIONS (37)
-//	ErrInvalidReplicationFactor INVALID_REPLICATION_FACTOR (38)
-//	ErrInvalidConfig            INVALID_CONFIG (40)
-//	ErrInvalidRequest           INVALID_REQUEST (42)
-//	ErrMalformedCommand         INVALID_REQUEST (42)
-//	ErrNotLeader, ErrClosed     NOT_CONTROLLER (41)
-//	ErrUnknownNode              BROKER_ID_NOT_REGISTERED (102)
-//	ErrNodeIDInUse              DUPLICATE_BROKER_REGISTRATION (101)
-//	ErrTimeout                  REQUEST_TIMED_OUT (7)
-func KafkaError(err error) *kerr.Error {
-	if err == nil {
-		return nil
-	}
-	for _, c := range errorCodes {
-		if errors.Is(err, c.err) {
-			return c.kafka
-		}
-	}
-	return kerr.UnknownServerError
+	{ErrTopicExists, "TOPIC_ALREADY_EXISTS"},
+	{ErrUnknownTopic, "UNKNOWN_TOPIC"},
+	{ErrUnknownTopicID, "UNKNOWN_TOPIC_ID"},
+	{ErrInvalidTopic, "INVALID_TOPIC"},
+	{ErrInvalidPartitions, "INVALID_PARTITIONS"},
+	{ErrInvalidReplicationFactor, "INVALID_REPLICATION_FACTOR"},
+	{ErrInvalidConfig, "INVALID_CONFIG"},
+	{ErrInvalidRequest, "INVALID_REQUEST"},
+	{ErrMalformedCommand, "MALFORMED_COMMAND"},
+	{ErrNotLeader, "NOT_LEADER"},
+	{ErrUnknownNode, "UNKNOWN_NODE"},
+	{ErrNodeIDInUse, "NODE_ID_IN_USE"},
+	{ErrTimeout, "TIMEOUT"},
+	{ErrClosed, "CLOSED"},
 }
 
 // wireCode names err's sentinel on the wire; "UNKNOWN" for none.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"go.uber.org/goleak"
 )
 
@@ -138,9 +137,9 @@ func TestNetworkClusterAndClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []*kerr.Error{kerr.TopicAlreadyExists, kerr.InvalidReplicationFactor, kerr.InvalidConfig, kerr.InvalidRequest, kerr.InvalidRequest, nil} {
-		if got := KafkaError(resp.Topics[i].Err()); got != want {
-			t.Errorf("topic %d (%s): %v (%v), want %v", i, resp.Topics[i].Name, got, resp.Topics[i].Err(), want)
+	for i, want := range []error{ErrTopicExists, ErrInvalidReplicationFactor, ErrInvalidConfig, ErrInvalidRequest, ErrInvalidRequest, nil} {
+		if got := resp.Topics[i].Err(); !errors.Is(got, want) {
+			t.Errorf("topic %d (%s): %v, want %v", i, resp.Topics[i].Name, got, want)
 		}
 	}
 	if !strings.Contains(resp.Topics[1].Err().Error(), "replication is not available yet") {

@@ -139,7 +139,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			if req.Version >= 8 {
 				jb.rp.ErrorMessage = errorMessage(err)
 			}
-			if kafkaError(err) == kerr.UnknownServerError {
+			if ErrorFor(err) == kerr.UnknownServerError {
 				g.log.Warn("produce failed", "topic", jb.topic, "partition", jb.rp.Partition, "err", err)
 			}
 			return

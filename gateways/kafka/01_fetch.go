@@ -187,7 +187,7 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 			if ctx.Err() != nil {
 				return nil, ctx.Err() // the connection is going away
 			}
-			if kafkaError(err) == kerr.UnknownServerError {
+			if ErrorFor(err) == kerr.UnknownServerError {
 				g.log.Warn("fetch failed", "err", err)
 			}
 			for _, i := range backendIdx {
@@ -218,7 +218,7 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 		} else if r := it.res; r != nil {
 			if r.Err != nil {
 				rp.errCode = errorCode(r.Err)
-				if kafkaError(r.Err) == kerr.UnknownServerError {
+				if ErrorFor(r.Err) == kerr.UnknownServerError {
 					g.log.Warn("fetch failed", "topic", it.name, "partition", it.key.partition, "err", r.Err)
 				}
 			}

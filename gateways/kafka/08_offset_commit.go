@@ -114,7 +114,7 @@ func (g *Gateway) handleOffsetCommit(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		}
 	}
 	if err != nil {
-		if kafkaError(err) == kerr.UnknownServerError || errors.Is(err, kerr.CoordinatorNotAvailable) {
+		if ErrorFor(err) == kerr.UnknownServerError || errors.Is(err, kerr.CoordinatorNotAvailable) {
 			g.log.Warn("offset commit failed", "group", req.Group, "err", err)
 		}
 		code := errorCode(err)

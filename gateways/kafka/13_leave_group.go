@@ -47,7 +47,7 @@ func (g *Gateway) handleLeaveGroup(ctx context.Context, rc *reqCtx) (kmsg.Respon
 		resp.ErrorCode = errorCode(err)
 		return resp, nil
 	}
-	if err != nil && !groupGone(err) && kafkaError(err) != kerr.UnknownMemberID {
+	if err != nil && !groupGone(err) && ErrorFor(err) != kerr.UnknownMemberID {
 		resp.ErrorCode = errorCode(err)
 		return resp, nil
 	}

@@ -66,7 +66,8 @@
 // # Imports
 //
 // kafka imports the shared plumbing (gateways), the shard ring client
-// (logstore/ring) and franz-go's protocol packages. It must not import
+// (logstore/ring), the controller (for its sentinels only, which errorTable
+// maps to Kafka codes) and franz-go's protocol packages. It must not import
 // logstore or catalog (storage is reached only through ring.Backend), any
 // other gateway, or tools; metadata comes through the Cluster interface,
 // which kmeta implements over the controller client, as an immutable

@@ -7,13 +7,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/logstore/ring"
 )
 
-// errorTable is the one mapping from Go errors to Kafka error codes. An
-// error that is (or wraps) a *kerr.Error keeps that code; otherwise the
-// first entry whose sentinel the error wraps wins, so more specific entries
-// come first. Anything else is UNKNOWN_SERVER_ERROR, and logged.
+// errorTable is the one mapping from Go errors to Kafka error codes: the
+// store, the controller and the gateway return sentinels, and only this
+// table knows Kafka's codes for them. An error that is (or wraps) a
+// *kerr.Error keeps that code; otherwise the first entry whose sentinel the
+// error wraps wins, so more specific entries come first. Anything else is
+// UNKNOWN_SERVER_ERROR, and logged. Every exported sentinel of the ring,
+// the controller and this package has a row (errors_test.go checks).
 var errorTable = []struct {
 	err  error
 	code *kerr.Error
@@ -60,6 +64,26 @@ var errorTable = []struct {
 	{ErrUnknownResource, kerr.ResourceNotFound},
 	{ErrUnavailable, kerr.LeaderNotAvailable},
 
+	// Controller sentinels. kmeta translates most of them into the Cluster
+	// sentinels above; their rows here give the same codes, so an error
+	// answers the same whether it was translated or not. A controller
+	// without a leader, closing or slow to commit is a passing state: a
+	// retriable code that makes the client refresh its metadata.
+	{controller.ErrTopicExists, kerr.TopicAlreadyExists},
+	{controller.ErrUnknownTopic, kerr.UnknownTopicOrPartition},
+	{controller.ErrUnknownTopicID, kerr.UnknownTopicID},
+	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
+	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
+	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{controller.ErrInvalidConfig, kerr.InvalidConfig},
+	{controller.ErrInvalidRequest, kerr.InvalidRequest},
+	{controller.ErrMalformedCommand, kerr.InvalidRequest},
+	{controller.ErrUnknownNode, kerr.BrokerIDNotRegistered},
+	{controller.ErrNodeIDInUse, kerr.DuplicateBrokerRegistration},
+	{controller.ErrNotLeader, kerr.LeaderNotAvailable},
+	{controller.ErrTimeout, kerr.LeaderNotAvailable},
+	{controller.ErrClosed, kerr.LeaderNotAvailable},
+
 	// The gateway's own.
 	{errUnsupportedTxn, kerr.InvalidTxnState},
 	{errMultipleBatches, kerr.InvalidRecord},
@@ -82,8 +106,9 @@ var (
 	errCoordinatorLoading = errors.New("group coordinator is loading committed offsets")
 )
 
-// kafkaError returns the Kafka error for err, nil for nil.
-func kafkaError(err error) *kerr.Error {
+// ErrorFor returns the Kafka error the gateway answers err with: nil for
+// nil, kerr.UnknownServerError for an error the table does not know.
+func ErrorFor(err error) *kerr.Error {
 	if err == nil {
 		return nil
 	}
@@ -99,9 +124,9 @@ func kafkaError(err error) *kerr.Error {
 	return kerr.UnknownServerError
 }
 
-// errorCode is kafkaError's code, 0 for nil.
+// errorCode is ErrorFor's code, 0 for nil.
 func errorCode(err error) int16 {
-	if ke := kafkaError(err); ke != nil {
+	if ke := ErrorFor(err); ke != nil {
 		return ke.Code
 	}
 	return 0

@@ -1,7 +1,6 @@
 package kmeta
 
 import (
-	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -11,8 +10,8 @@ import (
 )
 
 // clusterErrors maps the controller's sentinels onto the Cluster
-// contract's; an error wrapping none keeps the Kafka error the controller's
-// own table gives it.
+// contract's; one the contract has no sentinel for passes through as it is,
+// and the gateway's error table gives it its Kafka code.
 var clusterErrors = []struct{ from, to error }{
 	{controller.ErrTopicExists, kafka.ErrTopicExists},
 	{controller.ErrUnknownTopic, kafka.ErrUnknownTopic},
@@ -44,10 +43,9 @@ func clusterErr(err error) error {
 			return &mappedError{to: m.to, err: err}
 		}
 	}
-	if ke := controller.KafkaError(err); ke != kerr.UnknownServerError {
-		return &mappedError{to: ke, err: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	// The rest of the controller's sentinels and ctx errors have rows of
+	// their own; anything else is the path to the controller failing.
+	if kafka.ErrorFor(err) != kerr.UnknownServerError {
 		return err
 	}
 	return &mappedError{to: kafka.ErrUnavailable, err: err}
