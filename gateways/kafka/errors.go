@@ -36,6 +36,9 @@ var errorTable = []struct {
 	{ring.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{ring.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{ring.ErrPartitionExists, kerr.TopicAlreadyExists},
+	// The node's partition budget is spent: not retriable, as Kafka's
+	// create policies answer.
+	{ring.ErrTooManyPartitions, kerr.PolicyViolation},
 	{ring.ErrCorruptSegment, kerr.KafkaStorageError},
 	{ring.ErrCorruptIndex, kerr.KafkaStorageError},
 	{ring.ErrNotLocal, kerr.KafkaStorageError},

@@ -66,6 +66,7 @@ var sentinelPackages = []struct {
 		"ErrColdTier":             ring.ErrColdTier,
 		"ErrNotLocal":             ring.ErrNotLocal,
 		"ErrStorage":              ring.ErrStorage,
+		"ErrTooManyPartitions":    ring.ErrTooManyPartitions,
 		"ErrInvalidRequest":       ring.ErrInvalidRequest,
 		"ErrClosed":               ring.ErrClosed,
 	}},

@@ -83,6 +83,7 @@ var (
 	ErrColdTier             = logstore.ErrColdTier
 	ErrNotLocal             = logstore.ErrNotLocal
 	ErrStorage              = logstore.ErrStorage
+	ErrTooManyPartitions    = logstore.ErrTooManyPartitions
 	ErrInvalidRequest       = logstore.ErrInvalidRequest
 	ErrClosed               = logstore.ErrClosed
 )

@@ -54,6 +54,7 @@ var (
 //	  17  ErrInvalidProducerEpoch
 //	  18  ErrColdTier
 //	  19  ErrStorage
+//	  20  ErrTooManyPartitions
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -93,6 +94,7 @@ var errorCodes = []struct {
 	{17, ErrInvalidProducerEpoch},
 	{18, ErrColdTier},
 	{19, ErrStorage},
+	{20, ErrTooManyPartitions},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},
