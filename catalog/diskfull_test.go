@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -92,5 +93,29 @@ func TestLogLimiter(t *testing.T) {
 	}
 	if ok, n := l.allow("a", t0.Add(time.Second)); !ok || n != 5 {
 		t.Fatalf("after the interval: let through %v, suppressed %d; want true, 5", ok, n)
+	}
+}
+
+// TestFullDiskBackoff: pebble's background errors for want of space are
+// counted (each one pauses the retry longer, up to a second), other
+// errors are not, a good flush resets the count, and a closing database
+// ends a pause at once.
+func TestFullDiskBackoff(t *testing.T) {
+	closing := make(chan struct{})
+	close(closing)
+	b := &fullDiskBackoff{closing: closing}
+	b.failed(errors.New("some other failure"))
+	if n := b.fails.Load(); n != 0 {
+		t.Fatalf("a failure other than ENOSPC counted: %d", n)
+	}
+	for i := 0; i < 3; i++ {
+		b.failed(fmt.Errorf("flush: %w", syscall.ENOSPC))
+	}
+	if n := b.fails.Load(); n != 3 {
+		t.Fatalf("%d ENOSPC failures counted, want 3", n)
+	}
+	b.reset()
+	if n := b.fails.Load(); n != 0 {
+		t.Fatalf("after a good flush: %d", n)
 	}
 }
