@@ -101,7 +101,15 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
 	start := time.Now()
-	c, err := openController(cfg, ln, logger, cfg.Controller.Bootstrap, splitAddrs(cfg.Controller.Join))
+	// Opening reads the Raft state from disk, which a bad disk can make
+	// slow; a signal meanwhile stops the process then, not after.
+	c, err := openOrStop(ctx, "the controller", func() (*controller.Controller, error) {
+		return openController(cfg, ln, logger, cfg.Controller.Bootstrap, splitAddrs(cfg.Controller.Join))
+	}, func(c *controller.Controller) { _ = c.Close() })
+	if errors.Is(err, errInterrupted) {
+		logger.Info("stopped", "during", "startup", "reason", err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
