@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -483,5 +484,25 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		if !strings.Contains(string(text), row) {
 			t.Errorf("README.md has no row starting %q", row)
 		}
+	}
+}
+
+// TestAdminSurfacesDefaultToLoopback: the HTTP admin API (tier gc deletes
+// objects) and the controller's client API (deletes topics, changes
+// voters) have no authentication, so by default they answer only on this
+// machine, and Go's profiles are off (issue 23, item 15).
+func TestAdminSurfacesDefaultToLoopback(t *testing.T) {
+	d := Default()
+	for key, addr := range map[string]string{"listeners.http": d.Listeners.HTTP, "listeners.controller": d.Listeners.Controller} {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", key, addr, err)
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Errorf("%s defaults to %q, not a loopback address", key, addr)
+		}
+	}
+	if d.Admin.Pprof {
+		t.Error("admin.pprof defaults to true")
 	}
 }
