@@ -178,6 +178,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		NodeID:                     cfg.Gateway.NodeID,
 		AdvertisedAddr:             adv,
 		MaxRequestBytes:            kc.SocketRequestMaxBytes,
+		MaxQueuedRequestBytes:      kc.QueuedMaxRequestBytes,
 		AutoCreateTopics:           kc.AutoCreateTopicsEnable,
 		DefaultPartitions:          kc.NumPartitions,
 		OffsetsPartitions:          kc.OffsetsTopicNumPartitions,
