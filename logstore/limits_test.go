@@ -223,15 +223,18 @@ func forEach(t testing.TB, parts, workers int, fn func(p int32) error) {
 }
 
 // BenchmarkPartitionDensity measures creating b.N partitions with a first
-// write to each (create-ms), then a restart until all of them have taken a
-// second write (restart-ms), from 64 clients.
+// write to each (create-ms), closing the store (close-ms), then a restart
+// until all of them have taken a second write (restart-ms), from 64
+// clients.
 func BenchmarkPartitionDensity(b *testing.B) {
 	dir := b.TempDir()
 	ts := openTestStore(b, dir, nil)
 	start := time.Now()
 	createAndWrite(b, ts.Store, "d", b.N, 64)
 	created := time.Since(start)
+	start = time.Now()
 	ts.close(b)
+	closed := time.Since(start)
 	start = time.Now()
 	ts = openTestStore(b, dir, nil)
 	ctx := context.Background()
@@ -244,6 +247,7 @@ func BenchmarkPartitionDensity(b *testing.B) {
 	ts.close(b)
 	b.ReportMetric(float64(created.Milliseconds()), "create-ms")
 	b.ReportMetric(float64(restarted.Milliseconds()), "restart-ms")
+	b.ReportMetric(float64(closed.Milliseconds()), "close-ms")
 }
 
 // TestRaiseFileLimit: the soft limit ends at the hard one.

@@ -1015,6 +1015,67 @@ func (s *shard) retention(now time.Time) {
 	}
 }
 
+// finalSyncWorkers and finalSyncChunk shape shutdown's syncs: one after
+// another, a node with thousands of partitions waited out a journal commit
+// for each, where concurrent syncs share commits; a chunk at a time keeps
+// the descriptors they hold within reach of the log file cache's bound.
+const (
+	finalSyncWorkers = 16
+	finalSyncChunk   = 256
+)
+
+// finalSyncs makes the active segment of each partition durable (log and
+// both indexes) and returns each one's error. The shard goroutine waits
+// for the workers, so they may read the segments.
+func (s *shard) finalSyncs(parts []*partition) []error {
+	errs := make([]error, len(parts))
+	for from := 0; from < len(parts); from += finalSyncChunk {
+		chunk := parts[from:min(from+finalSyncChunk, len(parts))]
+		refs := make([]*fileRef, len(chunk))
+		for i, p := range chunk {
+			ref, err := p.active().file()
+			if err != nil {
+				errs[from+i] = err
+				continue
+			}
+			ref.acquire() // the cache may close it while a later one opens
+			refs[i] = ref
+		}
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for w := 0; w < finalSyncWorkers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					seg := chunk[i].active()
+					err := unix.Fdatasync(int(refs[i].f.Fd()))
+					if err == nil {
+						err = seg.idx.sync()
+					}
+					if err == nil {
+						err = seg.tidx.sync()
+					}
+					errs[from+i] = err
+				}
+			}()
+		}
+		for i, ref := range refs {
+			if ref != nil {
+				next <- i
+			}
+		}
+		close(next)
+		wg.Wait()
+		for _, ref := range refs {
+			if ref != nil {
+				ref.release()
+			}
+		}
+	}
+	return errs
+}
+
 // shutdown finishes in-flight syncs, makes everything durable, answers
 // every parked request and closes the partitions.
 func (s *shard) shutdown() {
@@ -1024,9 +1085,14 @@ func (s *shard) shutdown() {
 	close(s.syncReq)
 	close(s.wb)
 	<-s.wbDone // a failure it finds must be seen below
+	parts := make([]*partition, 0, len(s.parts))
 	for _, p := range s.parts {
+		parts = append(parts, p)
+	}
+	errs := s.finalSyncs(parts)
+	for i, p := range parts {
 		seg := p.active()
-		if err := seg.syncData(); err != nil {
+		if err := errs[i]; err != nil {
 			s.logLimited("final-sync", "final sync failed", "segment", seg.logPath, "err", err)
 		} else if f := p.failed.Load(); f != nil {
 			for _, w := range p.waitAcks {
