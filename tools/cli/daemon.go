@@ -348,7 +348,7 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
 		d.onClose("gc tuner", func() error { stopTuner(); return nil })
 	}
-	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.Open(opts) },
+	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.OpenContext(ctx, opts) },
 		func(st *logstore.Store) { _ = st.Close() })
 	if err != nil {
 		if d.tier != nil {
