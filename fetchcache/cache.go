@@ -363,6 +363,11 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	if c.opts.Readahead > 0 && c.streams.sequential(o, k0, k1, pos == 0) {
 		c.readahead(o, k1, -1)
 	}
+	if n := int64(out.size()); n > 0 && pos+n >= o.end {
+		// The reader is done with o and goes on in the next object;
+		// pump must not top up from o's end once it has gone past that.
+		c.streams.finish(o.key)
+	}
 	return out, nil
 }
 
@@ -1022,6 +1027,26 @@ func (c *Cache) throttle(ctx context.Context, n int) error {
 	return nil
 }
 
+// finish records that the latest read of obj reached the end of its log.
+func (t *streamTracker) finish(obj string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.m[obj]; s != nil {
+		s.done = true
+	}
+}
+
+// state is latestObject with whether that read reached the log's end.
+func (t *streamTracker) state(obj string) (k int64, o *object, done bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.m[obj]
+	if s == nil || s.recent[0] < 0 {
+		return 0, nil, false
+	}
+	return s.recent[0], s.o, s.done
+}
+
 // follows reports whether a read in chunk k of obj belongs to a sequential
 // reader: chunk k-1 was read recently.
 func (t *streamTracker) follows(obj string, k int64) bool {
@@ -1078,6 +1103,7 @@ type streamTracker struct {
 type stream struct {
 	recent [streamDepth]int64 // recent chunks, most recent first; -1 empty
 	o      *object            // the object as the latest read saw it
+	done   bool               // the latest read reached the end of the log
 }
 
 // sequential records a read of chunks first..last of o and reports whether
@@ -1096,7 +1122,7 @@ func (t *streamTracker) sequential(o *object, first, last int64, fromStart bool)
 		s = &stream{recent: [streamDepth]int64{-1, -1, -1, -1}}
 		t.m[o.key] = s
 	}
-	s.o = o
+	s.o, s.done = o, false
 	recent := &s.recent
 	has := func(k int64) bool {
 		for _, r := range recent {

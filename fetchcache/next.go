@@ -180,15 +180,25 @@ func (c *Cache) pump(o *object) {
 	if c.closing.Load() || c.life.Err() != nil {
 		return
 	}
-	latest, ok := c.streams.latest(o.key)
-	if !ok {
+	latest, o2, done := c.streams.state(o.key)
+	if o2 == nil {
 		return // the stream was forgotten; its next read starts afresh
 	}
-	if e, ok := c.nexts.get(o.key, nil); ok && e.key != "" {
-		if l, nx := c.streams.latestObject(e.key); nx != nil {
-			// The reader is in the next object now: top up its window
-			// there, from the object (and record) its reads carry.
-			o, latest = nx, l
+	if done {
+		// The reader finished o. Once it has read in the next object, top
+		// up its window there, from the object (and record) its reads
+		// carry, unless it has finished that one too: a window anchored
+		// at the end of an object the reader has left would go on
+		// fetching the first chunks of the objects after it, again each
+		// time the scan segment dropped them, long after the reader
+		// passed them (a second replay of a topic).
+		if e, ok := c.nexts.get(o.key, nil); ok && e.key != "" {
+			if l, nx, nxDone := c.streams.state(e.key); nx != nil {
+				if !nxDone {
+					c.readahead(nx, l, l)
+				}
+				return
+			}
 		}
 	}
 	c.readahead(o, latest, latest)
