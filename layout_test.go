@@ -77,9 +77,14 @@ var importRules = []importRule{
 		},
 	},
 	{
-		why:      "catalog imports no other aerostream package",
+		why:      "the packages under internal/ are leaves: they import no other aerostream package",
+		importer: func(p string) bool { return under(p, "internal") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "internal") },
+	},
+	{
+		why:      "catalog imports no other aerostream package but the leaves under internal/",
 		importer: func(p string) bool { return under(p, "catalog") },
-		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "catalog") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "catalog") && !under(i, "internal") },
 	},
 	{
 		why:      "only catalog imports pebble",
@@ -87,12 +92,12 @@ var importRules = []importRule{
 		forbids:  func(_, i string, ours bool) bool { return !ours && under(i, pebble) },
 	},
 	{
-		why: "logstore imports no aerostream package but catalog and topicconfig",
+		why: "logstore imports no aerostream package but catalog, topicconfig and the leaves under internal/",
 		importer: func(p string) bool {
 			return under(p, "logstore") && !under(p, "logstore/ring")
 		},
 		forbids: func(_, i string, ours bool) bool {
-			return ours && !under(i, "catalog") && !under(i, "topicconfig") && !(under(i, "logstore") && !under(i, "logstore/ring"))
+			return ours && !under(i, "catalog") && !under(i, "topicconfig") && !under(i, "internal") && !(under(i, "logstore") && !under(i, "logstore/ring"))
 		},
 	},
 	{

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,27 +71,6 @@ func TestOpenOnFullDiskFailsFast(t *testing.T) {
 	defer c.Close()
 	if _, err := c.GetSegment("t", 0, 0); err != nil {
 		t.Fatalf("the record written before: %v", err)
-	}
-}
-
-// TestLogLimiter: one line per key per interval; the next one counts what
-// was held back.
-func TestLogLimiter(t *testing.T) {
-	l := newLogLimiter(time.Second)
-	t0 := time.Unix(1000, 0)
-	if ok, _ := l.allow("a", t0); !ok {
-		t.Fatal("first line held back")
-	}
-	for i := 0; i < 5; i++ {
-		if ok, _ := l.allow("a", t0.Add(time.Duration(i)*100*time.Millisecond)); ok {
-			t.Fatalf("line %d within the interval let through", i)
-		}
-	}
-	if ok, _ := l.allow("b", t0); !ok {
-		t.Fatal("another key held back")
-	}
-	if ok, n := l.allow("a", t0.Add(time.Second)); !ok || n != 5 {
-		t.Fatalf("after the interval: let through %v, suppressed %d; want true, 5", ok, n)
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"golang.org/x/sys/unix"
+
+	"github.com/aerostream/aerostream/internal/ratelog"
 )
 
 // Tuning. Both databases hold metadata only (thousands of small records, not
@@ -67,12 +69,12 @@ func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 		return pebbleDB{}, fmt.Errorf("%s: %w", name, err)
 	}
 	log = log.With("component", name, "dir", dir)
-	limit := newLogLimiter(time.Second)
+	limit := ratelog.New(time.Second)
 	pl := pebbleLogger{log: log, limit: limit}
 	closing := make(chan struct{})
 	full := &fullDiskBackoff{closing: closing}
 	fs, fsCloser := vfs.WithDiskHealthChecks(vfs.Default, diskSlowThreshold, nil, func(info vfs.DiskSlowInfo) {
-		limit.log(log, slog.LevelWarn, "slow disk", "slow disk", "path", info.Path, "op", info.OpType.String(),
+		limit.Log(log, slog.LevelWarn, "slow disk", "slow disk", "path", info.Path, "op", info.OpType.String(),
 			"duration", info.Duration)
 	})
 	opts := &pebble.Options{
@@ -88,7 +90,7 @@ func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 		// dying.
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) {
-				limit.log(log, slog.LevelError, "background", "pebble background error", "err", err)
+				limit.Log(log, slog.LevelError, "background", "pebble background error", "err", err)
 				full.failed(err)
 			},
 			FlushEnd: func(info pebble.FlushInfo) {
@@ -97,7 +99,7 @@ func openPebble(dir, name string, log *slog.Logger) (pebbleDB, error) {
 				}
 			},
 			DataCorruption: func(info pebble.DataCorruptionInfo) {
-				limit.log(log, slog.LevelError, "corruption", "pebble data corruption", "path", info.Path,
+				limit.Log(log, slog.LevelError, "corruption", "pebble data corruption", "path", info.Path,
 					"err", info.Details)
 			},
 		},
@@ -158,7 +160,7 @@ func (b *fullDiskBackoff) reset() { b.fails.Store(0) }
 // (real trouble) reaches the operator.
 type pebbleLogger struct {
 	log   *slog.Logger
-	limit *logLimiter
+	limit *ratelog.Limiter
 }
 
 var _ pebble.Logger = pebbleLogger{}
@@ -171,7 +173,7 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 
 // Errorf is rate-limited per format: the same failure repeats per retry.
 func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.limit.log(l.log, slog.LevelError, format, "pebble", "detail", fmt.Sprintf(format, args...))
+	l.limit.Log(l.log, slog.LevelError, format, "pebble", "detail", fmt.Sprintf(format, args...))
 }
 
 // Fatalf is called on broken invariants, after which pebble does not expect

@@ -207,14 +207,14 @@ func (c rollChore) run(s *shard) func() {
 		log := s.opts.Logger
 		for _, j := range c.shrinks {
 			if err := j.run(); err != nil {
-				s.limiter.log(log, slog.LevelWarn, "shrink", "shrinking a sealed index", "err", err)
+				s.limiter.Log(log, slog.LevelWarn, "shrink", "shrinking a sealed index", "err", err)
 			}
 		}
 		if c.sealed != nil {
 			if err := s.opts.Catalog.Sync(); err != nil {
 				// Not queued: tierd's rescan at the next start finds the
 				// segment sealed and not uploaded.
-				s.limiter.log(log, slog.LevelError, "roll-sync", "catalog sync after roll; upload deferred to the next start",
+				s.limiter.Log(log, slog.LevelError, "roll-sync", "catalog sync after roll; upload deferred to the next start",
 					"err", err)
 			} else {
 				s.opts.Tier.Sealed(*c.sealed)
@@ -224,7 +224,7 @@ func (c rollChore) run(s *shard) func() {
 			if err := writeSnapshot(c.snapshotPath, c.snapshot); err != nil {
 				// Without the snapshot recovery rescans older segments;
 				// slower, not wrong.
-				s.limiter.log(log, slog.LevelWarn, "snapshot", "writing producer snapshot", "path", c.snapshotPath, "err", err)
+				s.limiter.Log(log, slog.LevelWarn, "snapshot", "writing producer snapshot", "path", c.snapshotPath, "err", err)
 			}
 		}
 	}
@@ -483,7 +483,7 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 		if err := s.opts.Catalog.Sync(); err != nil {
 			// Keep the files: the next start reconciles them with whichever
 			// record survived.
-			s.limiter.log(log, slog.LevelError, "remove-sync", "catalog sync before removing segment files; files kept",
+			s.limiter.Log(log, slog.LevelError, "remove-sync", "catalog sync before removing segment files; files kept",
 				"err", err)
 			for _, seg := range gone {
 				seg.closeFiles()
@@ -492,7 +492,7 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 		}
 		for i, seg := range gone {
 			if err := seg.remove(); err != nil {
-				s.limiter.log(log, slog.LevelWarn, "remove", "removing segment files", "segment", seg.logPath, "err", err)
+				s.limiter.Log(log, slog.LevelWarn, "remove", "removing segment files", "segment", seg.logPath, "err", err)
 			}
 			switch {
 			case recs == nil:
@@ -501,7 +501,7 @@ func (s *shard) removeLater(dir string, first int64, gone []*segment, recs []cat
 			default:
 				if err := s.opts.Catalog.DeleteSegment(recs[i].Topic, recs[i].Partition, recs[i].BaseOffset); err != nil {
 					// The deleting mark stays; the next start finishes it.
-					s.limiter.log(log, slog.LevelWarn, "drop-record", "dropping the record of a deleted segment",
+					s.limiter.Log(log, slog.LevelWarn, "drop-record", "dropping the record of a deleted segment",
 						"segment", seg.logPath, "err", err)
 				}
 			}

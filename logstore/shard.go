@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/internal/ratelog"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,16 +170,16 @@ type shard struct {
 
 	createAcks []*request // creates done, waiting for ackCreates
 
-	files   *logFiles   // the shard's open log files
-	budget  *budget     // the store's, shared by its shards
-	limiter *logLimiter // for lines a failing disk would repeat per request
+	files   *logFiles        // the shard's open log files
+	budget  *budget          // the store's, shared by its shards
+	limiter *ratelog.Limiter // for lines a failing disk would repeat per request
 
 	tail cacheTail // writeback's drops, delayed (writeback.go)
 }
 
-// logLimited logs an error at most once a second per key (see logLimiter).
+// logLimited logs an error at most once a second per key (see ratelog.Limiter).
 func (s *shard) logLimited(key, msg string, args ...any) {
-	s.limiter.log(s.opts.Logger, slog.LevelError, key, msg, args...)
+	s.limiter.Log(s.opts.Logger, slog.LevelError, key, msg, args...)
 }
 
 func newShard(id int, opts *Options) *shard {
@@ -193,7 +194,7 @@ func newShard(id int, opts *Options) *shard {
 		wbDone:   make(chan struct{}),
 		chores:   make(chan func(), 1024),
 		files:    newLogFiles(max(1, opts.MaxOpenLogs/max(1, opts.Shards))),
-		limiter:  newLogLimiter(time.Second),
+		limiter:  ratelog.New(time.Second),
 		tail:     cacheTail{budget: max(0, opts.CacheTailBytes/int64(max(1, opts.Shards)))},
 	}
 }

@@ -118,7 +118,7 @@ func (s *Store) SetRemote(ctx context.Context, rec catalog.Segment) error {
 			// soon as it is in the cold tier". The upload stands whatever
 			// eviction does; the next check retries it.
 			if n, err := p.evict(sh, time.Now()); err != nil {
-				sh.limiter.log(sh.opts.Logger, slog.LevelWarn, "evict", "evicting uploaded segments",
+				sh.limiter.Log(sh.opts.Logger, slog.LevelWarn, "evict", "evicting uploaded segments",
 					"topic", p.topic, "partition", p.id, "err", err)
 			} else if n > 0 {
 				sh.opts.Logger.Debug("evicted uploaded segments", "topic", p.topic, "partition", p.id, "segments", n)

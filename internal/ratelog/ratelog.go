@@ -1,4 +1,4 @@
-package catalog
+package ratelog
 
 import (
 	"context"
@@ -7,11 +7,9 @@ import (
 	"time"
 )
 
-// logLimiter lets one line per key through per interval and counts the
-// rest, which the next line that passes reports. pebble retries a failed
-// flush at once and reports every failure: on a full disk that was a
-// line per attempt, gigabytes of the same message.
-type logLimiter struct {
+// Limiter lets one line per key through per interval and counts the
+// rest, which the next line that passes reports.
+type Limiter struct {
 	interval time.Duration
 	mu       struct {
 		sync.Mutex
@@ -24,15 +22,16 @@ type limitKey struct {
 	suppressed int
 }
 
-func newLogLimiter(interval time.Duration) *logLimiter {
-	l := &logLimiter{interval: interval}
+// New returns a Limiter that lets one line per key through per interval.
+func New(interval time.Duration) *Limiter {
+	l := &Limiter{interval: interval}
 	l.mu.keys = map[string]*limitKey{}
 	return l
 }
 
-// allow reports whether a line for key may be written at now, and how many
+// Allow reports whether a line for key may be written now, and how many
 // were held back since the last one that was.
-func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
+func (l *Limiter) Allow(key string, now time.Time) (bool, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.mu.keys[key]
@@ -52,10 +51,10 @@ func (l *logLimiter) allow(key string, now time.Time) (bool, int) {
 	return true, n
 }
 
-// log writes msg at level unless a line for key was written less than the
+// Log writes msg at level unless a line for key was written less than the
 // interval ago.
-func (l *logLimiter) log(log *slog.Logger, level slog.Level, key, msg string, args ...any) {
-	ok, n := l.allow(key, time.Now())
+func (l *Limiter) Log(log *slog.Logger, level slog.Level, key, msg string, args ...any) {
+	ok, n := l.Allow(key, time.Now())
 	if !ok {
 		return
 	}
