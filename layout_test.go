@@ -101,10 +101,10 @@ var importRules = []importRule{
 		},
 	},
 	{
-		why:      "logstore/ring imports no aerostream package but logstore (and catalog, to build one)",
+		why:      "logstore/ring imports no aerostream package but logstore (and catalog, to build one) and the leaves under internal/",
 		importer: func(p string) bool { return under(p, "logstore/ring") },
 		forbids: func(_, i string, ours bool) bool {
-			return ours && !under(i, "logstore") && !under(i, "catalog")
+			return ours && !under(i, "logstore") && !under(i, "catalog") && !under(i, "internal")
 		},
 	},
 	{

@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
-	"sync/atomic"
+
+	"github.com/aerostream/aerostream/internal/bytebudget"
 )
 
 // Request memory. A frame's length prefix is a claim, not bytes: a client
@@ -30,77 +30,13 @@ const DefaultMaxQueuedBytes = 512 << 20
 // requests fit, so they are read in one piece.
 const frameStep = 1 << 20
 
-// byteBudget bounds bytes held at once across goroutines. A reservation
-// larger than the whole budget is granted when nothing else is held, so a
-// frame within MaxFrameBytes is never refused for want of budget.
-type byteBudget struct {
-	limit int64
-	waits atomic.Int64 // reservations that had to wait
-	mu    struct {
-		sync.Mutex
-		used    int64
-		waiters int
-		wake    chan struct{} // closed when bytes come back and someone waits
-	}
-}
-
-func newByteBudget(limit int64) *byteBudget {
-	b := &byteBudget{limit: limit}
-	b.mu.wake = make(chan struct{})
-	return b
-}
-
-// acquire reserves n bytes, waiting until they are free or ctx ends.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
-	b.mu.Lock()
-	if b.mu.used > 0 && b.mu.used+n > b.limit {
-		b.waits.Add(1)
-	}
-	for b.mu.used > 0 && b.mu.used+n > b.limit {
-		wake := b.mu.wake
-		b.mu.waiters++
-		b.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			b.mu.Lock()
-			b.mu.waiters--
-			b.mu.Unlock()
-			return ctx.Err()
-		}
-		b.mu.Lock()
-		b.mu.waiters--
-	}
-	b.mu.used += n
-	b.mu.Unlock()
-	return nil
-}
-
-// release gives back n bytes. It allocates only when someone waits.
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	b.mu.used -= n
-	if b.mu.waiters > 0 {
-		close(b.mu.wake)
-		b.mu.wake = make(chan struct{})
-	}
-	b.mu.Unlock()
-}
-
-// inUse is the bytes reserved right now.
-func (b *byteBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mu.used
-}
-
 // FrameReader is what a Session reads frames from: the connection's
 // buffered bytes for the header, and Body for the rest, which is read
 // within the server's budget of request bytes.
 type FrameReader struct {
 	*bufio.Reader
 	ctx    context.Context
-	budget *byteBudget
+	budget *bytebudget.Budget
 	held   int64 // reserved for the frame being read or served
 }
 
@@ -112,7 +48,7 @@ type FrameReader struct {
 // io.ErrUnexpectedEOF.
 func (r *FrameReader) Body(n int, get func(int) []byte, put func([]byte)) ([]byte, error) {
 	if r.budget != nil {
-		if err := r.budget.acquire(r.ctx, int64(n)); err != nil {
+		if err := r.budget.Acquire(r.ctx, int64(n)); err != nil {
 			return nil, err
 		}
 		r.held += int64(n)
@@ -156,7 +92,7 @@ func readGrowing(rd io.Reader, n int, get func(int) []byte, put func([]byte)) ([
 // done gives back what the frame just handled reserved.
 func (r *FrameReader) done() {
 	if r.held > 0 {
-		r.budget.release(r.held)
+		r.budget.Release(r.held)
 		r.held = 0
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/aerostream/aerostream/internal/bytebudget"
 )
 
 // Protocol is a wire protocol served by a Server.
@@ -105,7 +107,7 @@ type Server struct {
 	QueueDepth int
 
 	nextID atomic.Uint64
-	budget atomic.Pointer[byteBudget] // set by Serve; nil without a bound
+	budget atomic.Pointer[bytebudget.Budget] // set by Serve; nil without a bound
 	stats  struct {
 		conns, open, frames, protocolErrors, panics, sendfileBytes, copiedBytes atomic.Int64
 	}
@@ -136,7 +138,7 @@ func (s *Server) Stats() Stats {
 		CopiedBytes:    s.stats.copiedBytes.Load(),
 	}
 	if b := s.budget.Load(); b != nil {
-		st.QueuedBytes, st.QueueWaits = b.inUse(), b.waits.Load()
+		st.QueuedBytes, st.QueueWaits = b.InUse(), b.Waits()
 	}
 	return st
 }
@@ -185,12 +187,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("gateways: Server.Protocol is nil")
 	}
 	cfg := s.config()
-	var budget *byteBudget
+	var budget *bytebudget.Budget
 	switch q := s.MaxQueuedBytes; {
 	case q == 0:
-		budget = newByteBudget(DefaultMaxQueuedBytes)
+		budget = bytebudget.New(DefaultMaxQueuedBytes)
 	case q > 0:
-		budget = newByteBudget(q)
+		budget = bytebudget.New(q)
 	}
 	s.budget.Store(budget)
 	connCtx, stopConns := context.WithCancel(ctx)
@@ -249,7 +251,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // serveConn runs one connection: this goroutine reads and handles, a
 // second one writes.
-func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn) {
+func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *bytebudget.Budget, nc net.Conn) {
 	id := s.nextID.Add(1)
 	c := &Conn{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()}
 	c.Log = cfg.log.With("remote", nc.RemoteAddr().String(), "conn", id)
@@ -316,7 +318,7 @@ func (s *Server) newSession(c *Conn) (sess Session, err error) {
 	return s.Protocol.NewSession(c), nil
 }
 
-func (s *Server) readLoop(ctx context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
+func (s *Server) readLoop(ctx context.Context, cfg serverConfig, budget *bytebudget.Budget, nc net.Conn, sess Session, out chan<- *Response, writerDone <-chan struct{}) error {
 	fr := &FrameReader{Reader: bufio.NewReaderSize(nc, 64<<10), ctx: ctx, budget: budget}
 	defer fr.done()
 	for {

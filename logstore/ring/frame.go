@@ -1,12 +1,9 @@
 package ring
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 )
 
 // Frame header, shared with the native protocol (DESIGN §4):
@@ -188,70 +185,3 @@ const readStep = 1 << 20
 
 // DefaultMaxQueuedBytes is the default of Server.MaxQueuedBytes.
 const DefaultMaxQueuedBytes = 512 << 20
-
-// byteBudget bounds the request payload bytes a server holds at once over
-// all its connections (Server.MaxQueuedBytes): a frame reserves its size
-// after its header and before its payload is read, and gives it back once
-// served, so a node's request memory has a ceiling however many
-// connections claim large frames. A reservation larger than the whole
-// budget is granted when nothing else is held, so no frame within the
-// payload bound waits forever.
-type byteBudget struct {
-	limit int64
-	waits atomic.Int64 // reservations that had to wait
-	mu    struct {
-		sync.Mutex
-		used    int64
-		waiters int
-		wake    chan struct{} // closed when bytes come back and someone waits
-	}
-}
-
-func newByteBudget(limit int64) *byteBudget {
-	b := &byteBudget{limit: limit}
-	b.mu.wake = make(chan struct{})
-	return b
-}
-
-// acquire reserves n bytes, waiting until they are free or ctx ends.
-func (b *byteBudget) acquire(ctx context.Context, n int64) error {
-	b.mu.Lock()
-	if b.mu.used > 0 && b.mu.used+n > b.limit {
-		b.waits.Add(1)
-	}
-	for b.mu.used > 0 && b.mu.used+n > b.limit {
-		wake := b.mu.wake
-		b.mu.waiters++
-		b.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			b.mu.Lock()
-			b.mu.waiters--
-			b.mu.Unlock()
-			return ctx.Err()
-		}
-		b.mu.Lock()
-		b.mu.waiters--
-	}
-	b.mu.used += n
-	b.mu.Unlock()
-	return nil
-}
-
-// release gives back n bytes. It allocates only when someone waits.
-func (b *byteBudget) release(n int64) {
-	b.mu.Lock()
-	b.mu.used -= n
-	if b.mu.waiters > 0 {
-		close(b.mu.wake)
-		b.mu.wake = make(chan struct{})
-	}
-	b.mu.Unlock()
-}
-
-func (b *byteBudget) inUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mu.used
-}

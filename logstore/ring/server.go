@@ -14,6 +14,8 @@ import (
 
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/twmb/franz-go/pkg/kbin"
+
+	"github.com/aerostream/aerostream/internal/bytebudget"
 )
 
 // ringVersion is the version of the ring this server describes. A single
@@ -42,7 +44,7 @@ type Server struct {
 	// DefaultMaxQueuedBytes; negative means no bound.
 	MaxQueuedBytes int64
 
-	budget atomic.Pointer[byteBudget] // set by Serve; nil without a bound
+	budget atomic.Pointer[bytebudget.Budget] // set by Serve; nil without a bound
 	store  *logstore.Store
 	logger *slog.Logger
 	stats  struct {
@@ -81,7 +83,7 @@ func (s *Server) Stats() ServerStats {
 		CopiedBytes:    s.stats.copiedBytes.Load(),
 	}
 	if b := s.budget.Load(); b != nil {
-		st.QueuedBytes, st.QueueWaits = b.inUse(), b.waits.Load()
+		st.QueuedBytes, st.QueueWaits = b.InUse(), b.Waits()
 	}
 	return st
 }
@@ -121,12 +123,12 @@ func (s *Server) config() serverConfig {
 // nil after ctx is done, or the listener's error if accepting failed first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	cfg := s.config()
-	var budget *byteBudget
+	var budget *bytebudget.Budget
 	switch q := s.MaxQueuedBytes; {
 	case q == 0:
-		budget = newByteBudget(DefaultMaxQueuedBytes)
+		budget = bytebudget.New(DefaultMaxQueuedBytes)
 	case q > 0:
-		budget = newByteBudget(q)
+		budget = bytebudget.New(q)
 	}
 	s.budget.Store(budget)
 	connCtx, stopConns := context.WithCancel(ctx)
@@ -197,8 +199,8 @@ type serverConn struct {
 
 	shard int // -1 until Hello; read goroutine only
 
-	budget *byteBudget // the server's; nil without a bound
-	held   int64       // reserved for the frame being dispatched; read goroutine only
+	budget *bytebudget.Budget // the server's; nil without a bound
+	held   int64              // reserved for the frame being dispatched; read goroutine only
 
 	mu struct {
 		sync.Mutex
@@ -216,7 +218,7 @@ type protoError struct {
 func (e *protoError) Error() string { return e.err.Error() }
 func (e *protoError) Unwrap() error { return e.err }
 
-func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *byteBudget, nc net.Conn) {
+func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *bytebudget.Budget, nc net.Conn) {
 	connCtx, cancelConn := context.WithCancel(context.WithoutCancel(shutdown))
 	fetchCtx, cancelFetch := context.WithCancel(connCtx)
 	c := &serverConn{
@@ -328,7 +330,7 @@ func (c *serverConn) readFrame(br *bufio.Reader) (Opcode, []byte, error) {
 	}
 	if c.budget != nil {
 		// fetchCtx ends on shutdown too, which a wait must honour.
-		if err := c.budget.acquire(c.fetchCtx, int64(n)); err != nil {
+		if err := c.budget.Acquire(c.fetchCtx, int64(n)); err != nil {
 			return op, nil, err
 		}
 		c.held = int64(n)
@@ -339,7 +341,7 @@ func (c *serverConn) readFrame(br *bufio.Reader) (Opcode, []byte, error) {
 
 func (c *serverConn) releaseHeld() {
 	if c.held > 0 {
-		c.budget.release(c.held)
+		c.budget.Release(c.held)
 		c.held = 0
 	}
 }
@@ -439,7 +441,7 @@ func (c *serverConn) owner(req *request) (int, bool) {
 func (c *serverConn) handle(ctx context.Context, cancel context.CancelFunc, req *request, held int64) {
 	defer func() {
 		if held > 0 {
-			c.budget.release(held)
+			c.budget.Release(held)
 		}
 		c.mu.Lock()
 		delete(c.mu.inflight, req.Corr)
