@@ -73,8 +73,13 @@ func TestRunGroupsAtFixedRate(t *testing.T) {
 	}
 	out := progress.String()
 	t.Log(out)
-	if r := res.Publish.RateMsgs; r < 1700 || r > 2300 {
-		t.Errorf("publish rate %.0f msg/s, want 2000 ±15%%", r)
+	// The pacer's precision is the pacer tests' job; this checks that the
+	// run applies the rate. A pacer that fell behind during the warmup
+	// catches up in the measured second, up to the warmup's share again
+	// (1.5 s of schedule in 1 s), and a loaded machine slows it: an unpaced
+	// run sends tens of thousands a second here.
+	if r := res.Publish.RateMsgs; r < 1000 || r > 3500 {
+		t.Errorf("publish rate %.0f msg/s, want the 2000 asked for (1000 to 3500 on a loaded machine)", r)
 	}
 	if res.Publish.Errors != 0 || res.Consume.Errors != 0 {
 		t.Errorf("errors: publish %d consume %d", res.Publish.Errors, res.Consume.Errors)
