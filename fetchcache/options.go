@@ -54,10 +54,11 @@ type Options struct {
 	// entry in the chunk before). A reader that loses its chunk before
 	// it is done with it reads it again, which counts as a re-reference and
 	// moves the chunk to the main segment. 0 means 3/8 of MaxBytes: 24
-	// chunks at the default sizes, room for eight sequential readers (a
-	// consumer group replaying eight partitions) with the default
-	// readahead. (2Q suggests a quarter for a pure probation queue; this
-	// one also buffers readahead.)
+	// chunks at the default sizes, room for four sequential readers (a
+	// consumer replaying four partitions) with the default readahead;
+	// more evict each other's prefetched chunks before they are read, and
+	// those are fetched again. (2Q suggests a quarter for a pure probation
+	// queue; this one also buffers readahead.)
 	ScanBytes int64
 	// IndexBytes is the part of MaxBytes given to remote .index objects
 	// (about 2 KiB per MiB of log). 0 means MaxBytes/16.
