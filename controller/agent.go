@@ -99,7 +99,7 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 				log.Warn("controller unreachable", "err", err, "failures", failures)
 			}
 			if !registered {
-				wait = min(interval, 50*time.Millisecond<<min(failures, 6))
+				wait = registerRetry(failures, interval)
 			}
 		} else {
 			if failures >= 5 {
@@ -132,6 +132,18 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// registerRetry is the wait before registering again after failures (>= 1)
+// refusals in a row. The first retries come quickly because the usual
+// refusal is from a controller still electing itself, often serve's own,
+// which leads within milliseconds; later ones back off as before, so that
+// a controller that stays away is neither hammered nor reported early.
+func registerRetry(failures int, interval time.Duration) time.Duration {
+	if failures <= 3 {
+		return min(interval, minPoll<<max(failures-1, 0))
+	}
+	return min(interval, 50*time.Millisecond<<min(failures, 6))
 }
 
 // LocalPartition names a partition a store holds.

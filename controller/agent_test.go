@@ -217,3 +217,27 @@ func TestStoreAgent(t *testing.T) {
 	stop2()
 	mc.stop(mc.nodes[0])
 }
+
+// A refused registration is usually a controller still electing itself,
+// which in serve leads within milliseconds: the first retry must come after
+// minPoll, not after a long backoff that holds back every restart. Later
+// retries still back off, up to the heartbeat interval.
+func TestRegisterRetryStartsAtMinPoll(t *testing.T) {
+	if got := registerRetry(1, DefaultHeartbeatInterval); got != minPoll {
+		t.Errorf("first retry after %v, want minPoll (%v)", got, minPoll)
+	}
+	prev := time.Duration(0)
+	for f := 1; f <= 10; f++ {
+		got := registerRetry(f, DefaultHeartbeatInterval)
+		if got < prev {
+			t.Errorf("retry %d after %v, shorter than retry %d's %v", f, got, f-1, prev)
+		}
+		if got > DefaultHeartbeatInterval {
+			t.Errorf("retry %d after %v, longer than the interval %v", f, got, DefaultHeartbeatInterval)
+		}
+		prev = got
+	}
+	if got := registerRetry(10, 10*time.Millisecond); got != 10*time.Millisecond {
+		t.Errorf("retry with a 10ms interval after %v, want 10ms", got)
+	}
+}
