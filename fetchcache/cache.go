@@ -99,6 +99,8 @@ type scanEntry struct {
 	referenced bool
 	// prefetched: loaded by readahead (for the readahead hit counter).
 	prefetched bool
+	// at is when a prefetched chunk came in (see unreadHold).
+	at time.Time
 	// promoted: already sent to the main segment.
 	promoted bool
 }
@@ -176,8 +178,16 @@ func New(bucket objstore.Bucket, opts Options) (*Cache, error) {
 	c.scan = newLRU(opts.ScanBytes, func(key string, e *scanEntry) {
 		if e.referenced {
 			c.ghosts.add(key)
+		} else if e.prefetched {
+			c.st.readaheadWasted.Add(1)
 		}
 	})
+	// A prefetched chunk nobody has read yet goes last: its reader is
+	// on its way, and losing it costs a GET for nothing and that reader a
+	// miss, while a chunk already read is needed again only by a re-read.
+	c.scan.keep = func(e *scanEntry) bool {
+		return e.prefetched && !e.referenced && time.Since(e.at) < unreadHold
+	}
 	c.idx = newLRU[[]byte](opts.IndexBytes, nil)
 	c.sizes = newLRU[int64](4096, nil)
 	c.nexts = newLRU[nextEntry](4096, nil)
@@ -380,8 +390,12 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 // from: each chunk is fetched only while that is still o's latest read
 // (see moved). A reader's own calls pass -1: they are the reader.
 func (c *Cache) readahead(o *object, k, anchor int64) {
-	last := k + int64(c.opts.Readahead)
-	span := c.spanChunks()
+	window, room := c.window()
+	if window <= 0 || room <= 0 {
+		return
+	}
+	last := k + window
+	span := spanChunks(window)
 	for n := k + 1; n <= last; n++ {
 		if n < o.chunks {
 			end := min(last, o.chunks-1)
@@ -389,6 +403,10 @@ func (c *Cache) readahead(o *object, k, anchor int64) {
 			if run == 0 {
 				continue
 			}
+			if run = min(run, room); run <= 0 {
+				return
+			}
+			room -= run
 			// A short run at the end of the window waits to grow into a
 			// whole span (span.go); the chunks before it are already
 			// coming, so the reader does not wait for it.
@@ -405,13 +423,55 @@ func (c *Cache) readahead(o *object, k, anchor int64) {
 		if nx == nil || !c.prefetchIndex(nx, o) {
 			return
 		}
-		for m := int64(0); m <= last-n && m < nx.chunks; m++ {
+		for m := int64(0); m <= last-n && m < nx.chunks && m < room; m++ {
 			if !c.prefetch(nx, m, o, anchor) {
 				return
 			}
 		}
 		return
 	}
+}
+
+// unreadHold is how long a prefetched chunk nobody has read is kept in
+// the scan segment ahead of chunks already read: long past any consumer's
+// next fetch, so the window of a reader that went away is not held for
+// ever.
+const unreadHold = 10 * time.Second
+
+// window is how many chunks a sequential reader's readahead may run ahead
+// of it, and how many more readahead may start now. Each active sequential
+// reader needs the chunk it reads and the next one its reads run into
+// besides its window (Options.ScanBytes), so the window is
+// Options.Readahead cut to the reader's share of the scan segment, and all
+// prefetched chunks not read yet (in the scan segment or in flight) stay
+// within what the scan segment has beyond the readers' own two chunks:
+// windows that overfilled it pushed out each other's prefetched chunks, or
+// the chunks their readers were in, before those were read, and they were
+// fetched again. The second bound matters as readers come and go: windows
+// taken while fewer readers were active are not read yet when more join.
+func (c *Cache) window() (window, room int64) {
+	n := int64(max(c.streams.activeReaders(), 1))
+	chunks := c.opts.ScanBytes / c.chunkSize
+	window = min(int64(c.opts.Readahead), chunks/n-2)
+	if window <= 0 {
+		return 0, 0
+	}
+	return window, chunks - 2*n - c.unread()
+}
+
+// unread counts the prefetched chunks no reader has used yet: readahead
+// GETs in flight that no reader waits for, and prefetched chunks in the
+// scan segment that none has read.
+func (c *Cache) unread() int64 {
+	n := int64(0)
+	c.flights.mu.Lock()
+	for _, f := range c.flights.m {
+		if f.readahead && f.waiters == 0 {
+			n++
+		}
+	}
+	c.flights.mu.Unlock()
+	return n + int64(c.scan.count(c.scan.keep))
 }
 
 // relOffset is offset relative to the segment base, as the index stores it.
@@ -882,7 +942,7 @@ func (c *Cache) prefetch(o *object, k int64, origin *object, anchor int64) bool 
 		f := c.startLocked(key, 0, true,
 			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, true) },
 			func(data []byte) {
-				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true}, int64(len(data)))
+				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now()}, int64(len(data)))
 			},
 			func(err error) {
 				if err == nil {
@@ -1034,6 +1094,7 @@ func (t *streamTracker) finish(obj string) {
 	if s := t.m[obj]; s != nil {
 		s.done = true
 	}
+	delete(t.active, obj)
 }
 
 // state is latestObject with whether that read reached the log's end.
@@ -1097,6 +1158,28 @@ const maxStreams = 4096
 type streamTracker struct {
 	mu sync.Mutex
 	m  map[string]*stream
+	// active holds the objects whose latest read was sequential, with its
+	// time, until the reader leaves the object or stops for activeFor:
+	// the readers sharing the scan segment (window).
+	active map[string]time.Time
+}
+
+// activeFor is how long a sequential reader counts as active after its
+// latest read: a consumer fetches each partition far more often.
+const activeFor = 5 * time.Second
+
+// activeReaders is how many sequential readers are active, forgetting
+// those idle for activeFor.
+func (t *streamTracker) activeReaders() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := time.Now()
+	for k, at := range t.active {
+		if now.Sub(at) >= activeFor {
+			delete(t.active, k)
+		}
+	}
+	return len(t.active)
 }
 
 // stream is what the tracker remembers of one object's readers.
@@ -1133,6 +1216,12 @@ func (t *streamTracker) sequential(o *object, first, last int64, fromStart bool)
 		return false
 	}
 	seq := !has(last) && (fromStart || last > first || (first > 0 && has(first-1)))
+	if seq || t.active[o.key] != (time.Time{}) {
+		if t.active == nil {
+			t.active = map[string]time.Time{}
+		}
+		t.active[o.key] = time.Now()
+	}
 	if !has(last) {
 		copy(recent[1:], recent[:streamDepth-1])
 		recent[0] = last

@@ -15,6 +15,9 @@ type lru[V any] struct {
 	// onEvict is told of every entry pushed out to make room (not of
 	// remove); it runs under mu, so it must not call back into the lru.
 	onEvict func(key string, v V)
+	// keep, when set, marks entries to evict only after every other one
+	// but the newest; it runs under mu.
+	keep func(v V) bool
 
 	mu struct {
 		sync.Mutex
@@ -82,7 +85,7 @@ func (l *lru[V]) add(key string, v V, cost int64) {
 		l.mu.used += cost
 	}
 	for l.mu.used > l.capacity {
-		e := l.mu.ll.Back()
+		e := l.victimLocked()
 		it := e.Value.(*lruItem[V])
 		l.removeLocked(e)
 		l.mu.evict++
@@ -90,6 +93,36 @@ func (l *lru[V]) add(key string, v V, cost int64) {
 			l.onEvict(it.key, it.v)
 		}
 	}
+}
+
+// victimLocked picks the entry to evict: the least recently used one that
+// keep does not hold on to, else (every older entry held) the least
+// recently used. The entry just added, at the front, is never passed over
+// for a held one.
+func (l *lru[V]) victimLocked() *list.Element {
+	back := l.mu.ll.Back()
+	if l.keep == nil {
+		return back
+	}
+	for e := back; e != nil && e != l.mu.ll.Front(); e = e.Prev() {
+		if !l.keep(e.Value.(*lruItem[V]).v) {
+			return e
+		}
+	}
+	return back
+}
+
+// count is how many entries match fn, which runs under mu.
+func (l *lru[V]) count(fn func(V) bool) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for e := l.mu.ll.Front(); e != nil; e = e.Next() {
+		if fn(e.Value.(*lruItem[V]).v) {
+			n++
+		}
+	}
+	return n
 }
 
 // remove drops key if present.

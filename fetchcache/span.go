@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aerostream/aerostream/tierd/objstore"
 )
@@ -23,8 +24,9 @@ import (
 // chunk has it as soon as its bytes are in, not when the span ends.
 
 // spanChunks is how many chunks a readahead GET fetches at most, and the
-// run of missing chunks at the end of the window that it waits for.
-func (c *Cache) spanChunks() int64 { return max(1, int64(c.opts.Readahead)/2) }
+// run of missing chunks at the end of a window of that many chunks that it
+// waits for.
+func spanChunks(window int64) int64 { return max(1, window/2) }
 
 // missing is how many chunks from n on, at most up to and including last,
 // are neither cached nor in flight.
@@ -109,7 +111,7 @@ func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, 
 	end := min((n+int64(len(fs)))*c.chunkSize, o.size)
 	fill := func(key string) func([]byte) {
 		return func(data []byte) {
-			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true}, int64(len(data)))
+			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now()}, int64(len(data)))
 		}
 	}
 	fail := func(from int, err error) error {

@@ -12,6 +12,7 @@ type counters struct {
 	indexHits, indexMisses, badIndexes                 atomic.Int64
 	gets, bytesFetched, getErrors, retries             atomic.Int64
 	readaheadGets, readaheadHits, readaheadSkipped     atomic.Int64
+	readaheadWasted                                    atomic.Int64
 	promotions, mainEvictions, mainRejections, corrupt atomic.Int64
 	inflight                                           atomic.Int64
 	mainUsed                                           atomic.Int64 // bytes Set in main and not gone
@@ -37,8 +38,10 @@ type Stats struct {
 
 	// ReadaheadGets counts chunks prefetched for sequential readers;
 	// ReadaheadHits those a reader then found in memory; ReadaheadSkipped
-	// prefetches dropped because every I/O slot was busy.
-	ReadaheadGets, ReadaheadHits, ReadaheadSkipped int64
+	// prefetches dropped because every I/O slot was busy; ReadaheadWasted
+	// prefetched chunks that left the scan segment before any read used
+	// them (each one a GET for nothing, and a reader's miss later).
+	ReadaheadGets, ReadaheadHits, ReadaheadSkipped, ReadaheadWasted int64
 
 	// Promotions counts chunks sent to the main segment (ristretto may
 	// still refuse them: MainRejections). Evictions counts chunks pushed
@@ -73,7 +76,8 @@ func (c *Cache) Stats() Stats {
 		IndexHits: st.indexHits.Load(), IndexMisses: st.indexMisses.Load(), BadIndexes: st.badIndexes.Load(),
 		Gets: st.gets.Load(), BytesFetched: st.bytesFetched.Load(), GetErrors: st.getErrors.Load(), Retries: st.retries.Load(),
 		ReadaheadGets: st.readaheadGets.Load(), ReadaheadHits: st.readaheadHits.Load(), ReadaheadSkipped: st.readaheadSkipped.Load(),
-		Promotions: st.promotions.Load(), MainRejections: st.mainRejections.Load(),
+		ReadaheadWasted: st.readaheadWasted.Load(),
+		Promotions:      st.promotions.Load(), MainRejections: st.mainRejections.Load(),
 		MainEvictions: st.mainEvictions.Load(), ScanEvictions: scanEvictions,
 		CorruptBatches: st.corrupt.Load(),
 		ScanBytes:      scanBytes, IndexBytes: idxBytes,
