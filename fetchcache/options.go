@@ -56,9 +56,10 @@ type Options struct {
 	// moves the chunk to the main segment. 0 means 3/8 of MaxBytes: 24
 	// chunks at the default sizes, room for four sequential readers (a
 	// consumer replaying four partitions) with the default readahead;
-	// more evict each other's prefetched chunks before they are read, and
-	// those are fetched again. (2Q suggests a quarter for a pure probation
-	// queue; this one also buffers readahead.)
+	// with more, each reader's readahead window shrinks to its share, so
+	// that no prefetched chunk is pushed out before it is read (readers
+	// then wait more for GETs). (2Q suggests a quarter for a pure
+	// probation queue; this one also buffers readahead.)
 	ScanBytes int64
 	// IndexBytes is the part of MaxBytes given to remote .index objects
 	// (about 2 KiB per MiB of log). 0 means MaxBytes/16.
