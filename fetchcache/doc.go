@@ -59,7 +59,8 @@
 //     its first batch ends in; a batch that straddles chunks is sent as a
 //     slice of each (parts.go), checked in place, never copied together.
 //   - The reserve (reserve.go, Options.Prealloc): the budget's chunk
-//     memory, allocated and touched when the cache starts, which the first
+//     memory, allocated and touched from when the cache starts (in the
+//     background, so that New does not wait for it), which the first
 //     chunks fetched fill, so a fresh node's first cold reads do not pay a
 //     page fault per 4 KiB as their bytes land.
 //   - Its metrics: Stats and Collectors (Prometheus).

@@ -86,9 +86,10 @@ type Options struct {
 	Retry objstore.RetryPolicy
 
 	// Prealloc allocates the chunk memory of the budget (MaxBytes less
-	// IndexBytes) when the cache is created and touches every page of it,
-	// for the first chunks fetched (reserve.go says why). It costs that
-	// memory from the start, and about 0.3 CPU-s per GiB at New.
+	// IndexBytes) from when the cache is created and touches every page of
+	// it, for the first chunks fetched (reserve.go says why). It costs that
+	// memory from the start, and about 0.3 CPU-s per GiB in a goroutine
+	// that New starts and does not wait for.
 	Prealloc bool
 
 	// SkipVerify turns off the CRC32C check of every whole batch served.

@@ -1,6 +1,7 @@
 package fetchcache
 
 import (
+	"context"
 	"os"
 	"sync"
 )
@@ -21,30 +22,59 @@ import (
 // Buffers are handed out once and never come back: a chunk's memory may be
 // held by responses after it leaves the cache (reads are zero copy), so
 // only the garbage collector knows when it is free.
+//
+// A goroutine fills the reserve after New returns: touching the whole
+// budget takes a sizeable fraction of a CPU-second, and a restarted node
+// must not wait for it before it serves.
 type reserve struct {
-	size int // every buffer's length: the chunk size
-	mu   sync.Mutex
-	bufs [][]byte
+	size   int // every buffer's length: the chunk size
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the filler has returned
+	mu     sync.Mutex
+	bufs   [][]byte // filled and not taken yet
+	owed   int      // buffers the filler has still to add
 }
 
-// newReserve allocates n buffers of size bytes and touches every page of
-// them, so the kernel maps them now.
+// newReserve starts filling n buffers of size bytes, each with every page
+// touched so that the kernel maps them now.
 func newReserve(n, size int) *reserve {
-	r := &reserve{size: size, bufs: make([][]byte, n)}
-	page := os.Getpagesize()
-	for i := range r.bufs {
-		b := make([]byte, size)
-		for p := 0; p < len(b); p += page {
-			b[p] = 0
-		}
-		r.bufs[i] = b
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &reserve{size: size, cancel: cancel, done: make(chan struct{}), owed: n}
+	go r.fill(ctx)
 	return r
 }
 
+// fill allocates and touches the owed buffers one by one until none is
+// owed or ctx ends.
+func (r *reserve) fill(ctx context.Context) {
+	defer close(r.done)
+	page := os.Getpagesize()
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		owed := r.owed
+		r.mu.Unlock()
+		if owed == 0 {
+			return
+		}
+		b := make([]byte, r.size)
+		for p := 0; p < len(b); p += page {
+			b[p] = 0
+		}
+		r.mu.Lock()
+		if r.owed > 0 { // take may have settled the debt meanwhile
+			r.owed--
+			r.bufs = append(r.bufs, b)
+		}
+		r.mu.Unlock()
+	}
+}
+
 // take returns a buffer of n bytes: a reserved one when n is a whole chunk
-// and one is left, otherwise a new one. A reserved buffer is never cut to
-// a shorter length, so the budget (which counts len) matches the memory.
+// and one is filled, otherwise a new one. A whole chunk taken before the
+// filler got to it counts against the reserve all the same, so that the
+// reserve and the chunks taken never hold more than the budget. A reserved
+// buffer is never cut to a shorter length, so the budget (which counts
+// len) matches the memory.
 func (r *reserve) take(n int64) []byte {
 	if r != nil && n == int64(r.size) {
 		r.mu.Lock()
@@ -55,27 +85,34 @@ func (r *reserve) take(n int64) []byte {
 			r.mu.Unlock()
 			return b
 		}
+		if r.owed > 0 {
+			r.owed--
+		}
 		r.mu.Unlock()
 	}
 	return make([]byte, n)
 }
 
-// drop lets the buffers not taken go, for Close.
+// drop stops the filler, waits for it, and lets the buffers not taken go,
+// for Close.
 func (r *reserve) drop() {
 	if r == nil {
 		return
 	}
+	r.cancel()
+	<-r.done
 	r.mu.Lock()
-	r.bufs = nil
+	r.bufs, r.owed = nil, 0
 	r.mu.Unlock()
 }
 
-// left is how many reserved buffers have not been taken yet.
+// left is how many reserved buffers have not been taken yet, filled or
+// still owed.
 func (r *reserve) left() int {
 	if r == nil {
 		return 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.bufs)
+	return len(r.bufs) + r.owed
 }
