@@ -248,38 +248,9 @@ func BenchmarkColdPartitions(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				type cursor struct {
-					seg int
-					off int64
-				}
-				cur := make([]cursor, partitions)
+				r := newReplayer(recs)
 				for {
-					var wg sync.WaitGroup
-					var got [partitions]int
-					for p := range partitions {
-						if cur[p].seg == len(recs[p]) {
-							continue
-						}
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							rec := recs[p][cur[p].seg]
-							out, err := readJoined(c, context.Background(), rec, max(cur[p].off, rec.BaseOffset), fetchBytes)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							got[p] = len(out)
-							if cur[p].off = lastNext(b, out); cur[p].off >= rec.EndOffset {
-								cur[p].seg++
-							}
-						}()
-					}
-					wg.Wait()
-					n := 0
-					for _, g := range got {
-						n += g
-					}
+					n := r.round(b, c, fetchBytes)
 					if n == 0 {
 						break
 					}

@@ -51,41 +51,62 @@ func TestReplayAgain(t *testing.T) {
 // partitions of a round at once.
 func replay(t *testing.T, c *Cache, recs [][]catalog.Segment, maxBytes int) {
 	t.Helper()
-	type cursor struct {
-		seg int
-		off int64
-	}
-	cur := make([]cursor, len(recs))
-	for {
-		var wg sync.WaitGroup
-		got := make([]int, len(recs))
-		for p := range recs {
-			if cur[p].seg == len(recs[p]) {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rec := recs[p][cur[p].seg]
-				out, err := readJoined(c, context.Background(), rec, max(cur[p].off, rec.BaseOffset), maxBytes)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got[p] = len(out)
-				if cur[p].off = lastNext(t, out); cur[p].off >= rec.EndOffset {
-					cur[p].seg++
-				}
-			}()
-		}
-		wg.Wait()
-		n := 0
-		for _, g := range got {
-			n += g
-		}
-		if t.Failed() || n == 0 {
+	r := newReplayer(recs)
+	for !t.Failed() {
+		if r.round(t, c, maxBytes) == 0 {
 			break
 		}
 	}
 	waitFor(t, func() bool { return c.Stats().InflightGets == 0 }, "readahead to finish")
+}
+
+// replayer holds where each partition of a replay has got to.
+type replayer struct {
+	recs [][]catalog.Segment
+	cur  []struct {
+		seg int
+		off int64
+	}
+}
+
+func newReplayer(recs [][]catalog.Segment) *replayer {
+	r := &replayer{recs: recs}
+	r.cur = make([]struct {
+		seg int
+		off int64
+	}, len(recs))
+	return r
+}
+
+// round reads maxBytes from every unfinished partition at once, as a
+// consumer's fetch of several partitions does, and returns the bytes read.
+func (r *replayer) round(tb testing.TB, c *Cache, maxBytes int) int {
+	var wg sync.WaitGroup
+	got := make([]int, len(r.recs))
+	for p := range r.recs {
+		cur := &r.cur[p]
+		if cur.seg == len(r.recs[p]) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := r.recs[p][cur.seg]
+			out, err := readJoined(c, context.Background(), rec, max(cur.off, rec.BaseOffset), maxBytes)
+			if err != nil {
+				tb.Error(err)
+				return
+			}
+			got[p] = len(out)
+			if cur.off = lastNext(tb, out); cur.off >= rec.EndOffset {
+				cur.seg++
+			}
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for _, g := range got {
+		n += g
+	}
+	return n
 }
