@@ -251,19 +251,25 @@ func checkRecord(src recordSource, i int32, size int64) error {
 	if delta != int64(i) {
 		return fmt.Errorf("offset delta %d, want %d", delta, i)
 	}
-	// Key and value: length, then bytes unless null (-1).
-	for range 2 {
+	// A length, then that many bytes unless null (-1).
+	nullable := func(what string) error {
 		n, err := field()
 		if err != nil {
 			return err
 		}
-		if n >= 0 {
-			if err := skip(n); err != nil {
-				return err
-			}
-		} else if n != -1 {
-			return fmt.Errorf("field length %d", n)
+		if n == -1 {
+			return nil
 		}
+		if n < 0 {
+			return fmt.Errorf("%s length %d", what, n)
+		}
+		return skip(n)
+	}
+	if err := nullable("key"); err != nil {
+		return err
+	}
+	if err := nullable("value"); err != nil {
+		return err
 	}
 	headers, err := field()
 	if err != nil {
@@ -283,16 +289,8 @@ func checkRecord(src recordSource, i int32, size int64) error {
 		if err := skip(kl); err != nil {
 			return err
 		}
-		vl, err := field()
-		if err != nil {
+		if err := nullable("header value"); err != nil {
 			return err
-		}
-		if vl >= 0 {
-			if err := skip(vl); err != nil {
-				return err
-			}
-		} else if vl != -1 {
-			return fmt.Errorf("header value length %d", vl)
 		}
 	}
 	if rem != 0 {
