@@ -21,6 +21,99 @@ type API interface {
 	ClusterInfo(ctx context.Context) (ClusterInfo, error)
 	AddVoter(ctx context.Context, req AddVoterRequest) error
 	RemoveVoter(ctx context.Context, req RemoveVoterRequest) error
+	Replication
+}
+
+// Replication is the part of the API that moves leadership, ISRs and
+// replicas.
+type Replication interface {
+	// AlterPartition is sent by a partition's leader store to change its
+	// ISR (Kafka's AlterPartition, KIP-497).
+	AlterPartition(ctx context.Context, req AlterPartitionRequest) (PartitionInfo, error)
+	// AlterPartitionReassignments starts or cancels reassignments.
+	AlterPartitionReassignments(ctx context.Context, req ReassignRequest) (ReassignResponse, error)
+	// ListPartitionReassignments lists the reassignments in progress
+	// (all of them when req.Topics is empty).
+	ListPartitionReassignments(ctx context.Context, req ListReassignmentsRequest) (ListReassignmentsResponse, error)
+	// DrainStore marks a store draining and reassigns every replica it
+	// holds to other live stores; it answers at once with the progress.
+	// Calling it again only reports progress.
+	DrainStore(ctx context.Context, req DrainRequest) (DrainStatus, error)
+}
+
+// AlterPartitionRequest asks to set a partition's ISR. The controller
+// refuses it (ErrStaleRequest) unless LeaderID and LeaderEpoch name the
+// current leader and PartitionEpoch the current partition epoch; a new ISR
+// member must be a live replica.
+type AlterPartitionRequest struct {
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	LeaderID       int32   `json:"leader_id"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	ISR            []int32 `json:"isr"`
+}
+
+// Reassignment is one partition's target replica list; nil Replicas
+// cancels a reassignment in progress.
+type Reassignment struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+}
+
+// ReassignRequest starts or cancels reassignments.
+type ReassignRequest struct {
+	Reassignments []Reassignment `json:"reassignments"`
+}
+
+// ReassignResponse has one error (nil on success) per reassignment, in
+// order.
+type ReassignResponse struct {
+	Errors []*Error `json:"errors"`
+}
+
+// ListReassignmentsRequest names partitions; empty lists every
+// reassignment in progress.
+type ListReassignmentsRequest struct {
+	Topics []TopicPartitions `json:"topics,omitempty"`
+}
+
+// TopicPartitions names some partitions of a topic.
+type TopicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// OngoingReassignment is a partition being moved, as Kafka's
+// ListPartitionReassignments reports it.
+type OngoingReassignment struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+	Adding    []int32 `json:"adding"`
+	Removing  []int32 `json:"removing"`
+}
+
+// ListReassignmentsResponse lists reassignments in progress.
+type ListReassignmentsResponse struct {
+	Reassignments []OngoingReassignment `json:"reassignments"`
+}
+
+// DrainRequest names the store to drain.
+type DrainRequest struct {
+	ID int32 `json:"id"`
+}
+
+// DrainStatus is how far a drain has gone: the store can be removed once
+// both counts are 0.
+type DrainStatus struct {
+	ID       int32 `json:"id"`
+	Draining bool  `json:"draining"`
+	// Replicas and Leaders count the partitions the store still holds a
+	// copy of, and still leads.
+	Replicas int `json:"replicas"`
+	Leaders  int `json:"leaders"`
 }
 
 // Members is the part of the API a store or gateway needs to stay a

@@ -78,6 +78,22 @@ type PartitionInfo struct {
 	// LeaderEpoch starts at 0 when the partition is first placed and grows
 	// each time its leader changes; -1 while unplaced.
 	LeaderEpoch int32 `json:"leader_epoch"`
+	// Replicas are the stores holding a copy, the preferred leader first.
+	// Empty for a partition placed before replication existed: the leader
+	// alone.
+	Replicas []int32 `json:"replicas,omitempty"`
+	// ISR is the in-sync subset of Replicas, leader included. Only the
+	// controller changes it: on AlterPartition from the leader, and when a
+	// store's session expires.
+	ISR []int32 `json:"isr,omitempty"`
+	// PartitionEpoch grows on every change of leader, ISR or replicas;
+	// AlterPartition names the one it was computed from, so a stale
+	// request is refused.
+	PartitionEpoch int32 `json:"partition_epoch"`
+	// TargetReplicas is set while a reassignment (or a drain) moves the
+	// partition: Replicas holds the union of old and target until every
+	// target replica is in the ISR, then becomes TargetReplicas.
+	TargetReplicas []int32 `json:"target_replicas,omitempty"`
 }
 
 // TopicInfo describes a topic.
@@ -125,6 +141,9 @@ type NodeInfo struct {
 	// liveness; the leader reports its own, newer, value.
 	LastHeartbeatMs int64  `json:"last_heartbeat_ms"`
 	Version         uint64 `json:"version"`
+	// Draining is set by DrainStore: placement skips the store, and every
+	// replica it holds is being reassigned away.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // Delta is what changed in the metadata since a node's known version, as a

@@ -67,6 +67,15 @@ type FetchPartition struct {
 	Partition int32
 	Offset    int64
 	MaxBytes  int32
+	// FollowerID is 0 for a consumer, which reads up to the high
+	// watermark. A follower store sets its node id (store ids are > 0): it
+	// reads up to the log end, and its Offset tells the leader how far it
+	// has replicated, which moves the high watermark.
+	FollowerID int32
+	// LeaderEpoch is, for a follower fetch, the epoch the follower follows;
+	// the leader refuses an older one (ErrFencedLeaderEpoch) or a newer one
+	// (ErrUnknownLeaderEpoch). Ignored for consumers.
+	LeaderEpoch int32
 }
 
 // FetchRequest reads several partitions at once. The call returns when at

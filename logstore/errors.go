@@ -62,6 +62,20 @@ var (
 	// start on a log it could not make consistent; free space and start
 	// again.
 	ErrDiskFull = errors.New("no space left on the data disk")
+	// ErrNotLeader: the partition is not led by this store (it follows
+	// another, or its lease on leadership ran out because the controller
+	// could not be reached); the client refreshes metadata and retries
+	// (Kafka's NOT_LEADER_OR_FOLLOWER).
+	ErrNotLeader = errors.New("not the leader of the partition")
+	// ErrNotEnoughReplicas: an acks=all produce while fewer replicas than
+	// min.insync.replicas are in sync; nothing is written.
+	ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
+	// ErrFencedLeaderEpoch: a request named a leader epoch older than the
+	// partition's (Kafka's FENCED_LEADER_EPOCH).
+	ErrFencedLeaderEpoch = errors.New("fenced leader epoch")
+	// ErrUnknownLeaderEpoch: a request named a leader epoch newer than the
+	// partition knows yet (Kafka's UNKNOWN_LEADER_EPOCH); retry.
+	ErrUnknownLeaderEpoch = errors.New("unknown leader epoch")
 	// ErrClosed: the store is shutting down or closed.
 	ErrClosed = errors.New("store closed")
 )

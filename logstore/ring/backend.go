@@ -34,6 +34,9 @@ type Backend interface {
 	// DeleteRecords moves the log start offset up to before (-1: the high
 	// watermark) and returns the new log start offset.
 	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)
+	// OffsetForLeaderEpoch answers from the partition's leader-epoch
+	// cache: the end offset of the largest epoch at or below epoch.
+	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error)
 	// Close releases the transport. It does not close the store behind it:
 	// the store belongs to whoever opened it. Calls after Close fail with
 	// ErrClosed.
@@ -54,6 +57,7 @@ type (
 	Records              = logstore.Records
 	OffsetResult         = logstore.OffsetResult
 	PartitionInfo        = logstore.PartitionInfo
+	EpochEnd             = logstore.EpochEnd
 )
 
 // Special timestamps for ListOffsets.
@@ -86,6 +90,10 @@ var (
 	ErrTooManyPartitions    = logstore.ErrTooManyPartitions
 	ErrInvalidRequest       = logstore.ErrInvalidRequest
 	ErrClosed               = logstore.ErrClosed
+	ErrNotLeader            = logstore.ErrNotLeader
+	ErrNotEnoughReplicas    = logstore.ErrNotEnoughReplicas
+	ErrFencedLeaderEpoch    = logstore.ErrFencedLeaderEpoch
+	ErrUnknownLeaderEpoch   = logstore.ErrUnknownLeaderEpoch
 )
 
 // ShardFor is logstore.ShardFor: the shard that owns a partition in a ring of

@@ -567,3 +567,8 @@ func (cc *clientConn) writeLoop() {
 		}
 	}
 }
+
+// OffsetForLeaderEpoch is not on the wire yet.
+func (c *client) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error) {
+	return EpochEnd{}, fmt.Errorf("%w: OffsetForLeaderEpoch is not on the ring wire yet", ErrInvalidRequest)
+}

@@ -94,3 +94,10 @@ func (b *inProcess) Close() error {
 	b.closed.Store(true)
 	return nil
 }
+
+func (b *inProcess) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error) {
+	if err := b.check(ctx); err != nil {
+		return EpochEnd{}, err
+	}
+	return b.s.OffsetForLeaderEpoch(ctx, topic, partition, epoch)
+}
