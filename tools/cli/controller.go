@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -476,7 +477,7 @@ func newTopicCmd(env Env) *cobra.Command {
 		}),
 	}
 	create.Flags().Int32VarP(&partitions, "partitions", "p", 1, "partition count (-1: the default, 1)")
-	create.Flags().Int16VarP(&rf, "replication-factor", "r", 1, "replication factor (only 1 is available)")
+	create.Flags().Int16VarP(&rf, "replication-factor", "r", 1, "replication factor: 1 to 3, at most the number of live stores")
 	create.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config NAME=VALUE (Kafka names), repeatable")
 	create.Flags().BoolVar(&validateOnly, "validate-only", false, "check the request, create nothing")
 
@@ -560,14 +561,8 @@ func newTopicCmd(env Env) *cobra.Command {
 			for i, t := range md.Topics {
 				fmt.Fprintf(w, "topic %s\tid %s\tpartitions %d\treplication factor %d\n", t.Name, t.ID, len(t.Partitions), t.ReplicationFactor)
 				for _, p := range t.Partitions {
-					state := "online"
-					switch {
-					case p.Leader == controller.NoLeader:
-						state = "unplaced (no live store yet)"
-					case !live[p.Leader]:
-						state = "offline (store down)"
-					}
-					fmt.Fprintf(w, "  partition %d\tleader %d\tepoch %d\t%s\n", p.Partition, p.Leader, p.LeaderEpoch, state)
+					fmt.Fprintf(w, "  partition %d\tleader %d\tepoch %d\treplicas %s\tisr %s\t%s\n",
+						p.Partition, p.Leader, p.LeaderEpoch, idList(replicasOf(p)), idList(isrOf(p)), partitionState(p, live))
 				}
 				for _, e := range dc.Resources[i].Configs {
 					if e.IsDefault && !all {
@@ -637,6 +632,58 @@ func newTopicCmd(env Env) *cobra.Command {
 
 	cmd.AddCommand(create, del, list, describe, alter)
 	return cmd
+}
+
+// replicasOf is a partition's replica list; one placed before replication
+// existed has its leader alone.
+func replicasOf(p controller.PartitionInfo) []int32 {
+	if len(p.Replicas) == 0 && p.Leader != controller.NoLeader {
+		return []int32{p.Leader}
+	}
+	return p.Replicas
+}
+
+func isrOf(p controller.PartitionInfo) []int32 {
+	if len(p.ISR) == 0 && len(p.Replicas) == 0 && p.Leader != controller.NoLeader {
+		return []int32{p.Leader}
+	}
+	return p.ISR
+}
+
+// partitionState says, for an operator, whether a partition serves and
+// whether it is fully replicated.
+func partitionState(p controller.PartitionInfo, live map[int32]bool) string {
+	var state string
+	switch {
+	case p.Leader == controller.NoLeader && len(p.Replicas) == 0:
+		state = "unplaced (no live store yet)"
+	case p.Leader == controller.NoLeader:
+		state = "offline (no in-sync replica is live)"
+	case !live[p.Leader]:
+		state = "offline (store down)"
+	case len(isrOf(p)) < len(replicasOf(p)):
+		state = "under-replicated"
+	default:
+		state = "online"
+	}
+	if len(p.TargetReplicas) > 0 {
+		state += ", reassigning to " + idList(p.TargetReplicas)
+	}
+	return state
+}
+
+// idList writes node ids as Kafka's tools do: [11,12,13].
+func idList(ids []int32) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(id)))
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // storeWaitMs is how long topic commands wait for the stores to create or

@@ -151,6 +151,9 @@ func newDaemonCmd(env Env, kind daemonKind) *cobra.Command {
 	}
 	cmd.Flags().SortFlags = false
 	flags = config.AddFlags(cmd.Flags())
+	if kind.use == storeCmd.use {
+		cmd.AddCommand(newStoreDrainCmd(env))
+	}
 	return cmd
 }
 

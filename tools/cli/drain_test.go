@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/aerostream/aerostream/controller"
+)
+
+// fakeDrain answers DrainStore from a scripted list of progress reports.
+type fakeDrain struct {
+	controller.Replication
+	steps []controller.DrainStatus
+	calls int
+}
+
+func (f *fakeDrain) DrainStore(_ context.Context, req controller.DrainRequest) (controller.DrainStatus, error) {
+	st := f.steps[min(f.calls, len(f.steps)-1)]
+	f.calls++
+	st.ID = req.ID
+	return st, nil
+}
+
+func TestDrainFollowsProgressToTheEnd(t *testing.T) {
+	f := &fakeDrain{steps: []controller.DrainStatus{
+		{Draining: true, Replicas: 4, Leaders: 2},
+		{Draining: true, Replicas: 4, Leaders: 2},
+		{Draining: true, Replicas: 1, Leaders: 0},
+		{Draining: true},
+	}}
+	var out bytes.Buffer
+	if err := drainStore(context.Background(), Env{Stdout: &out}, f, 12, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"store 12: 4 replicas and 2 leaderships left", "store 12: 1 replicas and 0 leaderships left", "store 12 is drained"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "4 replicas"); n != 1 {
+		t.Errorf("unchanged progress printed %d times, want once:\n%s", n, got)
+	}
+}
+
+func TestDrainGivesUpWithWhatIsLeft(t *testing.T) {
+	f := &fakeDrain{steps: []controller.DrainStatus{{Draining: true, Replicas: 3, Leaders: 1}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := drainStore(ctx, Env{Stdout: &bytes.Buffer{}}, f, 11, false)
+	if err == nil || !strings.Contains(err.Error(), "still 3 replicas and 1 leaderships left") {
+		t.Fatalf("err = %v, want one naming what is left", err)
+	}
+}
+
+func TestPartitionStateNamesUnderReplication(t *testing.T) {
+	live := map[int32]bool{11: true, 12: true, 13: false}
+	cases := []struct {
+		p    controller.PartitionInfo
+		want string
+	}{
+		{controller.PartitionInfo{Leader: 11, Replicas: []int32{11, 12, 13}, ISR: []int32{11, 12, 13}}, "online"},
+		{controller.PartitionInfo{Leader: 11, Replicas: []int32{11, 12, 13}, ISR: []int32{11, 12}}, "under-replicated"},
+		{controller.PartitionInfo{Leader: 11}, "online"},
+		{controller.PartitionInfo{Leader: controller.NoLeader, Replicas: []int32{13}, ISR: []int32{13}}, "offline (no in-sync replica is live)"},
+		{controller.PartitionInfo{Leader: 13, Replicas: []int32{13}, ISR: []int32{13}}, "offline (store down)"},
+		{controller.PartitionInfo{Leader: 11, Replicas: []int32{11, 12, 13}, ISR: []int32{11, 12, 13}, TargetReplicas: []int32{11, 12}}, "online, reassigning to [11,12]"},
+	}
+	for _, c := range cases {
+		if got := partitionState(c.p, live); got != c.want {
+			t.Errorf("partitionState(%+v) = %q, want %q", c.p, got, c.want)
+		}
+	}
+}
