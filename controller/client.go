@@ -310,3 +310,26 @@ func (c *Client) AddVoter(ctx context.Context, req AddVoterRequest) error {
 func (c *Client) RemoveVoter(ctx context.Context, req RemoveVoterRequest) error {
 	return c.call(ctx, pathRemoveVoter, write, req, nil)
 }
+
+// AlterPartition asks for a partition's ISR to change. It is not retried
+// once sent: a retry of one that was applied would be refused as stale,
+// and the leader store reads the partition again in either case.
+func (c *Client) AlterPartition(ctx context.Context, req AlterPartitionRequest) (resp PartitionInfo, err error) {
+	return resp, c.call(ctx, pathAlterPartition, write, req, &resp)
+}
+
+// AlterPartitionReassignments starts, replaces or cancels reassignments.
+func (c *Client) AlterPartitionReassignments(ctx context.Context, req ReassignRequest) (resp ReassignResponse, err error) {
+	return resp, c.call(ctx, pathReassign, write, req, &resp)
+}
+
+// ListPartitionReassignments lists the reassignments in progress.
+func (c *Client) ListPartitionReassignments(ctx context.Context, req ListReassignmentsRequest) (resp ListReassignmentsResponse, err error) {
+	return resp, c.call(ctx, pathListReassign, read, req, &resp)
+}
+
+// DrainStore drains a store, or reports how far its drain has gone;
+// calling it again is harmless, so it is retried like a read.
+func (c *Client) DrainStore(ctx context.Context, req DrainRequest) (resp DrainStatus, err error) {
+	return resp, c.call(ctx, pathDrainStore, idempotent, req, &resp)
+}

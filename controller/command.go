@@ -31,6 +31,10 @@ const (
 	opAlterConfigs     op = 5
 	opRegisterNode     op = 6
 	opSetLiveness      op = 7
+	opAlterPartition   op = 8
+	opReassign         op = 9
+	opDrainStore       op = 10
+	opElectPreferred   op = 11
 )
 
 func (o op) String() string {
@@ -49,6 +53,14 @@ func (o op) String() string {
 		return "register_node"
 	case opSetLiveness:
 		return "set_liveness"
+	case opAlterPartition:
+		return "alter_partition"
+	case opReassign:
+		return "reassign"
+	case opDrainStore:
+		return "drain_store"
+	case opElectPreferred:
+		return "elect_preferred"
 	}
 	return fmt.Sprintf("op(%d)", byte(o))
 }
@@ -64,6 +76,10 @@ type command struct {
 	alterConfigs     *cmdAlterConfigs
 	registerNode     *cmdRegisterNode
 	setLiveness      *cmdSetLiveness
+	alterPartition   *cmdAlterPartition
+	reassign         *cmdReassign
+	drainStore       *cmdDrainStore
+	electPreferred   *cmdElectPreferred
 }
 
 type cmdSetClusterID struct {
@@ -156,6 +172,31 @@ type cmdSetLiveness struct {
 	NowMs int64   `json:"now_ms"`
 }
 
+// cmdAlterPartition is an AlterPartitionRequest from a leader store.
+type cmdAlterPartition struct {
+	Topic          string  `json:"topic"`
+	Partition      int32   `json:"partition"`
+	LeaderID       int32   `json:"leader_id"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	ISR            []int32 `json:"isr"`
+}
+
+// cmdReassign starts or cancels reassignments (nil Replicas cancels).
+type cmdReassign struct {
+	Reassignments []Reassignment `json:"reassignments"`
+}
+
+// cmdDrainStore marks a store draining and reassigns its replicas away.
+type cmdDrainStore struct {
+	ID int32 `json:"id"`
+}
+
+// cmdElectPreferred moves the leadership of every partition whose
+// preferred replica is live, in sync and not leading to that replica.
+// Apply decides which partitions, so the command carries nothing.
+type cmdElectPreferred struct{}
+
 func (c *command) payload() any {
 	switch c.op {
 	case opSetClusterID:
@@ -172,6 +213,14 @@ func (c *command) payload() any {
 		return c.registerNode
 	case opSetLiveness:
 		return c.setLiveness
+	case opAlterPartition:
+		return c.alterPartition
+	case opReassign:
+		return c.reassign
+	case opDrainStore:
+		return c.drainStore
+	case opElectPreferred:
+		return c.electPreferred
 	}
 	return nil
 }
@@ -193,6 +242,14 @@ func newCommand(p any) command {
 		return command{op: opRegisterNode, registerNode: p}
 	case *cmdSetLiveness:
 		return command{op: opSetLiveness, setLiveness: p}
+	case *cmdAlterPartition:
+		return command{op: opAlterPartition, alterPartition: p}
+	case *cmdReassign:
+		return command{op: opReassign, reassign: p}
+	case *cmdDrainStore:
+		return command{op: opDrainStore, drainStore: p}
+	case *cmdElectPreferred:
+		return command{op: opElectPreferred, electPreferred: p}
 	}
 	panic(fmt.Sprintf("controller: no command for %T", p))
 }
@@ -234,6 +291,14 @@ func decodeCommand(b []byte) (command, error) {
 		c.registerNode = new(cmdRegisterNode)
 	case opSetLiveness:
 		c.setLiveness = new(cmdSetLiveness)
+	case opAlterPartition:
+		c.alterPartition = new(cmdAlterPartition)
+	case opReassign:
+		c.reassign = new(cmdReassign)
+	case opDrainStore:
+		c.drainStore = new(cmdDrainStore)
+	case opElectPreferred:
+		c.electPreferred = new(cmdElectPreferred)
 	default:
 		return command{}, fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, b[1])
 	}

@@ -20,10 +20,18 @@ import (
 )
 
 // Defaults for Options.
+//
+// The session timeout bounds failover: a leader store that dies is fenced
+// and replaced about one session timeout later. Kafka's broker session is
+// 9 s; ours is short because stores and controllers are expected on one
+// network, and a store keeps its leadership lease from these heartbeats.
 const (
-	DefaultSessionTimeout    = 10 * time.Second
-	DefaultHeartbeatInterval = 2 * time.Second
+	DefaultSessionTimeout    = 2 * time.Second
+	DefaultHeartbeatInterval = 500 * time.Millisecond
 	DefaultRaftTimeout       = time.Second
+	// DefaultLeaderRebalanceInterval is how often the leader hands
+	// leadership back to preferred replicas.
+	DefaultLeaderRebalanceInterval = 5 * time.Second
 )
 
 // Options configure a Controller.
@@ -48,8 +56,13 @@ type Options struct {
 	// one of them, or the leader it names, accepts. Ignored when it does.
 	Join []string
 
-	SessionTimeout    time.Duration // a node without heartbeat for this long is down; default 10s
-	HeartbeatInterval time.Duration // what nodes are told to keep; default 2s
+	SessionTimeout    time.Duration // a node without heartbeat for this long is down; default 2s
+	HeartbeatInterval time.Duration // what nodes are told to keep; default 500ms
+	// LeaderRebalanceInterval is how often the leader moves leadership back
+	// to preferred replicas (Kafka's auto.leader.rebalance.enable, on by
+	// default); default DefaultLeaderRebalanceInterval, negative turns it
+	// off.
+	LeaderRebalanceInterval time.Duration
 	// RaftTimeout is Raft's heartbeat and election timeout (the leader
 	// lease is half); default 1s, which elects a new leader within about
 	// two to three seconds of losing one.
@@ -134,6 +147,9 @@ func Open(opts Options) (_ *Controller, err error) {
 	}
 	if opts.RaftTimeout <= 0 {
 		opts.RaftTimeout = DefaultRaftTimeout
+	}
+	if opts.LeaderRebalanceInterval == 0 {
+		opts.LeaderRebalanceInterval = DefaultLeaderRebalanceInterval
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -472,10 +488,14 @@ func (c *Controller) startDuty() *leaderDuty {
 	ctx, stop := context.WithCancel(c.ctx)
 	d := &leaderDuty{stop: stop, done: make(chan struct{})}
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		c.lead(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		c.rebalanceLeaders(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -516,7 +536,9 @@ func (c *Controller) lead(ctx context.Context) {
 			c.log.Warn("setting the cluster id", "err", err)
 		}
 	}
-	tick := time.NewTicker(max(c.opts.SessionTimeout/10, 10*time.Millisecond))
+	// Checked ten times a session, so that a node is marked down at most a
+	// tenth of a session late: failover time is the session plus this.
+	tick := time.NewTicker(min(max(c.opts.SessionTimeout/10, 10*time.Millisecond), 250*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {

@@ -19,9 +19,26 @@ var (
 	// ErrInvalidPartitions: a partition count below 1, above
 	// MaxPartitionsPerTopic, or not above the current count.
 	ErrInvalidPartitions = errors.New("invalid partition count")
-	// ErrInvalidReplicationFactor: a replication factor other than 1 (or -1,
-	// the default). Replication is not available yet.
+	// ErrInvalidReplicationFactor: a replication factor outside 1 to
+	// MaxReplicationFactor (or -1, the default), or larger than the number
+	// of live stores that are not draining.
 	ErrInvalidReplicationFactor = errors.New("invalid replication factor")
+	// ErrInvalidReplicaAssignment: a reassignment target that is empty,
+	// longer than MaxReplicationFactor, names a store twice or names a node
+	// that is not a store or is draining; or a drain that finds no store to
+	// move a replica to.
+	ErrInvalidReplicaAssignment = errors.New("invalid replica assignment")
+	// ErrNoReassignmentInProgress: a cancel of a partition that is not
+	// being reassigned.
+	ErrNoReassignmentInProgress = errors.New("no reassignment in progress")
+	// ErrStaleRequest: an AlterPartition computed from a leader, leader
+	// epoch or partition epoch that is no longer current, or sent by a
+	// leader store that has been fenced. The sender reads the metadata
+	// again before retrying.
+	ErrStaleRequest = errors.New("stale partition state")
+	// ErrIneligibleReplica: an AlterPartition that adds a store to the ISR
+	// which is not live.
+	ErrIneligibleReplica = errors.New("ineligible replica")
 	// ErrInvalidConfig: a config name the controller does not know, a value
 	// out of its range, or a value whose behaviour is not built.
 	ErrInvalidConfig = errors.New("invalid config")
@@ -60,6 +77,10 @@ var errorCodes = []struct {
 	{ErrInvalidTopic, "INVALID_TOPIC"},
 	{ErrInvalidPartitions, "INVALID_PARTITIONS"},
 	{ErrInvalidReplicationFactor, "INVALID_REPLICATION_FACTOR"},
+	{ErrInvalidReplicaAssignment, "INVALID_REPLICA_ASSIGNMENT"},
+	{ErrNoReassignmentInProgress, "NO_REASSIGNMENT_IN_PROGRESS"},
+	{ErrStaleRequest, "STALE_REQUEST"},
+	{ErrIneligibleReplica, "INELIGIBLE_REPLICA"},
 	{ErrInvalidConfig, "INVALID_CONFIG"},
 	{ErrInvalidRequest, "INVALID_REQUEST"},
 	{ErrMalformedCommand, "MALFORMED_COMMAND"},

@@ -61,7 +61,12 @@ type state struct {
 	// Derived, rebuilt on Restore.
 	byID    map[TopicID]string
 	collide map[string]string // name with '.' as '_' -> name
-	load    map[int32]int     // partitions led per store node
+	// load and rload count the partitions each store leads and holds a
+	// replica of. Placement keeps them exact as it places; any other change
+	// of leaders or replicas marks them stale, and loads() recounts.
+	load      map[int32]int
+	rload     map[int32]int
+	loadStale bool
 }
 
 func newState() state {
@@ -73,6 +78,7 @@ func newState() state {
 		byID:      map[TopicID]string{},
 		collide:   map[string]string{},
 		load:      map[int32]int{},
+		rload:     map[int32]int{},
 	}
 }
 
@@ -97,10 +103,12 @@ func NewFSM(log *slog.Logger) *FSM {
 
 // applyResult is what Apply returns through raft's ApplyFuture.Response.
 type applyResult struct {
-	err     error   // the command as a whole failed
-	items   []error // per-item outcome, in request order
-	topics  []TopicInfo
-	version uint64
+	err    error   // the command as a whole failed
+	items  []error // per-item outcome, in request order
+	topics []TopicInfo
+	// partition is the partition an AlterPartition left.
+	partition *PartitionInfo
+	version   uint64
 }
 
 // Apply applies one committed log entry. It never panics on any input: an
@@ -138,6 +146,14 @@ func (f *FSM) apply(c command) *applyResult {
 		r = a.registerNode(c.registerNode)
 	case opSetLiveness:
 		r = a.setLiveness(c.setLiveness)
+	case opAlterPartition:
+		r = a.alterPartition(c.alterPartition)
+	case opReassign:
+		r = a.reassign(c.reassign)
+	case opDrainStore:
+		r = a.drainStore(c.drainStore)
+	case opElectPreferred:
+		r = a.electPreferred()
 	default:
 		r = &applyResult{err: fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, c.op)}
 	}
@@ -227,11 +243,17 @@ func checkNewTopic(st *state, t cmdNewTopic) (cmdNewTopic, error) {
 	if t.ReplicationFactor < 1 {
 		return t, fmt.Errorf("%w: %d; it must be at least 1", ErrInvalidReplicationFactor, t.ReplicationFactor)
 	}
-	if t.ReplicationFactor > 1 {
-		return t, fmt.Errorf("%w: %d: replication is not available yet; AeroStream keeps one copy of each partition, so use 1", ErrInvalidReplicationFactor, t.ReplicationFactor)
+	if t.ReplicationFactor > MaxReplicationFactor {
+		return t, fmt.Errorf("%w: %d; at most %d copies of a partition are kept", ErrInvalidReplicationFactor, t.ReplicationFactor, MaxReplicationFactor)
+	}
+	if err := st.checkLiveFor(t.ReplicationFactor); err != nil {
+		return t, err
 	}
 	cfg, err := validateConfigs(t.Configs, false)
 	if err != nil {
+		return t, err
+	}
+	if err := checkMinISR(cfg, t.ReplicationFactor); err != nil {
 		return t, err
 	}
 	t.Configs = cfg
@@ -283,7 +305,7 @@ func (a *applier) createTopics(c *cmdCreateTopics) *applyResult {
 		for p := range ti.Partitions {
 			ti.Partitions[p] = PartitionInfo{Partition: int32(p), Leader: NoLeader, LeaderEpoch: -1}
 		}
-		a.place(ti.Partitions, a.liveStores())
+		a.place(ti.Partitions, int(t.ReplicationFactor), a.st.placeable())
 		a.st.topics[t.Name] = ti
 		a.st.byID[t.ID] = t.Name
 		a.st.collide[collisionKey(t.Name)] = t.Name
@@ -304,9 +326,7 @@ func (a *applier) deleteTopics(c *cmdDeleteTopics) *applyResult {
 			r.items[i] = err
 			continue
 		}
-		for _, p := range t.Partitions {
-			a.unload(p.Leader)
-		}
+		a.st.loadStale = true
 		delete(a.st.topics, t.Name)
 		delete(a.st.byID, t.ID)
 		delete(a.st.collide, collisionKey(t.Name))
@@ -358,6 +378,9 @@ func checkPartitionCount(st *state, pc PartitionCount) (*TopicInfo, error) {
 	case pc.Count > MaxPartitionsPerTopic:
 		return nil, fmt.Errorf("%w: %d partitions; at most %d", ErrInvalidPartitions, pc.Count, MaxPartitionsPerTopic)
 	}
+	if err := st.checkLiveFor(t.ReplicationFactor); err != nil {
+		return nil, fmt.Errorf("topic %q: %w", pc.Name, err)
+	}
 	return t, nil
 }
 
@@ -376,7 +399,7 @@ func (a *applier) createPartitions(c *cmdCreatePartitions) *applyResult {
 		for p := len(t.Partitions); p < int(pc.Count); p++ {
 			nt.Partitions[p] = PartitionInfo{Partition: int32(p), Leader: NoLeader, LeaderEpoch: -1}
 		}
-		a.place(nt.Partitions[len(t.Partitions):], a.liveStores())
+		a.place(nt.Partitions[len(t.Partitions):], int(t.ReplicationFactor), a.st.placeable())
 		a.st.topics[pc.Name] = &nt
 		a.record(change{topic: pc.Name, node: -1})
 	}
@@ -403,6 +426,10 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 	default:
 		return nil, fmt.Errorf("%w: resource type %q (want topic or broker)", ErrInvalidRequest, res.Type)
 	}
+	rf := int16(0)
+	if !broker {
+		rf = st.topics[res.Name].ReplicationFactor
+	}
 	if !res.Incremental {
 		if len(res.Ops) > 0 {
 			return nil, fmt.Errorf("%w: ops given without incremental", ErrInvalidRequest)
@@ -410,6 +437,9 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 		next, err := validateConfigs(res.Configs, broker)
 		if err == nil {
 			err = checkChange(cur, next, broker)
+		}
+		if err == nil && !broker {
+			err = checkMinISR(next, rf)
 		}
 		return next, err
 	}
@@ -471,6 +501,11 @@ func newConfigs(st *state, res AlterConfigsResource) (map[string]string, error) 
 	if err := checkChange(cur, next, broker); err != nil {
 		return nil, err
 	}
+	if !broker {
+		if err := checkMinISR(next, rf); err != nil {
+			return nil, err
+		}
+	}
 	if len(next) == 0 {
 		return nil, nil
 	}
@@ -502,6 +537,8 @@ func (a *applier) alterConfigs(c *cmdAlterConfigs) *applyResult {
 			if !mapsEqual(cfg, a.st.broker) {
 				a.st.broker = cfg
 				a.record(change{broker: true, node: -1})
+				// Unclean election may just have been allowed.
+				a.electLeaderless(nil)
 			}
 			continue
 		}
@@ -513,6 +550,7 @@ func (a *applier) alterConfigs(c *cmdAlterConfigs) *applyResult {
 		nt.Configs, nt.Version = cfg, a.next
 		a.st.topics[res.Name] = &nt
 		a.record(change{topic: res.Name, node: -1})
+		a.electLeaderless([]string{res.Name})
 	}
 	return r
 }
@@ -583,12 +621,27 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 		LastHeartbeatMs: c.NowMs,
 		Version:         a.next,
 	}
-	if old != nil && old.Ring.Shards == c.Shards && old.Ring.Address == c.RingAddr {
-		n.Ring.Version = old.Ring.Version
+	if old != nil {
+		n.Draining = old.Draining
+		if old.Ring.Shards == c.Shards && old.Ring.Address == c.RingAddr {
+			n.Ring.Version = old.Ring.Version
+		}
+	}
+	if c.Kind == KindStore && old != nil && old.Live {
+		// A live store registering again is a new incarnation (a restart
+		// within its session): its old session is fenced first, as a
+		// session expiry would, so it comes back as a follower that
+		// truncates and catches up rather than as a leader whose log may
+		// have been cut short.
+		down := *old
+		down.Live = false
+		a.st.nodes[c.ID] = &down
+		a.fence(c.ID)
 	}
 	a.st.nodes[c.ID] = n
 	a.record(change{node: c.ID})
 	if c.Kind == KindStore {
+		a.unfence(c.ID)
 		a.placeUnplaced()
 	}
 	return &applyResult{}
@@ -612,6 +665,7 @@ func nodeAddrs(kind, ring string, addrs map[string]string) string {
 
 func (a *applier) setLiveness(c *cmdSetLiveness) *applyResult {
 	up := false
+	var fenced, unfenced []int32
 	for _, list := range []struct {
 		ids  []int32
 		live bool
@@ -629,86 +683,25 @@ func (a *applier) setLiveness(c *cmdSetLiveness) *applyResult {
 			}
 			a.st.nodes[id] = &n
 			a.record(change{node: id})
+			if n.Kind == KindStore && list.live {
+				unfenced = append(unfenced, id)
+			} else if n.Kind == KindStore {
+				fenced = append(fenced, id)
+			}
 		}
+	}
+	// Every liveness change is in place before any election, so that no
+	// partition is handed to a store this same command marks down.
+	for _, id := range fenced {
+		a.fence(id)
+	}
+	for _, id := range unfenced {
+		a.unfence(id)
 	}
 	if up {
 		a.placeUnplaced()
 	}
 	return &applyResult{}
-}
-
-// liveStores lists the live store nodes, by id.
-func (a *applier) liveStores() []int32 {
-	var ids []int32
-	for id, n := range a.st.nodes {
-		if n.Kind == KindStore && n.Live {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// place gives each unplaced partition of ps the least-loaded live store
-// (ties to the lowest id). A partition keeps its leader while that store is
-// down: with one copy, moving it would serve an empty log in place of the
-// real one, so it waits for its store instead, as Kafka does with
-// replication factor 1.
-func (a *applier) place(ps []PartitionInfo, stores []int32) {
-	if len(stores) == 0 {
-		return
-	}
-	for i := range ps {
-		if ps[i].Leader != NoLeader {
-			continue
-		}
-		best := stores[0]
-		for _, id := range stores[1:] {
-			if a.st.load[id] < a.st.load[best] {
-				best = id
-			}
-		}
-		ps[i].Leader = best
-		ps[i].LeaderEpoch++
-		a.st.load[best]++
-	}
-}
-
-func (a *applier) unload(leader int32) {
-	if leader == NoLeader {
-		return
-	}
-	if a.st.load[leader]--; a.st.load[leader] <= 0 {
-		delete(a.st.load, leader)
-	}
-}
-
-// placeUnplaced places every partition that waits for a store, now that one
-// is live.
-func (a *applier) placeUnplaced() {
-	stores := a.liveStores()
-	if len(stores) == 0 {
-		return
-	}
-	names := make([]string, 0)
-	for name, t := range a.st.topics {
-		for _, p := range t.Partitions {
-			if p.Leader == NoLeader {
-				names = append(names, name)
-				break
-			}
-		}
-	}
-	sort.Strings(names) // map order would differ between replicas
-	for _, name := range names {
-		t := a.st.topics[name]
-		nt := *t
-		nt.Partitions = slices.Clone(t.Partitions)
-		nt.Version = a.next
-		a.place(nt.Partitions, stores)
-		a.st.topics[name] = &nt
-		a.record(change{topic: name, node: -1})
-	}
 }
 
 // validTopicName applies Kafka's topic name rules.
@@ -993,14 +986,12 @@ func decodeSnapshot(b []byte) (state, error) {
 		if _, dup := st.byID[t.ID]; dup {
 			return bad("topic id %s twice", t.ID)
 		}
+		for i := range t.Partitions {
+			upgradePartition(&t.Partitions[i])
+		}
 		st.topics[t.Name] = t
 		st.byID[t.ID] = t.Name
 		st.collide[collisionKey(t.Name)] = t.Name
-		for _, p := range t.Partitions {
-			if p.Leader != NoLeader {
-				st.load[p.Leader]++
-			}
-		}
 	}
 	for _, n := range d.Nodes {
 		if n == nil {
@@ -1011,5 +1002,7 @@ func decodeSnapshot(b []byte) (state, error) {
 		}
 		st.nodes[n.ID] = n
 	}
+	st.loadStale = true
+	st.loads()
 	return st, nil
 }

@@ -89,7 +89,8 @@ func TestCreateTopicBadInput(t *testing.T) {
 		{"zero partitions", "t", 0, 1, nil, ErrInvalidPartitions, "0 partitions"},
 		{"negative partitions", "t", -2, 1, nil, ErrInvalidPartitions, "-2 partitions"},
 		{"too many partitions", "t", MaxPartitionsPerTopic + 1, 1, nil, ErrInvalidPartitions, "100001"},
-		{"rf 3", "t", 1, 3, nil, ErrInvalidReplicationFactor, "replication is not available yet"},
+		{"rf 3", "t", 1, 3, nil, ErrInvalidReplicationFactor, "replication factor 3 is larger than the 0 live store(s)"},
+		{"rf 4", "t", 1, 4, nil, ErrInvalidReplicationFactor, "at most 3"},
 		{"rf 0", "t", 1, 0, nil, ErrInvalidReplicationFactor, "at least 1"},
 		{"unknown config", "t", 1, 1, map[string]string{"retention.mss": "1"}, ErrInvalidConfig, `unknown topic config "retention.mss"`},
 		{"not a number", "t", 1, 1, map[string]string{"retention.ms": "soon"}, ErrInvalidConfig, `retention.ms = "soon" is not an integer`},
@@ -330,7 +331,8 @@ func TestPlacement(t *testing.T) {
 	if want := map[int32]int{1: 4, 2: 4, 3: 4}; !reflect.DeepEqual(load, want) {
 		t.Errorf("load %v, want %v", load, want)
 	}
-	// A down store keeps its partitions and gets no new ones.
+	// A down store gets no new partitions; those it holds alone keep it as
+	// their only replica, without a leader until it returns.
 	applyCmd(t, f, &cmdSetLiveness{Down: []int32{1}, NowMs: 2})
 	if err := createTopic(t, f, "more", 2, nil); err != nil {
 		t.Fatal(err)
@@ -341,13 +343,19 @@ func TestPlacement(t *testing.T) {
 			t.Errorf("partition placed on a down store: %+v", p)
 		}
 	}
-	if ts[1].Partitions[0].Leader != 1 {
-		t.Errorf("partition moved off a down store: %+v", ts[1].Partitions[0])
+	if p := ts[1].Partitions[0]; p.Leader != NoLeader || !reflect.DeepEqual(p.Replicas, []int32{1}) || !reflect.DeepEqual(p.ISR, []int32{1}) {
+		t.Errorf("partition of a down store: %+v", p)
+	}
+	applyCmd(t, f, &cmdSetLiveness{Up: []int32{1}, NowMs: 3})
+	ts, _ = f.Topics([]string{"spread"})
+	if p := ts[0].Partitions[0]; p.Leader != 1 || p.LeaderEpoch != 2 {
+		t.Errorf("partition of a store back up: %+v, want leader 1 at epoch 2", p)
 	}
 	// Deleting frees load.
 	applyCmd(t, f, &cmdDeleteTopics{Topics: []TopicRef{{Name: "spread"}}})
 	f.read(func(st *state) {
-		if st.load[1] != 0 {
+		st.loads()
+		if st.load[1] != 0 || st.rload[1] != 0 {
 			t.Errorf("load after delete: %v", st.load)
 		}
 	})
@@ -477,9 +485,10 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	f.read(func(a *state) {
 		g.read(func(b *state) {
+			a.loads()
 			if !reflect.DeepEqual(a.topics, b.topics) || !reflect.DeepEqual(a.nodes, b.nodes) || !reflect.DeepEqual(a.broker, b.broker) ||
 				!reflect.DeepEqual(a.deleted, b.deleted) || a.version != b.version || a.clusterID != b.clusterID ||
-				!reflect.DeepEqual(a.load, b.load) || !reflect.DeepEqual(a.byID, b.byID) || !reflect.DeepEqual(a.collide, b.collide) {
+				!reflect.DeepEqual(a.load, b.load) || !reflect.DeepEqual(a.rload, b.rload) || !reflect.DeepEqual(a.byID, b.byID) || !reflect.DeepEqual(a.collide, b.collide) {
 				t.Error("restored state differs")
 			}
 		})

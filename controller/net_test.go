@@ -142,7 +142,7 @@ func TestNetworkClusterAndClient(t *testing.T) {
 			t.Errorf("topic %d (%s): %v, want %v", i, resp.Topics[i].Name, got, want)
 		}
 	}
-	if !strings.Contains(resp.Topics[1].Err().Error(), "replication is not available yet") {
+	if !strings.Contains(resp.Topics[1].Err().Error(), "replication factor 3 is larger than the 0 live store(s)") {
 		t.Errorf("rf error: %v", resp.Topics[1].Err())
 	}
 	if resp.Topics[5].ID.IsZero() || len(resp.Topics[5].Partitions) != 3 {

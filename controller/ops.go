@@ -89,11 +89,16 @@ func (c *Controller) createResults(resp *CreateTopicsResponse, r *applyResult, i
 	}
 }
 
+// leadersOf lists the stores holding a copy of any of ps (leaders and
+// followers alike), which a write with WaitMs waits for.
 func leadersOf(ps []PartitionInfo) map[int32]bool {
 	m := map[int32]bool{}
 	for _, p := range ps {
 		if p.Leader != NoLeader {
 			m[p.Leader] = true
+		}
+		for _, r := range p.Replicas {
+			m[r] = true
 		}
 	}
 	return m

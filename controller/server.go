@@ -30,6 +30,10 @@ const (
 	pathCluster          = "/v1/cluster"
 	pathAddVoter         = "/v1/voters/add"
 	pathRemoveVoter      = "/v1/voters/remove"
+	pathAlterPartition   = "/v1/partitions/alter"
+	pathReassign         = "/v1/reassignments/alter"
+	pathListReassign     = "/v1/reassignments/list"
+	pathDrainStore       = "/v1/stores/drain"
 )
 
 // handler serves the client API over api.
@@ -164,6 +168,34 @@ func (c *Controller) handler() http.Handler {
 		}
 		return struct{}{}, api.RemoveVoter(ctx, req)
 	})
+	route(pathAlterPartition, false, func(ctx context.Context, b []byte) (any, error) {
+		var req AlterPartitionRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.AlterPartition(ctx, req)
+	})
+	route(pathReassign, false, func(ctx context.Context, b []byte) (any, error) {
+		var req ReassignRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.AlterPartitionReassignments(ctx, req)
+	})
+	route(pathListReassign, true, func(ctx context.Context, b []byte) (any, error) {
+		var req ListReassignmentsRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.ListPartitionReassignments(ctx, req)
+	})
+	route(pathDrainStore, false, func(ctx context.Context, b []byte) (any, error) {
+		var req DrainRequest
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return api.DrainStore(ctx, req)
+	})
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no client API at %s", ErrInvalidRequest, r.URL.Path))
 	})
@@ -180,7 +212,7 @@ func statusFor(err error) int {
 		return http.StatusServiceUnavailable
 	case errors.Is(err, ErrUnknownNode), errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownTopicID):
 		return http.StatusNotFound
-	case errors.Is(err, ErrTopicExists):
+	case errors.Is(err, ErrTopicExists), errors.Is(err, ErrStaleRequest):
 		return http.StatusConflict
 	case wireCode(err) != "UNKNOWN":
 		return http.StatusBadRequest

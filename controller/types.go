@@ -62,8 +62,13 @@ const (
 	KindGateway = "gateway"
 )
 
-// NoLeader is the leader of a partition not yet placed on any store.
+// NoLeader is the leader of a partition not yet placed on any store, or
+// of one none of whose in-sync replicas is live.
 const NoLeader int32 = -1
+
+// MaxReplicationFactor bounds a topic's replication factor and a
+// reassignment's target.
+const MaxReplicationFactor = 3
 
 // MaxPartitionsPerTopic bounds one topic's partition count, so that a single
 // command cannot make every replica allocate without limit.
@@ -72,8 +77,9 @@ const MaxPartitionsPerTopic = 100000
 // PartitionInfo is one partition's placement.
 type PartitionInfo struct {
 	Partition int32 `json:"partition"`
-	// Leader is the store node that holds the partition, NoLeader while no
-	// store has been available to place it on.
+	// Leader is the store node that leads the partition: NoLeader while no
+	// store has been available to place it on, and while none of its
+	// in-sync replicas is live (unless unclean election is on).
 	Leader int32 `json:"leader"`
 	// LeaderEpoch starts at 0 when the partition is first placed and grows
 	// each time its leader changes; -1 while unplaced.
@@ -94,6 +100,10 @@ type PartitionInfo struct {
 	// partition: Replicas holds the union of old and target until every
 	// target replica is in the ISR, then becomes TargetReplicas.
 	TargetReplicas []int32 `json:"target_replicas,omitempty"`
+	// OriginalReplicas is what Replicas was before the reassignment began,
+	// set while TargetReplicas is: a cancel reverts to it, and
+	// ListPartitionReassignments reports adding and removing from it.
+	OriginalReplicas []int32 `json:"original_replicas,omitempty"`
 }
 
 // TopicInfo describes a topic.

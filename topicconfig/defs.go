@@ -63,6 +63,11 @@ var defs = []Def{
 		Dynamic: true, Layer: Unapplied,
 	},
 	{
+		Name: UncleanLeaderElectionEnable, Broker: "unclean.leader.election.enable", Type: Boolean, Default: "false",
+		Doc:     "when no in-sync replica of a partition is live, make another live replica leader (acknowledged records may be lost)",
+		Dynamic: true, Layer: Controller,
+	},
+	{
 		Name: RetentionBytes, Broker: "log.retention.bytes", Type: Long, Default: "-1",
 		Doc:     "bytes kept per partition; -1 = unlimited",
 		Dynamic: true, Layer: Logstore,

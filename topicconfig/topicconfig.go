@@ -85,6 +85,8 @@ const (
 	RetentionMs          = "retention.ms"
 	SegmentBytes         = "segment.bytes"
 	SegmentMs            = "segment.ms"
+
+	UncleanLeaderElectionEnable = "unclean.leader.election.enable"
 )
 
 // Special values of the retention configs, as in Kafka.
