@@ -255,8 +255,8 @@ func Default() Config {
 		},
 		Controller: Controller{
 			NodeID:              1,
-			SessionTimeoutMs:    10000,
-			HeartbeatIntervalMs: 2000,
+			SessionTimeoutMs:    2000,
+			HeartbeatIntervalMs: 500,
 			RaftTimeoutMs:       1000,
 		},
 	}
