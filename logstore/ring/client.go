@@ -341,6 +341,19 @@ func (c *client) DeleteRecords(ctx context.Context, topic string, partition int3
 	return resp.LogStart, nil
 }
 
+func (c *client) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error) {
+	if err := checkTopic(topic); err != nil {
+		return EpochEnd{}, err
+	}
+	resp, err := c.do(ctx, c.shardOf(topic, partition), &request{
+		Op: OpOffsetForLeaderEpoch, Topic: topic, Partition: partition, Epoch: epoch,
+	})
+	if err != nil {
+		return EpochEnd{}, err
+	}
+	return resp.EpochEnd, nil
+}
+
 // Close closes every connection, failing calls in flight, and waits for the
 // connections' goroutines to end.
 func (c *client) Close() error {
@@ -566,9 +579,4 @@ func (cc *clientConn) writeLoop() {
 			return
 		}
 	}
-}
-
-// OffsetForLeaderEpoch is not on the wire yet.
-func (c *client) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error) {
-	return EpochEnd{}, fmt.Errorf("%w: OffsetForLeaderEpoch is not on the ring wire yet", ErrInvalidRequest)
 }

@@ -14,10 +14,15 @@
 //     keeps one connection per shard and routes each partition to the
 //     connection of logstore.ShardFor(topic, partition, shards).
 //
-// The wire format reuses the native protocol's 7-byte frame header (magic
-// 0xAE, version 0x01, opcode, big-endian uint32 payload length) with
-// internal opcodes from 0x80 up; frame.go documents the opcode table and
-// message.go the payload layouts. Fetch responses carry record bytes inline;
+// The wire format reuses the native protocol's 7-byte frame header layout
+// (magic 0xAE, version, opcode, big-endian uint32 payload length) with
+// internal opcodes from 0x80 up and its own version byte (0x02), which
+// peers of different ring releases refuse at the first frame; frame.go
+// documents the opcode table and message.go the payload layouts.
+//
+// Replication rides the same wire: a follower store fetches from its
+// leader with Fetch (FetchPartition.FollowerID and LeaderEpoch set) and
+// truncates by OffsetForLeaderEpoch before it follows. Fetch responses carry record bytes inline;
 // the server writes hot segment ranges to the socket with sendfile(2).
 //
 // The conformance suite every Backend must pass lives in ring/ringtest.

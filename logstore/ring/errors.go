@@ -55,6 +55,10 @@ var (
 //	  18  ErrColdTier
 //	  19  ErrStorage
 //	  20  ErrTooManyPartitions
+//	  21  ErrNotLeader
+//	  22  ErrNotEnoughReplicas
+//	  23  ErrFencedLeaderEpoch
+//	  24  ErrUnknownLeaderEpoch
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -95,6 +99,10 @@ var errorCodes = []struct {
 	{18, ErrColdTier},
 	{19, ErrStorage},
 	{20, ErrTooManyPartitions},
+	{21, ErrNotLeader},
+	{22, ErrNotEnoughReplicas},
+	{23, ErrFencedLeaderEpoch},
+	{24, ErrUnknownLeaderEpoch},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},

@@ -10,7 +10,7 @@ import (
 //
 //	offset  size  field
 //	     0     1  magic   0xAE
-//	     1     1  version 0x01
+//	     1     1  version 0x02 (the ring protocol's revision)
 //	     2     1  opcode
 //	     3     4  payload length, uint32 big-endian
 //	     7     n  payload
@@ -18,9 +18,17 @@ import (
 // Every ring payload starts with a uint32 correlation id, so one connection
 // multiplexes many requests; a response carries its request's id and
 // opcode. message.go gives the payload layouts.
+//
+// The version byte names the revision of the payload layouts, and every
+// frame is checked against it. A change that an older peer would misread
+// (a field added to a message) moves it, so gateways and stores of
+// different releases refuse each other at their first frame, with a message
+// naming both versions, rather than misparse each other's messages.
+// Version 2 added the follower fields of Fetch and OffsetForLeaderEpoch.
+// The native protocol keeps its own version 0x01.
 const (
 	frameMagic   byte = 0xAE
-	frameVersion byte = 0x01
+	frameVersion byte = 0x02
 	headerSize        = 7
 
 	// DefaultMaxPayloadBytes is the default bound on a frame's payload, on
@@ -44,6 +52,7 @@ const (
 //	  0x88  ListPartitions     -                                  partition infos
 //	  0x89  DeleteRecords      topic, partition, before           new log start offset
 //	  0x8A  Cancel             - (the id is the request to drop)  none: no response is sent
+//	  0x8B  OffsetForLeaderEpoch  topic, partition, epoch         epoch, end offset
 //	  0xFF  Error              (server to client only)            error code, message; then the server closes
 //
 // Describe is the control request: a client sends it on a first connection
@@ -64,22 +73,27 @@ const (
 	OpListPartitions    Opcode = 0x88
 	OpDeleteRecords     Opcode = 0x89
 	OpCancel            Opcode = 0x8A
-	OpError             Opcode = 0xFF
+	// OpOffsetForLeaderEpoch answers from the partition's leader-epoch
+	// cache: a follower truncating before it follows, and the gateway's
+	// Kafka OffsetForLeaderEpoch.
+	OpOffsetForLeaderEpoch Opcode = 0x8B
+	OpError                Opcode = 0xFF
 )
 
 var opNames = map[Opcode]string{
-	OpDescribe:          "Describe",
-	OpHello:             "Hello",
-	OpProduce:           "Produce",
-	OpFetch:             "Fetch",
-	OpListOffsets:       "ListOffsets",
-	OpCreatePartition:   "CreatePartition",
-	OpDeletePartition:   "DeletePartition",
-	OpDescribePartition: "DescribePartition",
-	OpListPartitions:    "ListPartitions",
-	OpDeleteRecords:     "DeleteRecords",
-	OpCancel:            "Cancel",
-	OpError:             "Error",
+	OpDescribe:             "Describe",
+	OpHello:                "Hello",
+	OpProduce:              "Produce",
+	OpFetch:                "Fetch",
+	OpListOffsets:          "ListOffsets",
+	OpCreatePartition:      "CreatePartition",
+	OpDeletePartition:      "DeletePartition",
+	OpDescribePartition:    "DescribePartition",
+	OpListPartitions:       "ListPartitions",
+	OpDeleteRecords:        "DeleteRecords",
+	OpCancel:               "Cancel",
+	OpOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
+	OpError:                "Error",
 }
 
 func (o Opcode) String() string {
@@ -111,7 +125,8 @@ func parseHeader(h []byte, maxPayload int) (Opcode, int, error) {
 		return 0, 0, fmt.Errorf("%w: bad magic 0x%02X, want 0x%02X", ErrProtocol, h[0], frameMagic)
 	}
 	if h[1] != frameVersion {
-		return 0, 0, fmt.Errorf("%w: unsupported frame version %d, want %d", ErrProtocol, h[1], frameVersion)
+		return 0, 0, fmt.Errorf("%w: peer speaks ring protocol version %d, this node speaks %d: run gateways and stores of the same release",
+			ErrProtocol, h[1], frameVersion)
 	}
 	n := binary.BigEndian.Uint32(h[3:])
 	if uint64(n) > uint64(maxPayload) {

@@ -23,7 +23,8 @@ import (
 //	  Hello              shard int32, ring version int64
 //	  Produce            topic, partition int32, acks int16, records bytes
 //	  Fetch              min bytes int32, max bytes int32, max wait duration,
-//	                     [topic, partition int32, offset int64, max bytes int32]
+//	                     [topic, partition int32, offset int64, max bytes int32,
+//	                      follower id int32, leader epoch int32]
 //	  ListOffsets        topic, partition int32, timestamp int64
 //	  CreatePartition    topic, partition int32, config
 //	  DeletePartition    topic, partition int32
@@ -49,6 +50,8 @@ import (
 //	  DescribePartition  info
 //	  ListPartitions     [info]
 //	  DeleteRecords      log start offset int64
+//	  OffsetForLeaderEpoch  epoch int32, end offset int64 (both -1: no
+//	                     epoch at or below the one asked for)
 //
 //	info = topic, partition int32, log start int64, high watermark int64,
 //	       log end int64, size int64, segments int32, config
@@ -71,6 +74,7 @@ type request struct {
 	Timestamp int64           // ListOffsets
 	Before    int64           // DeleteRecords
 	Config    PartitionConfig // CreatePartition
+	Epoch     int32           // OffsetForLeaderEpoch
 }
 
 // response is any decoded ring response. Fields follow Op, as in the layout.
@@ -90,6 +94,7 @@ type response struct {
 	Info     PartitionInfo   // DescribePartition
 	Infos    []PartitionInfo // ListPartitions
 	LogStart int64           // DeleteRecords
+	EpochEnd EpochEnd        // OffsetForLeaderEpoch
 }
 
 // err is the response's top-level error, rebuilt from code and message.
@@ -130,6 +135,8 @@ func appendRequest(dst []byte, r *request) []byte {
 			dst = appendPartition(dst, p.Topic, p.Partition)
 			dst = kbin.AppendInt64(dst, p.Offset)
 			dst = kbin.AppendInt32(dst, p.MaxBytes)
+			dst = kbin.AppendInt32(dst, p.FollowerID)
+			dst = kbin.AppendInt32(dst, p.LeaderEpoch)
 		}
 	case OpListOffsets:
 		dst = appendPartition(dst, r.Topic, r.Partition)
@@ -142,6 +149,9 @@ func appendRequest(dst []byte, r *request) []byte {
 	case OpDeleteRecords:
 		dst = appendPartition(dst, r.Topic, r.Partition)
 		dst = kbin.AppendInt64(dst, r.Before)
+	case OpOffsetForLeaderEpoch:
+		dst = appendPartition(dst, r.Topic, r.Partition)
+		dst = kbin.AppendInt32(dst, r.Epoch)
 	}
 	putLength(dst[start:])
 	return dst
@@ -175,7 +185,7 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 		r.Fetch.MinBytes = rd.Int32()
 		r.Fetch.MaxBytes = rd.Int32()
 		r.Fetch.MaxWait = time.Duration(rd.Int64())
-		n := rd.count(2 + 4 + 8 + 4)
+		n := rd.count(2 + 4 + 8 + 4 + 4 + 4)
 		if n > 0 {
 			r.Fetch.Partitions = make([]FetchPartition, n)
 		}
@@ -184,6 +194,8 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 			p.Topic, p.Partition = rd.partition()
 			p.Offset = rd.Int64()
 			p.MaxBytes = rd.Int32()
+			p.FollowerID = rd.Int32()
+			p.LeaderEpoch = rd.Int32()
 		}
 	case OpListOffsets:
 		r.Topic, r.Partition = rd.partition()
@@ -196,6 +208,9 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 	case OpDeleteRecords:
 		r.Topic, r.Partition = rd.partition()
 		r.Before = rd.Int64()
+	case OpOffsetForLeaderEpoch:
+		r.Topic, r.Partition = rd.partition()
+		r.Epoch = rd.Int32()
 	default:
 		return r, fmt.Errorf("%w: %v", ErrUnsupported, op)
 	}
@@ -246,6 +261,9 @@ func appendResponse(dst []byte, r *response) []byte {
 		}
 	case OpDeleteRecords:
 		dst = kbin.AppendInt64(dst, r.LogStart)
+	case OpOffsetForLeaderEpoch:
+		dst = kbin.AppendInt32(dst, r.EpochEnd.LeaderEpoch)
+		dst = kbin.AppendInt64(dst, r.EpochEnd.EndOffset)
 	}
 	putLength(dst[start:])
 	return dst
@@ -324,6 +342,9 @@ func decodeResponse(op Opcode, payload []byte) (*response, error) {
 		}
 	case OpDeleteRecords:
 		r.LogStart = rd.Int64()
+	case OpOffsetForLeaderEpoch:
+		r.EpochEnd.LeaderEpoch = rd.Int32()
+		r.EpochEnd.EndOffset = rd.Int64()
 	default:
 		return r, fmt.Errorf("%w: %v", ErrUnsupported, op)
 	}

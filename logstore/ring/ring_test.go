@@ -443,3 +443,21 @@ func TestCanceledCallIsCanceledOnServer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestInProcessReplicationSuite(t *testing.T) {
+	ringtest.ReplicationSuite(t, func(t *testing.T) (ring.Backend, *logstore.Store) {
+		s := newStore(t)
+		b := ring.NewInProcess(s)
+		t.Cleanup(func() { b.Close() })
+		return b, s
+	})
+}
+
+func TestNetworkReplicationSuite(t *testing.T) {
+	ringtest.ReplicationSuite(t, func(t *testing.T) (ring.Backend, *logstore.Store) {
+		s := newStore(t)
+		ln, addr := listenTCP(t)
+		serve(t, s, ln, nil, nil)
+		return dial(t, addr), s
+	})
+}

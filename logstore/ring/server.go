@@ -488,6 +488,8 @@ func (c *serverConn) execute(ctx context.Context, req *request) *outMsg {
 		resp.Infos, err = st.ListPartitions(ctx)
 	case OpDeleteRecords:
 		resp.LogStart, err = st.DeleteRecords(ctx, req.Topic, req.Partition, req.Before)
+	case OpOffsetForLeaderEpoch:
+		resp.EpochEnd, err = st.OffsetForLeaderEpoch(ctx, req.Topic, req.Partition, req.Epoch)
 	default:
 		err = fmt.Errorf("%w: %v", ErrUnsupported, req.Op)
 	}

@@ -27,6 +27,8 @@ func seedRequests() []*request {
 		{Op: OpFetch, Corr: 3, Timeout: 30 * time.Second, Fetch: FetchRequest{MinBytes: 1, MaxBytes: 50 << 20, MaxWait: 500 * time.Millisecond, Partitions: []FetchPartition{
 			{Topic: "orders", Partition: 7, Offset: 1234, MaxBytes: 1 << 20},
 			{Topic: "audit", Partition: 0, Offset: 0, MaxBytes: 1 << 20},
+			// A follower's fetch: its node id and the epoch it follows.
+			{Topic: "orders", Partition: 8, Offset: 99, MaxBytes: 1 << 20, FollowerID: 12, LeaderEpoch: 3},
 		}}},
 		{Op: OpFetch, Corr: 4},
 		{Op: OpListOffsets, Corr: 5, Topic: "orders", Partition: 1, Timestamp: TimestampMaxTimestamp},
@@ -36,6 +38,7 @@ func seedRequests() []*request {
 		{Op: OpListPartitions, Corr: 9},
 		{Op: OpDeleteRecords, Corr: 10, Topic: "orders", Partition: 2, Before: -1},
 		{Op: OpCancel, Corr: 3},
+		{Op: OpOffsetForLeaderEpoch, Corr: 11, Topic: "orders", Partition: 2, Epoch: 7},
 	}
 }
 
@@ -59,6 +62,9 @@ func seedResponses() []*response {
 		{Op: OpDeleteRecords, Corr: 10, LogStart: 50},
 		{Op: OpProduce, Corr: 11, Code: 3, Msg: "record batch crc mismatch: computed 1, header 2"},
 		{Op: OpError, Corr: 0, Code: 33, Msg: "ring frame too large: payload of 4294967295 bytes, limit 134217728"},
+		{Op: OpOffsetForLeaderEpoch, Corr: 12, EpochEnd: EpochEnd{LeaderEpoch: 5, EndOffset: 1234}},
+		{Op: OpOffsetForLeaderEpoch, Corr: 13, EpochEnd: EpochEnd{LeaderEpoch: -1, EndOffset: -1}},
+		{Op: OpFetch, Corr: 14, Code: 23, Msg: "fenced leader epoch: follower 12 at epoch 2, partition at 3"},
 	}
 }
 
@@ -96,7 +102,7 @@ func TestResponsesRoundTrip(t *testing.T) {
 		if again := appendResponse(nil, got); !bytes.Equal(again, frame) {
 			t.Fatalf("%v: re-encoding differs", r.Op)
 		}
-		if r.Op == OpFetch {
+		if r.Op == OpFetch && r.Code == 0 {
 			p := got.Fetch.Partitions
 			if string(p[0].Records.Bytes) != "batch-bytes" || p[0].Err != nil || !errors.Is(p[1].Err, ErrOffsetOutOfRange) {
 				t.Fatalf("fetch decoded as %+v", p)
@@ -128,7 +134,8 @@ func TestErrorCodes(t *testing.T) {
 	// Every store sentinel has a code.
 	for _, s := range []error{ErrCorruptBatch, ErrBadMagic, ErrBadCRC, ErrInvalidProducer, ErrMessageTooLarge,
 		ErrOffsetOutOfRange, ErrUnknownPartition, ErrPartitionExists, ErrCorruptSegment, ErrCorruptIndex,
-		ErrNotLocal, ErrStorage, ErrInvalidRequest, ErrClosed, context.Canceled, context.DeadlineExceeded} {
+		ErrNotLocal, ErrStorage, ErrInvalidRequest, ErrClosed, context.Canceled, context.DeadlineExceeded,
+		ErrNotLeader, ErrNotEnoughReplicas, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch} {
 		if codeOf(s) <= 0 {
 			t.Fatalf("%v has no wire code", s)
 		}
@@ -151,11 +158,12 @@ func TestParseHeader(t *testing.T) {
 		h    []byte
 		want error
 	}{
-		{[]byte{0xAE, 1, 0x80, 0, 0, 0, 12}, nil},
-		{[]byte{0xAE, 1, 0x80, 0, 0, 0}, ErrProtocol},
-		{[]byte{0xAD, 1, 0x80, 0, 0, 0, 12}, ErrProtocol},
-		{[]byte{0xAE, 2, 0x80, 0, 0, 0, 12}, ErrProtocol},
-		{[]byte{0xAE, 1, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
+		{[]byte{0xAE, 2, 0x80, 0, 0, 0, 12}, nil},
+		{[]byte{0xAE, 2, 0x80, 0, 0, 0}, ErrProtocol},
+		{[]byte{0xAD, 2, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 1, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before follower fetch
+		{[]byte{0xAE, 3, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 2, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
 	} {
 		_, _, err := parseHeader(tc.h, 1024)
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -346,9 +354,9 @@ func frameSeeds() [][]byte {
 	return append(out,
 		two,
 		[]byte("GET / HTTP/1.1\r\n\r\n"),
-		[]byte{0xAE, 0x01, 0x82, 0xFF, 0xFF, 0xFF, 0xFF},
-		[]byte{0xAE, 0x01, 0x80, 0x00, 0x00, 0x00, 0x0C, 0x00},
-		[]byte{0xAE, 0x02, 0x80, 0x00, 0x00, 0x00, 0x00},
+		[]byte{0xAE, frameVersion, 0x82, 0xFF, 0xFF, 0xFF, 0xFF},
+		[]byte{0xAE, frameVersion, 0x80, 0x00, 0x00, 0x00, 0x0C, 0x00},
+		[]byte{0xAE, 0x01, 0x80, 0x00, 0x00, 0x00, 0x00}, // an older peer's
 	)
 }
 
