@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 )
@@ -23,7 +24,13 @@ type MemberOptions struct {
 	// lets a node restarted at other addresses wait out its old session.
 	// Default 2 * DefaultSessionTimeout.
 	ClashTimeout time.Duration
-	Logger       *slog.Logger
+	// OnHeartbeat, when set, is called after every successful registration
+	// or heartbeat with the time the request was sent and the session
+	// timeout the controller keeps: the controller cannot mark the node
+	// down before sent + sessionTimeout, so a store may hold its leadership
+	// lease until a little before then.
+	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
+	Logger      *slog.Logger
 }
 
 // minPoll is the shortest time between two heartbeats of a member.
@@ -109,6 +116,9 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			if resp.HeartbeatIntervalMs > 0 {
 				interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
 			}
+			if opts.OnHeartbeat != nil && resp.SessionTimeoutMs > 0 {
+				opts.OnHeartbeat(sent, time.Duration(resp.SessionTimeoutMs)*time.Millisecond)
+			}
 			changed := !resp.Delta.Empty() || resp.Delta.Version != view.Version
 			view.Apply(resp.Delta)
 			if opts.OnDelta != nil && (changed || retry) {
@@ -172,15 +182,33 @@ type ConfigUpdater interface {
 	UpdatePartitionConfig(ctx context.Context, topic string, partition int32, cfg map[string]string) error
 }
 
+// StoreAgentOptions configure a StoreAgent beyond what NewStoreAgent
+// takes.
+type StoreAgentOptions struct {
+	Logger *slog.Logger
+	// OnView, when set, is given the view after each reconcile (whether or
+	// not every partition could be created or deleted), from Run's
+	// goroutine: the store's replica manager takes leader and follower
+	// roles, epochs and ISRs from it. It must not keep v, which changes
+	// after it returns. An error is logged and the view handed over again
+	// after the next heartbeat.
+	OnView func(ctx context.Context, v *View) error
+	// OnHeartbeat is MemberOptions.OnHeartbeat: the store renews its
+	// leadership lease from it.
+	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
+}
+
 // StoreAgent makes a store do what placement says: it creates the
-// partitions placed on it and deletes those of deleted topics. It does not
-// touch a local partition the controller has no record of (data written
-// before the store joined a controller, say), unless the controller
-// remembers deleting that topic.
+// partitions it holds a replica of, deletes those of deleted topics and
+// those reassigned away from it, and hands each view to the replica
+// manager. It does not touch a local partition the controller has no
+// record of (data written before the store joined a controller, say),
+// unless the controller remembers deleting that topic.
 type StoreAgent struct {
 	api  Members
 	pm   PartitionManager
 	reg  RegisterNodeRequest
+	opts StoreAgentOptions
 	base *slog.Logger // for RunMember, which adds its own attributes
 	log  *slog.Logger
 
@@ -192,17 +220,44 @@ type StoreAgent struct {
 // NewStoreAgent returns an agent for the store described by reg (Kind
 // must be KindStore).
 func NewStoreAgent(api Members, pm PartitionManager, reg RegisterNodeRequest, log *slog.Logger) *StoreAgent {
+	return NewStoreAgentWith(api, pm, reg, StoreAgentOptions{Logger: log})
+}
+
+// NewStoreAgentWith is NewStoreAgent with the hooks of a replicating
+// store.
+func NewStoreAgentWith(api Members, pm PartitionManager, reg RegisterNodeRequest, opts StoreAgentOptions) *StoreAgent {
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	reg.Kind = KindStore
-	return &StoreAgent{api: api, pm: pm, reg: reg, base: log, log: log.With("component", "store-agent", "node", reg.ID),
+	return &StoreAgent{api: api, pm: pm, reg: reg, opts: opts, base: log, log: log.With("component", "store-agent", "node", reg.ID),
 		known: map[string]TopicID{}, configs: map[string]map[string]string{}}
 }
 
 // Run registers the store and follows placement until ctx ends.
 func (a *StoreAgent) Run(ctx context.Context) error {
-	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.reconcile, Logger: a.base})
+	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.onDelta, OnHeartbeat: a.opts.OnHeartbeat, Logger: a.base})
+}
+
+// onDelta reconciles, then hands the view over.
+func (a *StoreAgent) onDelta(ctx context.Context, v *View, d Delta) error {
+	err := a.reconcile(ctx, v, d)
+	if a.opts.OnView != nil {
+		if verr := a.opts.OnView(ctx, v); verr != nil {
+			err = errors.Join(err, fmt.Errorf("replica manager: %w", verr))
+		}
+	}
+	return err
+}
+
+// holds reports whether store id holds a copy of p: it is one of its
+// replicas (which, during a reassignment, include the new ones).
+func holds(p PartitionInfo, id int32) bool {
+	if len(p.Replicas) == 0 {
+		return p.Leader == id // a partition from before replication
+	}
+	return slices.Contains(p.Replicas, id)
 }
 
 // reconcile brings the store in line with the view.
@@ -237,6 +292,9 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 			why = "topic was deleted and created again"
 		case !inView && (had || tombstoned[name]):
 			why = "topic was deleted"
+		case inView:
+			a.deleteMoved(ctx, cur, have[name], &errs)
+			continue
 		default:
 			continue
 		}
@@ -270,7 +328,7 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		cfg := EffectiveTopicConfig(t.Configs, v.BrokerConfigs)
 		mine := false
 		for _, p := range t.Partitions {
-			if p.Leader != a.reg.ID {
+			if !holds(p, a.reg.ID) {
 				continue
 			}
 			mine = true
@@ -289,7 +347,7 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		if old, ok := a.configs[name]; ok && !mapsEqual(old, cfg) {
 			if cu, ok := a.pm.(ConfigUpdater); ok {
 				for _, p := range t.Partitions {
-					if p.Leader != a.reg.ID || !have[name][p.Partition] {
+					if !holds(p, a.reg.ID) || !have[name][p.Partition] {
 						continue
 					}
 					if err := cu.UpdatePartitionConfig(ctx, name, p.Partition, cfg); err != nil {
@@ -305,4 +363,26 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		a.configs[name] = cfg
 	}
 	return errors.Join(errs...)
+}
+
+// deleteMoved deletes the local copies of t's partitions that the store
+// no longer holds a replica of: a reassignment or drain moved them away
+// and has completed. A partition with no replicas yet (unplaced) or
+// beyond the topic's count is left alone.
+func (a *StoreAgent) deleteMoved(ctx context.Context, t TopicInfo, have map[int32]bool, errs *[]error) {
+	for p := range have {
+		if p < 0 || int(p) >= len(t.Partitions) {
+			continue
+		}
+		pi := t.Partitions[p]
+		if len(pi.Replicas) == 0 || holds(pi, a.reg.ID) {
+			continue
+		}
+		if err := a.pm.DeletePartition(ctx, t.Name, p); err != nil {
+			*errs = append(*errs, fmt.Errorf("delete %s/%d: %w", t.Name, p, err))
+			continue
+		}
+		delete(have, p)
+		a.log.Info("deleted partition", "topic", t.Name, "partition", p, "reason", "no longer a replica", "replicas", pi.Replicas)
+	}
 }
