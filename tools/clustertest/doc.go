@@ -1,0 +1,30 @@
+// Package clustertest holds the cluster acceptance tests: real aerostream
+// processes on loopback (one `aerostream controller`, three `aerostream
+// store`, two `aerostream gateway kafka`), driven by real Kafka clients
+// (franz-go) while stores are killed with SIGKILL or paused with SIGSTOP.
+//
+//   - TestClusterJepsen: idempotent acks=all producers write unique values
+//     through both gateways while a seeded nemesis injects at least 20
+//     faults, a partition's leader among the targets; afterwards every
+//     partition is read back from its start to its high watermark through
+//     both gateways and the checker (checker.go) finds every acknowledged
+//     write exactly once, at its acknowledged offset, in order, with no
+//     gap. It also reports the failover time after each kill -9 of a
+//     leader (p50 and max; reported, never asserted).
+//   - TestClusterDrain: `aerostream store drain` while producers and a
+//     consumer run; the drained store ends up holding nothing and is
+//     stopped with no acknowledged write lost.
+//   - TestClusterFranzGo: franz-go's kgo integration suite with
+//     KGO_TEST_RF=3 against the cluster, compared with its run against a
+//     single `aerostream serve`.
+//
+// The process tests spawn many processes and take minutes, so they run
+// only with CLUSTER_TESTS=1 (`make test-cluster` sets it); without it they
+// skip and say so. The checker's own tests, on synthetic histories, always
+// run. AEROSTREAM_BIN names a prebuilt binary to use instead of building
+// one. A failed test keeps its processes' logs and prints where.
+//
+// Nothing imports this package, and it imports no gateway: it reaches the
+// cluster only as a user would, through the binary, the Kafka protocol and
+// the controller's HTTP API.
+package clustertest

@@ -1,0 +1,217 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The nemesis injects faults into the stores one at a time, at seeded
+// random moments: kill -9 (the store restarts on the same data dir) or
+// SIGSTOP for 1 to 4 s then SIGCONT. Between faults it waits, bounded,
+// until the cluster has healed (every store live, every partition led and
+// its ISR full), so that each fault hits a cluster that can survive it.
+
+type faultKind string
+
+const (
+	faultKill  faultKind = "kill -9"
+	faultPause faultKind = "SIGSTOP"
+)
+
+// fault is one injected fault, as the report lists it.
+type fault struct {
+	n        int
+	kind     faultKind
+	store    int32
+	leaderOf []int32 // partitions the store led when hit
+	chosenAs string  // "leader of pN" or "random store"
+	at       time.Time
+	down     time.Duration
+	// failover per partition the killed store led: kill to the first
+	// acknowledged write on that partition; missing when none came
+	// within the bound.
+	failover map[int32]time.Duration
+	note     string
+}
+
+func (f fault) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault %d: %s store %d (%s; leader of %v), down %v", f.n, f.kind, f.store, f.chosenAs, f.leaderOf, f.down.Round(time.Millisecond))
+	if f.kind == faultKill && len(f.leaderOf) > 0 {
+		var parts []string
+		for _, p := range f.leaderOf {
+			if d, ok := f.failover[p]; ok {
+				parts = append(parts, fmt.Sprintf("p%d %v", p, d.Round(time.Millisecond)))
+			} else {
+				parts = append(parts, fmt.Sprintf("p%d none", p))
+			}
+		}
+		fmt.Fprintf(&b, "; failover %s", strings.Join(parts, ", "))
+	}
+	if f.note != "" {
+		b.WriteString("; " + f.note)
+	}
+	return b.String()
+}
+
+type nemesis struct {
+	t     *testing.T
+	c     *cluster
+	topic string
+	rf    int
+	rng   *rand.Rand
+	probe *probe
+	// bounds
+	faults      int
+	deadline    time.Time
+	healTimeout time.Duration
+	failoverMax time.Duration
+}
+
+// run injects n.faults faults, half kills and half pauses in a seeded
+// order, and returns them. At least half target a partition's leader.
+func (n *nemesis) run(ctx context.Context) []fault {
+	kinds := make([]faultKind, n.faults)
+	for i := range kinds {
+		kinds[i] = faultPause
+		if i%2 == 0 {
+			kinds[i] = faultKill
+		}
+	}
+	n.rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	var done []fault
+	for i := 0; i < n.faults; i++ {
+		if ctx.Err() != nil || time.Now().After(n.deadline) {
+			n.t.Logf("nemesis: stopped after %d faults (time bound)", len(done))
+			break
+		}
+		note := ""
+		if msg := n.c.tryWait(n.healTimeout, func() (bool, string) { return n.healed() }); msg != "" {
+			note = "cluster not healed before it: " + msg
+		}
+		// A random moment: up to 2 s after the cluster healed.
+		select {
+		case <-ctx.Done():
+			continue
+		case <-time.After(time.Duration(200+n.rng.Intn(1800)) * time.Millisecond):
+		}
+		f := n.inject(i+1, kinds[i])
+		if note != "" {
+			f.note = strings.TrimSpace(f.note + " " + note)
+		}
+		n.t.Log(f.String())
+		done = append(done, f)
+	}
+	return done
+}
+
+// healed: every store live, every partition with a live leader and a full
+// ISR.
+func (n *nemesis) healed() (bool, string) {
+	if ok, msg := n.c.membersLive(); !ok {
+		return false, msg
+	}
+	return n.c.healthy(n.topic, n.rf)
+}
+
+func (n *nemesis) inject(num int, kind faultKind) fault {
+	md, err := n.c.metadata()
+	if err != nil {
+		n.t.Logf("nemesis: controller metadata: %v", err)
+	}
+	lead := leaders(md, n.topic)
+	f := fault{n: num, kind: kind, failover: map[int32]time.Duration{}}
+	// Three faults in four go to the leader of a random partition.
+	var parts []int32
+	for p := range lead {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	if num%4 != 0 && len(parts) > 0 {
+		p := parts[n.rng.Intn(len(parts))]
+		if l := lead[p]; n.c.stores[l] != nil {
+			f.store, f.chosenAs = l, fmt.Sprintf("leader of p%d", p)
+		}
+	}
+	if f.store == 0 {
+		ids := sortedIDs(n.c.stores)
+		f.store, f.chosenAs = ids[n.rng.Intn(len(ids))], "random store"
+	}
+	for _, p := range parts {
+		if lead[p] == f.store {
+			f.leaderOf = append(f.leaderOf, p)
+		}
+	}
+	s := n.c.stores[f.store]
+	switch kind {
+	case faultKill:
+		f.at = time.Now()
+		s.kill()
+		// The store stays down until every partition it led took a write
+		// again (failover is measured by the probe), and at least 1 to
+		// 4 s, at most failoverMax.
+		minDown := time.Duration(1000+n.rng.Intn(3000)) * time.Millisecond
+		pending := slices.Clone(f.leaderOf)
+		limit := time.Now().Add(n.failoverMax)
+		for {
+			pending = slices.DeleteFunc(pending, func(p int32) bool {
+				if at, ok := n.probe.firstAckAfter(p, f.at); ok {
+					f.failover[p] = at.Sub(f.at)
+					return true
+				}
+				return false
+			})
+			if (len(pending) == 0 && time.Since(f.at) >= minDown) || time.Now().After(limit) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(pending) > 0 {
+			f.note = fmt.Sprintf("no write acknowledged on %v within %v of the kill", pending, n.failoverMax)
+		}
+		f.down = time.Since(f.at)
+		s.start(n.t)
+	case faultPause:
+		f.at = time.Now()
+		s.signal(syscall.SIGSTOP)
+		pause := time.Duration(1000+n.rng.Intn(3000)) * time.Millisecond
+		time.Sleep(pause)
+		s.signal(syscall.SIGCONT)
+		f.down = time.Since(f.at)
+	}
+	return f
+}
+
+// failoverStats gives the p50 and max of the failover times of the kills
+// of leaders, and how many leader kills saw no failover within the bound.
+func failoverStats(faults []fault) (samples []time.Duration, missing int) {
+	for _, f := range faults {
+		if f.kind != faultKill {
+			continue
+		}
+		for _, p := range f.leaderOf {
+			if d, ok := f.failover[p]; ok {
+				samples = append(samples, d)
+			} else {
+				missing++
+			}
+		}
+	}
+	slices.Sort(samples)
+	return samples, missing
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return sorted[i]
+}
