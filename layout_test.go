@@ -138,6 +138,22 @@ var importRules = []importRule{
 		},
 	},
 	{
+		// The replica manager drives a store through logstore and reaches
+		// leaders over the ring and the controller; its tests may open a
+		// real store over a catalog.
+		why:      "replica imports no catalog, tierd or fetchcache",
+		importer: func(p string) bool { return under(p, "replica") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && (under(i, "catalog") || under(i, "tierd") || under(i, "fetchcache"))
+		},
+		prodOnly: true,
+	},
+	{
+		why:      "only tools/ imports replica",
+		importer: func(p string) bool { return !under(p, "tools") && !under(p, "replica") },
+		forbids:  func(_, i string, ours bool) bool { return ours && under(i, "replica") },
+	},
+	{
 		why:      "nothing outside tools/ imports tools/",
 		importer: func(p string) bool { return !under(p, "tools") },
 		forbids:  func(_, i string, ours bool) bool { return ours && under(i, "tools") },
@@ -369,6 +385,15 @@ func TestImportRulesBite(t *testing.T) {
 		{"gateways/kafka", "gateways/http", false, true},
 		{"tierd", "gateways/http", false, true},
 		{"tools/cli", "gateways/http", false, false},
+		{"replica", "controller", false, false},
+		{"replica", "logstore/ring", false, false},
+		{"replica", "catalog", false, true},
+		{"replica", "catalog", true, false},
+		{"replica", "tierd", false, true},
+		{"replica", "gateways/kafka", false, true},
+		{"gateways/kafka", "replica", false, true},
+		{"controller", "replica", false, true},
+		{"tools/cli", "replica", false, false},
 		{"", "tools/config", true, true},
 		{"logstore", "std:errors", false, false},
 		{"gateways/kafka", "std:net", false, false},
