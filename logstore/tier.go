@@ -334,3 +334,153 @@ func (s *Store) SetPartitionConfig(ctx context.Context, topic string, id int32, 
 		return nil
 	})
 }
+
+// AdoptRemote takes in the cold tier another store uploaded: that of a
+// partition this store follows, or has just come to lead. cold lists the
+// bucket's segments of the partition, ascending (the leader's manifest).
+// Only a leader uploads, so a follower's own segments never get a cloud
+// pointer of their own; this is how they get one, and how the follower's
+// local retention keeps the rule that only what the cold tier holds is
+// evicted. A replica rolls its segments on its own, so its boundaries
+// need not be the leader's:
+//   - a sealed local segment with the same offsets and bytes as a cold one
+//     takes that one's cloud pointer, and from then on is evicted under
+//     local.retention.* like a segment it uploaded itself;
+//   - a sealed local segment the cold tier covers whole on other
+//     boundaries is evicted under the same rules when this is a follower
+//     (evictAll false), and at once when this store has just become leader
+//     (evictAll true): a leader's catalog must name every cold segment, for
+//     the manifest it rewrites and for its own retention, and a record
+//     that overlaps local files cannot be kept. Either way the cold
+//     segments that cover it take its place in the catalog.
+//
+// A segment the cold tier covers only in part stays local, without a
+// pointer: a leader uploads it whole. It returns how many local segments
+// were evicted.
+func (s *Store) AdoptRemote(ctx context.Context, topic string, id int32, cold []catalog.Segment, evictAll bool) (int, error) {
+	cold = append([]catalog.Segment(nil), cold...)
+	sort.Slice(cold, func(i, j int) bool { return cold[i].BaseOffset < cold[j].BaseOffset })
+	var n int
+	err := s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		var err error
+		n, err = p.adoptRemote(sh, cold, evictAll, time.Now())
+		return err
+	})
+	return n, err
+}
+
+func (p *partition) adoptRemote(sh *shard, cold []catalog.Segment, evictAll bool, now time.Time) (int, error) {
+	c := sh.opts.Catalog
+	for _, seg := range p.segs {
+		if !seg.sealed || seg.cloud.ObjectKey != "" {
+			continue
+		}
+		for _, r := range cold {
+			if r.BaseOffset == seg.base && r.EndOffset == seg.next && r.Bytes == seg.size && r.ObjectKey != "" {
+				seg.cloud.SegmentID, seg.cloud.ObjectKey, seg.cloud.ObjectSize = r.SegmentID, r.ObjectKey, r.ObjectSize
+				seg.cloud.Checksum, seg.cloud.ETag, seg.cloud.Epoch, seg.cloud.UploadedAt = r.Checksum, r.ETag, r.Epoch, r.UploadedAt
+				// Unsynced, as SetRemote: eviction syncs before files go.
+				if err := c.PutSegmentUnsynced(p.record(seg, catalog.StateLocalRemote)); err != nil {
+					return 0, err
+				}
+				break
+			}
+		}
+	}
+	// coveredTo: the end of the run of cold segments that holds every
+	// offset from the local log's start on.
+	coveredTo := p.segs[0].base
+	for _, r := range cold {
+		if r.BaseOffset <= coveredTo && r.EndOffset > coveredTo && r.ObjectKey != "" {
+			coveredTo = r.EndOffset
+		}
+	}
+	// With evictAll, everything up to the last covered segment that has no
+	// pointer goes, so the local log stays contiguous.
+	lastForeign := -1
+	if evictAll {
+		for i, seg := range p.segs[:len(p.segs)-1] {
+			if !seg.sealed || seg.next > coveredTo {
+				break
+			}
+			if seg.cloud.ObjectKey == "" {
+				lastForeign = i
+			}
+		}
+	}
+	locBytes, locMs := int64(-1), time.Duration(-1)
+	if l := p.cfg.LocalRetentionBytes; l != nil && *l >= 0 {
+		locBytes = *l
+	}
+	if l := p.cfg.LocalRetentionMs; l != nil && *l >= 0 {
+		locMs = *l
+	}
+	atOnce := locBytes == 0 || locMs == 0
+	local := p.size()
+	var gone []*segment
+	var err error
+	for i := 0; len(p.segs) > 1; i++ {
+		seg := p.segs[0]
+		own := seg.cloud.ObjectKey != ""
+		if !seg.sealed || !own && seg.next > coveredTo {
+			break
+		}
+		if i > lastForeign && !atOnce && (locBytes < 0 && locMs < 0 ||
+			!expired(seg.next, seg.size, seg.maxTs, seg.created, local, -1, locBytes, locMs, now)) {
+			break
+		}
+		var recs []catalog.Segment
+		if own {
+			rec := p.record(seg, catalog.StateRemote)
+			rec.LocalPath = ""
+			recs = append(recs, rec)
+		} else if recs, err = p.coverOf(seg, cold); err != nil {
+			break
+		}
+		replaced := false
+		for _, r := range recs {
+			replaced = replaced || r.BaseOffset == seg.base
+			if err = c.PutSegmentUnsynced(r); err != nil {
+				break
+			}
+		}
+		if err == nil && !replaced {
+			err = c.DeleteSegment(p.topic, p.id, seg.base)
+		}
+		if err != nil {
+			break
+		}
+		local -= seg.size
+		p.segs[0] = nil
+		p.segs = p.segs[1:]
+		p.remote = append(p.remote, recs...)
+		gone = append(gone, seg)
+	}
+	if len(gone) > 0 {
+		sh.removeLater(p.dir, p.segs[0].base, gone, nil)
+	}
+	return len(gone), errors.Join(err, p.raiseLogStart(sh))
+}
+
+// coverOf returns, as remote records, the cold segments holding the offsets
+// of seg that the partition's remote records do not hold yet.
+func (p *partition) coverOf(seg *segment, cold []catalog.Segment) ([]catalog.Segment, error) {
+	heldTo, lastBase := int64(-1), int64(-1)
+	if n := len(p.remote); n > 0 {
+		heldTo, lastBase = p.remote[n-1].EndOffset, p.remote[n-1].BaseOffset
+	}
+	var out []catalog.Segment
+	for _, r := range cold {
+		if r.EndOffset <= max(seg.base, heldTo) || r.BaseOffset >= seg.next {
+			continue
+		}
+		if r.BaseOffset <= lastBase {
+			// Its catalog key is taken by a record the partition keeps.
+			return nil, fmt.Errorf("%w: %s/%d cold segment %d overlaps remote segment %d", ErrUnknownSegment, p.topic, p.id, r.BaseOffset, lastBase)
+		}
+		r.Topic, r.Partition, r.State, r.LocalPath = p.topic, p.id, catalog.StateRemote, ""
+		out = append(out, r)
+		lastBase = r.BaseOffset
+	}
+	return out, nil
+}
