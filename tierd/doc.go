@@ -40,6 +40,40 @@
 // remote deletions it is asked for and reports back with
 // Store.RemoteDeleted.
 //
+// Replicas (issue 24): every replica of a partition runs its own tierd on
+// its own store, and only the leader's touches the bucket (uploads,
+// manifest, remote deletions); the role comes from the store (Replicas,
+// replica.go). The manifest is how the others learn the cloud pointers:
+//   - a follower reads the manifests of the partitions it follows every
+//     FollowerSyncInterval and hands them to Store.AdoptRemote. Replicas
+//     roll on their own, so segment boundaries may differ: a local segment
+//     with the same offsets and bytes as a cold one takes its pointer and
+//     is evicted under local.retention.* exactly as on the leader; one the
+//     cold tier covers on other boundaries is evicted under the same rules
+//     at a sync, the cold segments that cover it taking its place in the
+//     catalog. Either way a follower evicts only what the cold tier holds.
+//     Its remote retention drops its records, never the leader's objects;
+//   - a store that becomes leader takes over the cold tier once per leader
+//     epoch, before its first upload or manifest write: it reads the
+//     manifest and the uploads it does not list yet, and AdoptRemote
+//     records them, evicting at once any local segment they cover on other
+//     boundaries (a leader's catalog must name every cold segment for the
+//     manifest it rewrites, and a record may not overlap local files). It
+//     then uploads only segments the cold tier does not cover whole, so
+//     nothing is uploaded twice and the manifest it writes keeps every
+//     earlier leader's segment. A segment the cold tier covers in part is
+//     uploaded whole: a manifest segment may start inside the previous one;
+//   - a leader uploads a segment only once its end is at or below the high
+//     watermark, so the cold tier holds only records every later leader
+//     holds too (a segment sealed above it waits for the next sync tick).
+//
+// With Options.Replicated (a cluster store), a partition with no role yet
+// is left alone: before the controller's view arrives a follower would
+// otherwise upload as a single copy. An old leader that has not yet heard
+// it was deposed may still write the manifest once after the new leader
+// took over; the new leader's next manifest write (every upload marks it)
+// restores the full list, and restore's listing finds the objects anyway.
+//
 // Idempotence: a segment's object name includes the segment id fixed when it
 // was sealed, so a crash at any step resumes under the same name. A periodic
 // rescan of the catalog finds sealed segments without a cloud pointer (a

@@ -71,7 +71,8 @@ func buildManifest(topic string, partition int32, logStart int64, recs []catalog
 }
 
 // decodeManifest parses and checks a manifest: known version, segments
-// ascending and non-overlapping, keys that belong to the partition.
+// ascending, each ending after the previous one, keys that belong to the
+// partition.
 func decodeManifest(b []byte) (Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -90,7 +91,12 @@ func decodeManifest(b []byte) (Manifest, error) {
 		if s.EndOffset < s.BaseOffset || s.Bytes < 0 || s.ObjectSize < 0 {
 			return m, fmt.Errorf("%w: segment %d has offsets %d..%d, %d bytes", ErrBadManifest, i, s.BaseOffset, s.EndOffset, s.Bytes)
 		}
-		if i > 0 && s.BaseOffset < m.Segments[i-1].EndOffset {
+		// A leader that took over from another one uploads whole a segment
+		// of its own whose start the cold tier already held (replicas roll
+		// on their own), so a segment may start inside the previous one;
+		// it must still end after it, or it would hold nothing new.
+		if i > 0 && s.BaseOffset < m.Segments[i-1].EndOffset &&
+			(s.BaseOffset <= m.Segments[i-1].BaseOffset || s.EndOffset <= m.Segments[i-1].EndOffset) {
 			return m, fmt.Errorf("%w: segment at %d overlaps the previous one", ErrBadManifest, s.BaseOffset)
 		}
 		k, ok := parseKey(s.ObjectKey)

@@ -59,9 +59,18 @@ type Options struct {
 	// segments uploaded since the manifest once (ReadManifests), so the lag
 	// costs it a little reading, never data.
 	ManifestInterval time.Duration
-	Retry            objstore.RetryPolicy
-	Metrics          *Metrics // optional
-	Logger           *slog.Logger
+	// FollowerSyncInterval is how often the manifests of the partitions
+	// this store follows are read, for their cloud pointers (replica.go);
+	// default ManifestInterval, which is how far a manifest may lag anyway.
+	FollowerSyncInterval time.Duration
+	// Replicated says the store is a cluster member: a partition that has
+	// no replication role yet (a store just started, before the
+	// controller's view) is left alone rather than uploaded as a single
+	// copy, which it may not be.
+	Replicated bool
+	Retry      objstore.RetryPolicy
+	Metrics    *Metrics // optional
+	Logger     *slog.Logger
 }
 
 type jobKind uint8
@@ -99,6 +108,13 @@ type Daemon struct {
 		queue   []job
 		pending map[jobKey]bool
 		closed  bool
+		held    []catalog.Segment // sealed past the leader's high watermark
+	}
+	// lead holds, per partition this store leads, the leader epoch whose
+	// cold tier it has taken over (replica.go).
+	lead struct {
+		sync.Mutex
+		m map[partKey]int32
 	}
 	wakes []chan struct{} // one per worker, so none misses a wakeup
 	ready chan struct{}   // closed once Run's first rescan has queued its work
@@ -134,6 +150,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.ManifestInterval <= 0 {
 		opts.ManifestInterval = 10 * time.Second
 	}
+	if opts.FollowerSyncInterval <= 0 {
+		opts.FollowerSyncInterval = opts.ManifestInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -152,6 +171,7 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.mu.pending = map[jobKey]bool{}
 	d.dirty.m = map[partKey]bool{}
+	d.lead.m = map[partKey]int32{}
 	return d, nil
 }
 
@@ -239,6 +259,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer t.Stop()
 	mt := time.NewTicker(d.opts.ManifestInterval)
 	defer mt.Stop()
+	ft := time.NewTicker(d.opts.FollowerSyncInterval)
+	defer ft.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,6 +278,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.Rescan(ctx)
 		case <-mt.C:
 			d.flushManifests(ctx)
+		case <-ft.C:
+			d.syncFollowers(ctx)
+			d.releaseHeld()
 		}
 	}
 }
@@ -369,6 +394,11 @@ func (d *Daemon) flushManifests(ctx context.Context) {
 // shard: a read of pebble needs no owner, and the shard's goroutine is the
 // produce path.
 func (d *Daemon) writeManifest(ctx context.Context, topic string, partition int32) error {
+	// Only the owner of the cold tier writes its manifest: a follower's
+	// catalog lags the leader's.
+	if acc, _, err := d.access(ctx, topic, partition); err != nil || acc != accessOwner {
+		return err
+	}
 	mu := d.partitionLock(topic, partition)
 	mu.Lock()
 	defer mu.Unlock()

@@ -112,6 +112,20 @@ func (d *Daemon) upload(ctx context.Context, rec catalog.Segment) error {
 		cur.ObjectKey != "" || cur.State != catalog.StateSealed {
 		return nil // gone, already uploaded, or no longer eligible
 	}
+	// Only the leader uploads, and only below its high watermark; a
+	// leader takes in what earlier leaders uploaded first (replica.go),
+	// which may have given this segment a pointer or evicted it.
+	acc, hw, err := d.access(ctx, rec.Topic, rec.Partition)
+	if err != nil {
+		return fmt.Errorf("replication role: %w", err)
+	}
+	if acc != accessOwner {
+		return nil
+	}
+	if hw >= 0 && rec.EndOffset > hw {
+		d.holdForHW(rec)
+		return nil
+	}
 	// The seal's index shrink and catalog sync run after the roll, off the
 	// produce path; stage only what they have finished.
 	if err := d.opts.Store.Settle(ctx, rec.Topic, rec.Partition); err != nil {
@@ -358,6 +372,13 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 
 // deleteSegment removes a segment's objects and tells the store.
 func (d *Daemon) deleteSegment(ctx context.Context, rec catalog.Segment) error {
+	// A role that cannot be read (the partition was deleted with its
+	// topic) leaves the deletion to go ahead as on a single copy.
+	if acc, _, err := d.access(ctx, rec.Topic, rec.Partition); err == nil && acc != accessOwner {
+		// The objects are the leader's, which deletes them under the same
+		// retention; a follower only drops its record of them.
+		return d.opts.Store.RemoteDeleted(ctx, rec.Topic, rec.Partition, rec.BaseOffset)
+	}
 	if err := d.deleteObjects(ctx, rec.ObjectKey); err != nil {
 		return err
 	}

@@ -1,0 +1,365 @@
+package tierd
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aerostream/aerostream/catalog"
+	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/logstore/logtest"
+	"github.com/aerostream/aerostream/tierd/objstore"
+	"github.com/aerostream/aerostream/tierd/objstore/filesystem"
+)
+
+// roleStore is a store whose replication role the test sets, so that a
+// leader and a follower can be driven without the replica manager; their
+// logs are made identical by producing the same batches to both.
+type roleStore struct {
+	*logstore.Store
+	mu    sync.Mutex
+	role  string
+	epoch int32
+	hw    int64
+}
+
+func (s *roleStore) TierRole(ctx context.Context, topic string, partition int32) (string, int32, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.role, s.epoch, s.hw, nil
+}
+
+func (s *roleStore) set(role string, epoch int32, hw int64) {
+	s.mu.Lock()
+	s.role, s.epoch, s.hw = role, epoch, hw
+	s.mu.Unlock()
+}
+
+var _ Replicas = (*roleStore)(nil)
+
+type replicaNode struct {
+	*node
+	roles *roleStore
+	dir   string
+}
+
+// startReplica is startNode with a role the test controls and no
+// background ticks: the test calls syncFollowers itself.
+func startReplica(t *testing.T, dir string, b objstore.Bucket, role string, epoch int32) *replicaNode {
+	t.Helper()
+	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{cat: cat, done: make(chan struct{})}
+	proxy := &tierProxy{}
+	n.store, err = logstore.Open(logstore.Options{Dir: dir, Catalog: cat, Shards: 2, Logger: quiet, Tier: proxy,
+		Cold: bucketReader{b}, RetentionCheckInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &roleStore{Store: n.store, role: role, epoch: epoch, hw: math.MaxInt64}
+	n.tier, err = New(Options{Bucket: b, Store: rs, Catalog: cat, Logger: quiet, Replicated: true,
+		RescanInterval: time.Hour, ManifestInterval: time.Hour,
+		Retry: objstore.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.d = n.tier
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { defer close(n.done); n.tier.Run(ctx) }()
+	return &replicaNode{node: n, roles: rs, dir: dir}
+}
+
+func fsBucket(t *testing.T) objstore.Bucket {
+	t.Helper()
+	b, err := filesystem.New(filesystem.Config{RootPath: t.TempDir()}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// bucketSegments lists the segment objects in the bucket by key, with the
+// offsets their manifest entries or scans give.
+func bucketKeys(t *testing.T, b objstore.Bucket) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for info, err := range b.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, ok := parseKey(info.Key); ok && k.ext != "manifest.json" {
+			out[info.Key] = true
+		}
+	}
+	return out
+}
+
+func localLogs(t *testing.T, dir, topic string) int {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "logs", topic+"-0", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(logs)
+}
+
+// TestTieringWithReplicas: only the leader uploads; a follower learns the
+// cloud pointers from the manifest and evicts under its own local
+// retention only what the cold tier holds, though its segments lie on
+// other boundaries; after a change of leader the new one uploads nothing
+// the bucket holds already, and serves offsets it evicted from the bucket.
+func TestTieringWithReplicas(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// batches written before the change of leader: 150 ends both
+		// replicas' sealed segments at one offset, 130 leaves a follower
+		// segment straddling the end of the cold tier.
+		batches int
+		// sync: the follower reads the manifest before it leads. Without
+		// it, the new leader finds covered segments that its local
+		// retention (-1 here) would keep, and evicts them at takeover.
+		sync bool
+	}{
+		{"aligned end", 150, true},
+		{"straddling segment", 130, true},
+		{"leads before syncing", 130, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testTieringWithReplicas(t, tc.batches, tc.sync) })
+	}
+}
+
+func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	a := startReplica(t, t.TempDir(), b, roleLeader, 1)
+	defer a.stop()
+	f := startReplica(t, t.TempDir(), b, roleFollower, 1)
+	defer f.stop()
+
+	// Different segment sizes: the replicas' segments do not line up.
+	evictAll := new(int64(0))
+	if err := a.store.CreatePartition(ctx, "r", 0, logstore.PartitionConfig{SegmentBytes: 64 << 10,
+		LocalRetentionBytes: evictAll, RetentionMs: -1, RetentionBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	followerLocal := evictAll
+	if !sync {
+		followerLocal = new(int64(-1))
+	}
+	if err := f.store.CreatePartition(ctx, "r", 0, logstore.PartitionConfig{SegmentBytes: 40 << 10,
+		LocalRetentionBytes: followerLocal, RetentionMs: -1, RetentionBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	produce := func(batches int, nodes ...*replicaNode) {
+		t.Helper()
+		for i := 0; i < batches; i++ {
+			batch := logtest.Filler(int64(len(sent)), 4, 1000, byte(len(sent)))
+			sent = append(sent, append([]byte(nil), batch...))
+			for _, n := range nodes {
+				if _, err := n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "r", Partition: 0, Records: batch}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	check := func(n *replicaNode, what string) {
+		t.Helper()
+		got := readAllBatches(t, n.store, "r", 0, 0)
+		if len(got) != len(sent) {
+			t.Fatalf("%s: read %d batches from offset 0, sent %d", what, len(got), len(sent))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i][12:], sent[i][12:]) {
+				t.Fatalf("%s: batch %d differs", what, i)
+			}
+		}
+	}
+	produce(batches, a, f)
+	drain(t, a.tier)
+	drain(t, f.tier)
+
+	owned := map[string]bool{}
+	recs, err := a.store.Segments(ctx, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.ObjectKey != "" {
+			owned[r.ObjectKey] = true
+		}
+	}
+	before := bucketKeys(t, b)
+	if len(before) < 3 {
+		t.Fatalf("the leader uploaded %d segments", len(before))
+	}
+	for k := range before {
+		if !owned[k] {
+			t.Fatalf("object %s is not the leader's: the follower uploaded", k)
+		}
+	}
+	if n := localLogs(t, f.dir, "r"); n < 5 {
+		t.Fatalf("the follower evicted before learning the cold tier: %d local logs", n)
+	}
+
+	m, err := f.tier.readCold(ctx, "r", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coldEnd := m.Segments[len(m.Segments)-1].EndOffset
+	if sync {
+		// The follower learns the cold tier and evicts what it covers.
+		f.tier.syncFollowers(ctx)
+		if err := f.store.Settle(ctx, "r", 0); err != nil {
+			t.Fatal(err)
+		}
+		if n := localLogs(t, f.dir, "r"); n > 3 {
+			t.Fatalf("the follower kept %d local logs after learning the cold tier", n)
+		}
+		frecs, err := f.store.Segments(ctx, "r", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range frecs {
+			if r.State == catalog.StateRemote && r.EndOffset > coldEnd {
+				t.Fatalf("follower segment %d..%d evicted beyond the cold tier's end %d", r.BaseOffset, r.EndOffset, coldEnd)
+			}
+			if r.State == catalog.StateRemote && !owned[r.ObjectKey] {
+				t.Fatalf("follower's remote record %d names %q, not a leader's object", r.BaseOffset, r.ObjectKey)
+			}
+		}
+		check(f, "follower")
+
+	}
+	// Change of leader: the follower leads at epoch 2, and more is written.
+	a.roles.set(roleFollower, 2, math.MaxInt64)
+	f.roles.set(roleLeader, 2, math.MaxInt64)
+	produce(150, f, a)
+	if err := f.store.RollPartition(ctx, "r", 0); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, f.tier)
+	drain(t, a.tier)
+	after := bucketKeys(t, b)
+	for k := range before {
+		if !after[k] {
+			t.Fatalf("the old leader's object %s is gone", k)
+		}
+	}
+	newRecs, err := f.store.Segments(ctx, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byKey := map[string]catalog.Segment{}
+	for _, r := range newRecs {
+		byKey[r.ObjectKey] = r
+	}
+	added := 0
+	for k := range after {
+		if before[k] {
+			continue
+		}
+		added++
+		r, ok := byKey[k]
+		if !ok {
+			t.Fatalf("object %s is in no record of the new leader (the old one uploaded as follower?)", k)
+		}
+		if r.EndOffset <= coldEnd {
+			t.Fatalf("the new leader uploaded %d..%d, which the cold tier held to %d", r.BaseOffset, r.EndOffset, coldEnd)
+		}
+	}
+	if added == 0 {
+		t.Fatal("the new leader uploaded nothing")
+	}
+	// The manifest the new leader wrote names every object, with no gap.
+	m, err = f.tier.readCold(ctx, "r", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Segments) != len(after) {
+		t.Fatalf("manifest lists %d segments, the bucket holds %d", len(m.Segments), len(after))
+	}
+	overlaps := 0
+	for i := 1; i < len(m.Segments); i++ {
+		if m.Segments[i].BaseOffset < m.Segments[i-1].EndOffset {
+			overlaps++
+		}
+		if m.Segments[i].BaseOffset > m.Segments[i-1].EndOffset {
+			t.Fatalf("manifest gap between %d and %d", m.Segments[i-1].EndOffset, m.Segments[i].BaseOffset)
+		}
+	}
+	if straddles := coldEnd%36 != 0; straddles != (overlaps > 0) {
+		t.Fatalf("cold tier ended at %d; the manifest has %d overlapping segments", coldEnd, overlaps)
+	}
+	// Offset 0, evicted locally, comes from the bucket.
+	if n := localLogs(t, f.dir, "r"); sync && n > 3 {
+		t.Fatalf("the new leader keeps %d local logs", n)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(f.dir, "logs", "r-0", "*.log")); len(logs) == 0 || filepath.Base(logs[0]) == "00000000000000000000.log" {
+		t.Fatalf("the new leader did not evict offset 0: local logs %v", logs)
+	}
+	check(f, "new leader")
+	// The old leader, now following, takes the new leader's pointers.
+	a.tier.syncFollowers(ctx)
+	check(a, "old leader")
+}
+
+// TestLeaderUploadsBelowHighWatermark: a sealed segment reaching past the
+// leader's high watermark waits; it is uploaded once the watermark passes.
+func TestLeaderUploadsBelowHighWatermark(t *testing.T) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	a := startReplica(t, t.TempDir(), b, roleLeader, 1)
+	defer a.stop()
+	a.roles.set(roleLeader, 1, 0)
+	if err := a.store.CreatePartition(ctx, "h", 0, logstore.PartitionConfig{SegmentBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := a.store.Produce(ctx, &logstore.ProduceRequest{Topic: "h", Partition: 0, Records: logtest.Filler(int64(i), 4, 1000, byte(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, a.tier)
+	if n := len(bucketKeys(t, b)); n != 0 {
+		t.Fatalf("%d segments uploaded above the high watermark", n)
+	}
+	a.roles.set(roleLeader, 1, math.MaxInt64)
+	a.tier.releaseHeld()
+	drain(t, a.tier)
+	if n := len(bucketKeys(t, b)); n == 0 {
+		t.Fatal("nothing uploaded once the high watermark passed")
+	}
+}
+
+// TestManifestOverlap: a segment may start inside the previous one if it
+// ends after it (a new leader's own segment); one inside it may not.
+func TestManifestOverlap(t *testing.T) {
+	seg := func(base, end int64) ManifestSegment {
+		return ManifestSegment{BaseOffset: base, EndOffset: end, SegmentID: "x", ObjectKey: segmentKey("t", 0, base, "x", ".seg")}
+	}
+	for _, tc := range []struct {
+		segs []ManifestSegment
+		ok   bool
+	}{
+		{[]ManifestSegment{seg(0, 10), seg(10, 20)}, true},
+		{[]ManifestSegment{seg(0, 10), seg(5, 20)}, true},
+		{[]ManifestSegment{seg(0, 10), seg(5, 10)}, false},
+		{[]ManifestSegment{seg(0, 10), seg(0, 20)}, false},
+	} {
+		body, err := jsonIndent(Manifest{Version: manifestVersion, Topic: "t", Segments: tc.segs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeManifest(body); (err == nil) != tc.ok {
+			t.Errorf("%v: err %v, want ok %v", tc.segs, err, tc.ok)
+		}
+	}
+}
