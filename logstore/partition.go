@@ -25,10 +25,32 @@ type partition struct {
 	segs     []*segment // ascending; the last one is active
 	logStart int64
 	hw       int64 // high watermark: offsets below it are durable and readable
+	// durableEnd is the end of the local log the flush policy has made
+	// durable. Without a role (rep nil) it is the high watermark; a
+	// leader's high watermark also waits for its in-sync followers.
+	durableEnd int64
 
 	// notify is closed when the high watermark moves; it is made only when
 	// a fetcher waits, so appends without waiters do no channel work.
 	notify chan struct{}
+	// appendNotify is closed on every append, for follower fetches: they
+	// read to the log end, so a high watermark move is too late for them
+	// (it waits for them). Consumers never wait on it, so an append gives
+	// them no wakeup the high watermark has not earned.
+	appendNotify chan struct{}
+
+	// rep is the partition's replication state; nil for a standalone
+	// partition, which keeps the single-copy fast paths (replica.go).
+	rep *replica
+	// epochs is the leader-epoch cache, oldest first (epochs.go).
+	epochs []epochEntry
+	// truncGen counts truncations: a sync started before one must not
+	// raise the durable end over bytes it removed.
+	truncGen uint32
+	// hwPos caches where the high watermark lies in the log, for
+	// consumer reads when it trails the durable end (a leader waiting for
+	// its followers).
+	hwPos hwPosition
 
 	// Flush bookkeeping for interval/always.
 	dirty    bool // bytes written since the last sync was requested
@@ -149,7 +171,7 @@ func (p *partition) roll(s *shard, base int64) error {
 				return *p.failed.Load()
 			}
 			old.durable = old.size
-			p.advanceHW(old.next)
+			p.advanceDurable(old.next)
 		}
 		shrinks, err := old.sealLater()
 		// The shrinks run as a chore even on error: each owns a descriptor.
@@ -387,7 +409,18 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 	// Everything recovered from disk is what survived, so it is the new
 	// durable state: the high watermark starts at the log end.
 	p.hw = p.leo()
-	p.rebuildProducers(opts)
+	p.durableEnd = p.hw
+	if err := p.loadEpochs(s); err != nil {
+		p.close()
+		return nil, err
+	}
+	if p.rebuildProducers(opts) {
+		// The log holds epochs a crash kept from the checkpoint.
+		if err := writeFileSynced(epochCheckpointPath(p.dir), encodeEpochs(p.epochs)); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -406,8 +439,23 @@ func removeSegmentFiles(dir string, base int64) {
 	}
 }
 
-// advanceHW moves the high watermark and wakes long-polling fetchers.
-func (p *partition) advanceHW(hw int64) {
+// advanceDurable notes that the local log is durable up to end and moves
+// the high watermark as far as that lets it.
+func (p *partition) advanceDurable(end int64) {
+	if end > p.durableEnd {
+		p.durableEnd = end
+	}
+	p.updateHW()
+}
+
+// updateHW moves the high watermark to where the durable end and, for a
+// leader, its in-sync followers let it, and wakes long-polling fetchers. It
+// never moves it back; only a truncation does.
+func (p *partition) updateHW() {
+	hw := p.durableEnd
+	if p.rep != nil {
+		hw = p.rep.capHW(hw)
+	}
 	if hw <= p.hw {
 		return
 	}
@@ -655,8 +703,5 @@ func (p *partition) close() {
 		seg.closeFiles()
 	}
 	p.segs = nil
-	if p.notify != nil {
-		close(p.notify)
-		p.notify = nil
-	}
+	p.wakeAll()
 }

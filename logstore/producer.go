@@ -257,8 +257,9 @@ func writeSnapshot(path string, data []byte) error {
 
 // rebuildProducers restores producer state after recovery: the newest
 // readable snapshot at or below the active segment, then every batch after
-// it, read by header only.
-func (p *partition) rebuildProducers(opts *Options) {
+// it, read by header only. The same headers give back the leader epochs a
+// crash kept from the epoch checkpoint; it reports whether it found any.
+func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 	entries, _ := os.ReadDir(p.dir)
 	var snaps []int64
 	for _, e := range entries {
@@ -300,10 +301,12 @@ func (p *partition) rebuildProducers(opts *Options) {
 			}
 			if h.BaseOffset >= from {
 				p.recordProducer(&h, h.MaxTimestamp)
+				epochsAdded = p.noteRecoveredEpoch(&h) || epochsAdded
 			}
 			pos += int64(h.Length)
 		}
 	}
+	return epochsAdded
 }
 
 // pruneSnapshots removes the snapshot files in dir of segments that no

@@ -28,6 +28,7 @@ const (
 	reqList
 	reqDeleteRecords
 	reqLoad
+	reqAppendReplica
 	reqTestHook // runs hook on the shard goroutine (admin operations and tests)
 )
 
@@ -52,6 +53,7 @@ type request struct {
 	appendedAt time.Time
 
 	// fetch
+	now      time.Time // when the fetch began: follower catch-up times and the lease
 	fetch    *FetchRequest
 	fetchIdx []int
 	fetchRes *FetchResult
@@ -130,7 +132,8 @@ type syncItem struct {
 	ref  *fileRef
 	size int64
 	next int64
-	err  error // the fdatasync's failure
+	gen  uint32 // p.truncGen when the sync was asked for
+	err  error  // the fdatasync's failure
 }
 
 type syncBatch struct{ items []syncItem }
@@ -172,6 +175,7 @@ type shard struct {
 
 	files   *logFiles        // the shard's open log files
 	budget  *budget          // the store's, shared by its shards
+	lease   *lease           // the store's lease on leadership (nil in tests that make shards alone)
 	limiter *ratelog.Limiter // for lines a failing disk would repeat per request
 
 	tail cacheTail // writeback's drops, delayed (writeback.go)
@@ -469,7 +473,7 @@ func (s *shard) startSync() {
 			continue
 		}
 		ref.acquire()
-		b.items = append(b.items, syncItem{p: p, seg: seg, ref: ref, size: seg.size, next: seg.next})
+		b.items = append(b.items, syncItem{p: p, seg: seg, ref: ref, size: seg.size, next: seg.next, gen: p.truncGen})
 	}
 	s.dirty = s.dirty[:0]
 	for _, p := range retry {
@@ -501,10 +505,14 @@ func (s *shard) completeSync(b *syncBatch) {
 			*it = syncItem{}
 			continue
 		}
-		if it.size > it.seg.durable {
-			it.seg.durable = it.size
+		if it.gen == it.p.truncGen {
+			// After a truncation the segment may be shorter than what
+			// this sync covered; the truncation made the rest durable.
+			if it.size > it.seg.durable {
+				it.seg.durable = it.size
+			}
+			it.p.advanceDurable(it.next)
 		}
-		it.p.advanceHW(it.next)
 		s.ackDurable(it.p)
 		*it = syncItem{}
 	}
@@ -512,12 +520,12 @@ func (s *shard) completeSync(b *syncBatch) {
 }
 
 // ackDurable finishes produce requests that were waiting for the high
-// watermark to pass them.
+// watermark (acks=all) or the durable end (acks=0/1) to pass them.
 func (s *shard) ackDurable(p *partition) {
 	n := 0
 	for _, r := range p.waitAcks {
-		if r.endOffset <= p.hw {
-			r.finish(nil)
+		if p.acked(r) {
+			r.finish(p.afterAppendErr(r))
 			continue
 		}
 		p.waitAcks[n] = r
@@ -561,6 +569,8 @@ func (s *shard) handle(r *request) {
 		r.finish(s.deleteRecords(r))
 	case reqLoad:
 		r.finish(s.load(r.ctx, r.metas))
+	case reqAppendReplica:
+		s.appendReplica(r)
 	case reqTestHook:
 		r.hook(s)
 		r.finish(nil)
@@ -667,6 +677,12 @@ func (s *shard) produce(r *request) {
 		r.finish(*f)
 		return
 	}
+	if p.rep != nil {
+		if err := s.checkProduce(p, r); err != nil {
+			r.finish(err)
+			return
+		}
+	}
 	seg := p.active()
 	if seg.size > 0 && (seg.size+int64(len(r.records)) > p.cfg.SegmentBytes ||
 		r.appendedAt.Sub(seg.created) >= p.cfg.SegmentMs || seg.indexFull() ||
@@ -699,8 +715,8 @@ func (s *shard) produce(r *request) {
 			// its original offset and write nothing.
 			r.produced = ProduceResult{BaseOffset: dup.baseOffset, LogAppendTime: -1, LogStartOffset: p.logStart}
 			r.endOffset = dup.lastOffset + 1
-			if r.endOffset <= p.hw {
-				r.finish(nil)
+			if p.acked(r) {
+				r.finish(p.afterAppendErr(r))
 			} else {
 				p.waitAcks = append(p.waitAcks, r)
 			}
@@ -709,10 +725,11 @@ func (s *shard) produce(r *request) {
 		idem = h
 	}
 	r.produced.BaseOffset = next
+	epoch := p.stampEpoch()
 	for off := 0; off < len(r.records); {
 		b := r.records[off:]
 		h, _ := ParseBatchHeader(b) // validated by the caller
-		setBaseOffset(b, next, 0)
+		setBaseOffset(b, next, epoch)
 		next += int64(h.LastOffsetDelta) + 1
 		off += int(h.Length)
 	}
@@ -733,21 +750,33 @@ func (s *shard) produce(r *request) {
 		p.recordProducer(&idem, r.appendedAt.UnixMilli())
 	}
 	s.paceWriteback(p, seg)
+	p.appended()
 	r.produced.LogStartOffset = p.logStart
 	r.produced.LogAppendTime = -1
 	r.endOffset = next
+	s.ackAppend(p, seg, r)
+}
+
+// ackAppend answers an append under the flush policy, or parks it until
+// the durable end (acks=0/1) or the high watermark (acks=all) passes it.
+func (s *shard) ackAppend(p *partition, seg *segment, r *request) {
 	switch {
 	case s.opts.Flush == FlushNone:
 		seg.durable = seg.size
-		p.advanceHW(next)
-		r.finish(nil)
+		p.advanceDurable(r.endOffset)
+		s.ackDurable(p) // a leader's high watermark may have waited on this one
 	case s.opts.Flush == FlushInterval && r.acks != -1:
 		s.markDirty(p)
 		r.finish(nil)
+		return
 	default:
 		s.markDirty(p)
-		p.waitAcks = append(p.waitAcks, r)
 	}
+	if p.acked(r) {
+		r.finish(p.afterAppendErr(r))
+		return
+	}
+	p.waitAcks = append(p.waitAcks, r)
 }
 
 // logAppendError logs a failed append, at most once a second per shard: a
@@ -774,6 +803,12 @@ func (s *shard) fetch(r *request) {
 			res.Err = err
 			continue
 		}
+		if p.rep != nil || fp.FollowerID > 0 {
+			if err := s.checkFetch(p, fp, r.now); err != nil {
+				res.Err = err
+				continue
+			}
+		}
 		res.HighWatermark, res.LogStartOffset = p.hw, p.logStart
 		max := int(fp.MaxBytes)
 		if r.fetch.MaxBytes > 0 && (max <= 0 || int(r.fetch.MaxBytes) < max) {
@@ -782,7 +817,7 @@ func (s *shard) fetch(r *request) {
 		if max <= 0 {
 			max = 1 << 20
 		}
-		s.readPartition(r, p, i, fp.Offset, max)
+		s.readPartition(r, p, i, fp.Offset, max, fp.FollowerID > 0)
 		got += res.Records.Size()
 	}
 	// Data short of MinBytes: the long poll must also wake when the
@@ -797,21 +832,27 @@ func (s *shard) fetch(r *request) {
 				continue
 			}
 			if p, err := s.lookup(res.Topic, res.Partition); err == nil {
-				r.waits = append(r.waits, p.waitChan())
+				r.waits = append(r.waits, p.waitChanFor(r.fetch.Partitions[i].FollowerID > 0))
 			}
 		}
 	}
 }
 
-func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max int) {
+// readPartition reads from offset: a consumer up to the high watermark, a
+// follower (store replication) up to the log end.
+func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max int, follower bool) {
 	res := &r.fetchRes.Partitions[i]
-	if offset < p.logStart || offset > p.hw {
-		res.Err = fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, p.hw)
+	end := p.hw
+	if follower {
+		end = p.leo()
+	}
+	if offset < p.logStart || offset > end {
+		res.Err = fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, end)
 		return
 	}
-	if offset == p.hw {
+	if offset == end {
 		if r.wantWait {
-			r.waits = append(r.waits, p.waitChan())
+			r.waits = append(r.waits, p.waitChanFor(follower))
 		}
 		return
 	}
@@ -838,13 +879,25 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 		seg, offset = p.segs[0], p.segs[0].base
 	}
 	for {
-		pos, err := seg.findPosition(offset, seg.durable, s.scratch[:])
+		limit := seg.durable
+		switch {
+		case follower:
+			limit = seg.size
+		case p.hw < p.durableEnd:
+			l, err := p.hwLimit(seg, s.scratch[:])
+			if err != nil {
+				res.Err = err
+				return
+			}
+			limit = l
+		}
+		pos, err := seg.findPosition(offset, limit, s.scratch[:])
 		if err != nil {
 			res.Err = err
 			return
 		}
-		if pos < seg.durable {
-			n := seg.durable - pos
+		if pos < limit {
+			n := limit - pos
 			if n > int64(max) {
 				// Whole batches only: a consumer drops a partial batch at
 				// the end and fetches it again, so with producer batches
@@ -887,7 +940,7 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 		// The offset falls past this segment's data (a gap left by an
 		// aborted write or a roll): continue in the next segment.
 		nextSeg := p.segmentFor(seg.next)
-		if nextSeg == nil || nextSeg == seg {
+		if nextSeg == nil || nextSeg == seg || !follower && nextSeg.base >= p.hw {
 			return
 		}
 		seg, offset = nextSeg, nextSeg.base
@@ -956,6 +1009,11 @@ func (s *shard) listOffsets(r *request) error {
 			off, found, ok, err := seg.findTimestamp(ts, seg.durable, s.scratch[:])
 			if err != nil {
 				return err
+			}
+			if ok && off >= p.hw {
+				// Above what consumers may read (a leader waiting for
+				// its followers): not there yet.
+				break
 			}
 			if ok {
 				if off < p.logStart {
@@ -1102,7 +1160,7 @@ func (s *shard) shutdown() {
 			p.waitAcks = nil
 		} else {
 			seg.durable = seg.size
-			p.advanceHW(seg.next)
+			p.advanceDurable(seg.next)
 			s.ackDurable(p)
 		}
 		for _, w := range p.waitAcks {

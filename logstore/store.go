@@ -28,6 +28,10 @@ type Store struct {
 	// lastColdLog rate-limits the log line of failing cold reads: a missing
 	// object fails every fetch of every consumer reading it.
 	lastColdLog atomic.Int64
+
+	// lease is how long this store may lead without the controller
+	// (SetLease); the shards read it.
+	lease lease
 }
 
 func (s *Store) logColdError(topic string, partition int32, c coldRead, err error) {
@@ -67,6 +71,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	st := &Store{opts: opts, cancel: cancel, closed: make(chan struct{})}
+	st.lease.base = time.Now()
 	st.shards = make([]*shard, opts.Shards)
 	b := &budget{maxPartitions: opts.MaxPartitions, maxMaps: defaultMapBudget()}
 	perShard := make([][]catalog.Partition, opts.Shards)
@@ -77,6 +82,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	for i := range st.shards {
 		st.shards[i] = newShard(i, &st.opts)
 		st.shards[i].budget = b
+		st.shards[i].lease = &st.lease
 		st.shards[i].start(runCtx)
 	}
 	var errs []error
@@ -214,7 +220,8 @@ func isCtxErr(err error) bool {
 
 // Fetch reads the requested partitions, long-polling until MinBytes are
 // available or MaxWait passes. A waiting fetch is woken by the high
-// watermark of any of its partitions moving, not by a timer.
+// watermark of any of its partitions moving, not by a timer; a follower
+// fetch (FollowerID set) reads to the log end and is woken by appends.
 func (s *Store) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, error) {
 	var deadline time.Time
 	if req.MaxWait > 0 {
@@ -253,6 +260,12 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 	res := FetchResult{Partitions: make([]FetchPartitionResult, len(req.Partitions))}
 	var perShard, byShardArr [64]*request
 	reqs := perShard[:0]
+	// One clock read per fetch, and only when something needs it: a
+	// follower's catch-up time, or the lease of a leader.
+	var now time.Time
+	if s.lease.set() {
+		now = time.Now()
+	}
 	// Indexed by shard id, not a map: fetchOnce runs on every long-poll
 	// wakeup, and a map was a per-fetch allocation.
 	byShard := byShardArr[:]
@@ -264,6 +277,9 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		if err := validName(fp.Topic, fp.Partition); err != nil {
 			res.Partitions[i] = FetchPartitionResult{Topic: fp.Topic, Partition: fp.Partition, Err: err}
 			continue
+		}
+		if fp.FollowerID > 0 && now.IsZero() {
+			now = time.Now()
 		}
 		id := ShardFor(fp.Topic, fp.Partition, len(s.shards))
 		r := byShard[id]
@@ -280,6 +296,7 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 	var colds []coldRead
 	for _, r := range reqs {
 		sh := s.shards[r.shardID]
+		r.now = now
 		select {
 		case sh.reqs <- r:
 		case <-s.closed:
