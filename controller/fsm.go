@@ -987,6 +987,9 @@ func decodeSnapshot(b []byte) (state, error) {
 			return bad("topic id %s twice", t.ID)
 		}
 		for i := range t.Partitions {
+			if t.Partitions[i].Partition != int32(i) {
+				return bad("topic %q: partition %d listed as %d", t.Name, i, t.Partitions[i].Partition)
+			}
 			upgradePartition(&t.Partitions[i])
 		}
 		st.topics[t.Name] = t

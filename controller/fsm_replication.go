@@ -312,6 +312,11 @@ func (a *applier) electNow(t *TopicInfo, p PartitionInfo) (PartitionInfo, bool) 
 	return np, true
 }
 
+// The set helpers below return new slices without spare capacity: the
+// partitions they build are shared, read-only, with snapshots, deltas and
+// in-process callers, and an append by one of those must not write into
+// memory another sees.
+
 // without returns s less x, in a new slice.
 func without(s []int32, x int32) []int32 {
 	out := make([]int32, 0, len(s))
@@ -320,7 +325,7 @@ func without(s []int32, x int32) []int32 {
 			out = append(out, v)
 		}
 	}
-	return out
+	return slices.Clip(out)
 }
 
 // inOrder returns the members of set, in the order of order.
@@ -331,7 +336,7 @@ func inOrder(order, set []int32) []int32 {
 			out = append(out, v)
 		}
 	}
-	return out
+	return slices.Clip(out)
 }
 
 // minus returns the members of a not in b, in a's order.
@@ -342,12 +347,12 @@ func minus(a, b []int32) []int32 {
 			out = append(out, v)
 		}
 	}
-	return out
+	return slices.Clip(out)
 }
 
 // union returns a followed by the members of b not in a.
 func union(a, b []int32) []int32 {
-	return append(slices.Clone(a), minus(b, a)...)
+	return slices.Clip(append(slices.Clone(a), minus(b, a)...))
 }
 
 // partition resolves a topic and partition.
@@ -362,11 +367,11 @@ func (st *state) partition(topic string, partition int32) (*TopicInfo, Partition
 	return t, t.Partitions[partition], nil
 }
 
-// setPartition replaces one partition of a topic.
-func (a *applier) setPartition(t *TopicInfo, p PartitionInfo) {
+// setPartition replaces partition i of a topic.
+func (a *applier) setPartition(t *TopicInfo, i int32, p PartitionInfo) {
 	nt := *t
 	nt.Partitions = slices.Clone(t.Partitions)
-	nt.Partitions[p.Partition] = p
+	nt.Partitions[i] = p
 	nt.Version = a.next
 	a.st.topics[t.Name] = &nt
 	a.st.loadStale = true
@@ -405,7 +410,7 @@ func (a *applier) alterPartition(c *cmdAlterPartition) *applyResult {
 	np.ISR = isr
 	np.PartitionEpoch++
 	a.completeReassignment(t, &np)
-	a.setPartition(t, np)
+	a.setPartition(t, c.Partition, np)
 	return &applyResult{partition: &np}
 }
 
@@ -495,7 +500,7 @@ func (a *applier) reassignOne(ra Reassignment) error {
 			return err
 		}
 		np.PartitionEpoch++
-		a.setPartition(t, np)
+		a.setPartition(t, ra.Partition, np)
 		return nil
 	}
 	if err := a.st.checkTarget(ra.Topic, ra.Partition, ra.Replicas); err != nil {
@@ -505,7 +510,7 @@ func (a *applier) reassignOne(ra Reassignment) error {
 	if err != nil || !changed {
 		return err
 	}
-	a.setPartition(t, np)
+	a.setPartition(t, ra.Partition, np)
 	return nil
 }
 
@@ -592,7 +597,7 @@ func (a *applier) drainStore(c *cmdDrainStore) *applyResult {
 		}
 	}
 	for _, name := range a.sortedTopics() {
-		for _, p := range a.st.topics[name].Partitions {
+		for i, p := range a.st.topics[name].Partitions {
 			target, ok := drainTarget(p, c.ID)
 			if !ok {
 				continue
@@ -613,7 +618,7 @@ func (a *applier) drainStore(c *cmdDrainStore) *applyResult {
 			rload[best]++
 			next := slices.Clone(target)
 			next[slices.Index(next, c.ID)] = best
-			moves = append(moves, move{name, p.Partition, next})
+			moves = append(moves, move{name, int32(i), next})
 		}
 	}
 	if !n.Draining {
@@ -632,7 +637,7 @@ func (a *applier) drainStore(c *cmdDrainStore) *applyResult {
 			continue
 		}
 		if changed {
-			a.setPartition(t, np)
+			a.setPartition(t, m.p, np)
 		}
 	}
 	return &applyResult{}

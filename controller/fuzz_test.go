@@ -19,6 +19,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		&cmdAlterConfigs{Resources: []AlterConfigsResource{{Type: ResourceTopic, Name: "t", Incremental: true, Ops: []ConfigOp{{Name: "cleanup.policy", Op: OpAppend, Value: "delete"}}}}},
 		&cmdRegisterNode{ID: 1, Kind: KindStore, Shards: 2, RingAddr: "h:1", NowMs: 1},
 		&cmdSetLiveness{Down: []int32{1}, Up: []int32{2}, NowMs: 2},
+		&cmdAlterPartition{Topic: "t", Partition: 0, LeaderID: 1, LeaderEpoch: 0, PartitionEpoch: 0, ISR: []int32{1}},
+		&cmdAlterPartition{Topic: "t", Partition: 1, LeaderID: 1, ISR: []int32{1, 2, 2}},
+		&cmdReassign{Reassignments: []Reassignment{{Topic: "t", Partition: 0, Replicas: []int32{2, 1}}, {Topic: "t", Partition: 1}}},
+		&cmdDrainStore{ID: 1},
+		&cmdElectPreferred{},
 	} {
 		b, err := encodeCommand(newCommand(p))
 		if err != nil {
@@ -32,6 +37,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		c, err := decodeCommand(data)
 		fsm := NewFSM(nil)
 		registerStore(t, fsm, 1)
+		registerStore(t, fsm, 2)
 		if err := createTopic(t, fsm, "t", 2, nil); err != nil {
 			t.Fatal(err)
 		}
