@@ -275,6 +275,10 @@ func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 	from := int64(-1)
 	for _, base := range snaps {
 		if base > p.leo() {
+			// Taken for batches the log no longer holds (a truncation
+			// a crash interrupted): once the log grew past it again, it
+			// would be read as the state there.
+			_ = os.Remove(snapshotPath(p.dir, base))
 			continue
 		}
 		b, err := os.ReadFile(snapshotPath(p.dir, base))

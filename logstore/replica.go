@@ -591,13 +591,6 @@ func (s *Store) OffsetForLeaderEpoch(ctx context.Context, topic string, id int32
 	return out, err
 }
 
-// Truncate drops every record at or above offset (a follower that diverged
-// from its new leader). The high watermark, the epoch cache and the
-// producer state follow.
-func (s *Store) Truncate(ctx context.Context, topic string, partition int32, offset int64) error {
-	return fmt.Errorf("%w: truncation is not built yet", ErrInvalidRequest)
-}
-
 // SetLease extends how long this store may act as a leader without
 // hearing from the controller. Once it passes, produce and consumer fetches
 // on led partitions fail with ErrNotLeader until the lease is extended: a

@@ -30,11 +30,12 @@ const replTopic = "r"
 func newReplNode(t *testing.T, id int32, mod func(*Options)) *replNode {
 	t.Helper()
 	ts := openTestStore(t, t.TempDir(), mod)
-	t.Cleanup(func() { ts.close(t) })
+	n := &replNode{testStore: ts, id: id}
+	t.Cleanup(func() { n.close(t) }) // n.testStore, which a test may have reopened
 	if err := ts.CreatePartition(context.Background(), replTopic, 0, PartitionConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	return &replNode{testStore: ts, id: id}
+	return n
 }
 
 func (n *replNode) lead(t *testing.T, epoch int32, isr []int32, minISR int) {
@@ -127,6 +128,17 @@ func waitLEO(t *testing.T, n *replNode, leo int64) {
 		}
 	}
 	t.Fatalf("log end never reached %d", leo)
+}
+
+// produceAcks1 produces to the replication tests' partition with acks=1,
+// which does not wait for followers.
+func produceAcks1(t *testing.T, s *Store, batch []byte) ProduceResult {
+	t.Helper()
+	res, err := s.Produce(context.Background(), &ProduceRequest{Topic: replTopic, Partition: 0, Acks: 1, Records: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func batchEpoch(b []byte) int32 { return int32(binary.BigEndian.Uint32(b[offLeaderEpoch:])) }
