@@ -44,6 +44,13 @@ var errorTable = []struct {
 	{ring.ErrNotLocal, kerr.KafkaStorageError},
 	{ring.ErrStorage, kerr.KafkaStorageError},
 	{ring.ErrInvalidRequest, kerr.InvalidRequest},
+	// Replication: the partition's leader moved (or has none) and the
+	// client refreshes its metadata; too few in-sync replicas for acks=all;
+	// a leader epoch older or newer than the partition's.
+	{ring.ErrNotLeader, kerr.NotLeaderForPartition},
+	{ring.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{ring.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{ring.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	// The store or the path to it is going away or being rebuilt: a
 	// retriable code that also makes the client refresh its metadata.
 	{ring.ErrWrongShard, kerr.NotLeaderForPartition},

@@ -42,6 +42,10 @@ var sentinelPackages = []struct {
 		"ErrNodeIDInUse":              controller.ErrNodeIDInUse,
 		"ErrTimeout":                  controller.ErrTimeout,
 		"ErrClosed":                   controller.ErrClosed,
+		"ErrInvalidReplicaAssignment": controller.ErrInvalidReplicaAssignment,
+		"ErrNoReassignmentInProgress": controller.ErrNoReassignmentInProgress,
+		"ErrStaleRequest":             controller.ErrStaleRequest,
+		"ErrIneligibleReplica":        controller.ErrIneligibleReplica,
 	}},
 	{"../../logstore/ring", map[string]error{
 		"ErrProtocol":             ring.ErrProtocol,
@@ -69,6 +73,10 @@ var sentinelPackages = []struct {
 		"ErrTooManyPartitions":    ring.ErrTooManyPartitions,
 		"ErrInvalidRequest":       ring.ErrInvalidRequest,
 		"ErrClosed":               ring.ErrClosed,
+		"ErrNotLeader":            ring.ErrNotLeader,
+		"ErrNotEnoughReplicas":    ring.ErrNotEnoughReplicas,
+		"ErrFencedLeaderEpoch":    ring.ErrFencedLeaderEpoch,
+		"ErrUnknownLeaderEpoch":   ring.ErrUnknownLeaderEpoch,
 	}},
 	{".", map[string]error{
 		"ErrUnknownTopic":             ErrUnknownTopic,

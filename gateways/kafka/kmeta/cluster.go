@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,13 +17,19 @@ import (
 	"github.com/aerostream/aerostream/logstore/ring"
 )
 
-// Options configure a Cluster. API and Backend are required.
+// Options configure a Cluster. API is required.
 type Options struct {
 	// API reaches the controller.
 	API controller.API
-	// Backend is the ring the gateway serves from; the Cluster creates
-	// and awaits partitions through it (see Cluster).
+	// Backend, when set, is the one ring the gateway serves from (serve's
+	// in-process store, or gateway.ring_addr's single store): every
+	// partition goes to it. Nil routes each partition to the store that
+	// leads it, through a Router the Cluster keeps over every live store
+	// (see Cluster.Backend).
 	Backend ring.Backend
+	// Dial opens a ring client to a store for the Router; nil means
+	// ring.Dial. Unused with Backend set.
+	Dial DialFunc
 	// NodeID is this gateway's node id; Addr its advertised Kafka address.
 	NodeID int32
 	Addr   string
@@ -50,19 +57,22 @@ type Options struct {
 // entries give way to the heartbeat view once its version reaches theirs.
 //
 // Partitions: the controller places them and each store's StoreAgent
-// creates them on its next heartbeat. So that a topic is usable when
-// CreateTopics answers, and while a single store is live (serve, or one
-// store and its gateways), the Cluster also creates the new partitions
-// through the ring at once, with the configs the agent would use; the
-// agent finds them there. With several stores the ring reaches only one of
-// them, so it waits (bounded) for the agents instead. A deletion waits
-// (bounded) until the store has dropped the partitions, so that a topic
-// deleted and created again never shows old records.
+// creates them on its next heartbeat (the leader's and the followers').
+// So that a topic is usable when CreateTopics answers, and while a single
+// store is live (serve, or one store and its gateways), the Cluster also
+// creates the new partitions on it at once, with the configs the agent
+// would use; the agent finds them there. With several stores it waits
+// (bounded) for the agents instead, asking each partition's leader. A
+// deletion waits (bounded) until the stores that held the partitions have
+// dropped them, so that a topic deleted and created again never shows old
+// records.
 type Cluster struct {
-	opts  Options
-	log   *slog.Logger
-	snap  atomic.Pointer[kafka.Metadata]
-	ready chan struct{} // closed once snap is set
+	opts    Options
+	log     *slog.Logger
+	snap    atomic.Pointer[kafka.Metadata]
+	ready   chan struct{} // closed once snap is set
+	router  *Router       // nil with Options.Backend
+	backend ring.Backend  // Options.Backend, or router
 
 	// mu serializes the builders of snapshots (heartbeats and writes);
 	// readers never take it.
@@ -105,11 +115,21 @@ func New(opts Options) *Cluster {
 		opts.SettleTimeout = 10 * time.Second
 	}
 	c := &Cluster{opts: opts, log: opts.Logger.With("component", "kafka-cluster"), ready: make(chan struct{})}
+	c.backend = opts.Backend
+	if c.backend == nil {
+		c.router = NewRouter(opts.Dial, opts.Logger)
+		c.backend = c.router
+	}
 	c.mu.topics = map[string]viewTopic{}
 	c.mu.nodes = map[int32]controller.NodeInfo{}
 	c.mu.overlay = map[string]overlayTopic{}
 	return c
 }
+
+// Backend is the ring the gateway serves from: Options.Backend, or the
+// Router over every store, which the caller closes once the gateway has
+// stopped.
+func (c *Cluster) Backend() ring.Backend { return c.backend }
 
 // Run keeps the gateway registered with the controller, and the snapshot
 // current, until ctx ends. It returns ctx's error.
@@ -199,12 +219,38 @@ func (c *Cluster) publishLocked() {
 		version = max(version, o.version)
 	}
 	first := c.snap.Load() == nil
-	c.snap.Store(kafka.NewMetadata(kafka.MetadataSource{
+	md := kafka.NewMetadata(kafka.MetadataSource{
 		Version: version, ClusterID: c.mu.clusterID, ControllerID: ctl, Brokers: brokers, Topics: topics,
-	}))
+	})
+	// The router switches to the snapshot the gateway answers from in the
+	// same step, so Metadata never names a leader the router does not
+	// route to.
+	if c.router != nil {
+		c.router.Update(md, c.storesLocked())
+	}
+	c.snap.Store(md)
 	if first {
 		close(c.ready)
 	}
+}
+
+// storesLocked lists the live stores and their rings.
+func (c *Cluster) storesLocked() []StoreRing {
+	var out []StoreRing
+	for _, n := range c.mu.nodes {
+		if n.Kind != controller.KindStore || !n.Live {
+			continue
+		}
+		addr := n.Ring.Address
+		if addr == "" {
+			addr = n.Addresses["ring"]
+		}
+		if addr == "" {
+			continue
+		}
+		out = append(out, StoreRing{ID: n.ID, Addr: addr, Version: n.Ring.Version})
+	}
+	return out
 }
 
 // broker is a gateway node as Kafka clients see it; ok is false when its
@@ -239,7 +285,11 @@ func toKafkaTopic(ti controller.TopicInfo) *kafka.Topic {
 			if leader == controller.NoLeader {
 				leader = kafka.NoLeader
 			}
-			t.Parts[p.Partition] = kafka.PartitionMeta{Leader: leader, LeaderEpoch: max(p.LeaderEpoch, 0)}
+			var replicas []int32
+			if len(p.Replicas) > 0 {
+				replicas = slices.Clone(p.Replicas)
+			}
+			t.Parts[p.Partition] = kafka.PartitionMeta{Leader: leader, LeaderEpoch: max(p.LeaderEpoch, 0), Replicas: replicas}
 		}
 	}
 	return t
@@ -407,7 +457,7 @@ func (c *Cluster) DeleteTopic(ctx context.Context, name string) error {
 		return err
 	}
 	if had {
-		c.awaitPartitions(ctx, name, old.Partitions, false)
+		c.awaitDeleted(ctx, old)
 	}
 	return nil
 }
@@ -466,7 +516,7 @@ func (c *Cluster) ensurePartitions(ctx context.Context, ti controller.TopicInfo,
 			if p.Partition < from || p.Leader == controller.NoLeader {
 				continue
 			}
-			err := c.opts.Backend.CreatePartition(ctx, ti.Name, p.Partition, pc)
+			err := c.backend.CreatePartition(ctx, ti.Name, p.Partition, pc)
 			if err != nil && !errors.Is(err, ring.ErrPartitionExists) {
 				c.log.Warn("creating partition", "topic", ti.Name, "partition", p.Partition, "err", err)
 			}
@@ -476,23 +526,56 @@ func (c *Cluster) ensurePartitions(ctx context.Context, ti controller.TopicInfo,
 }
 
 // awaitPartitions waits, at most SettleTimeout, until partitions [0, n) of
-// topic exist (or, with exist false, are gone) on the store the ring
-// reaches.
+// topic exist on the stores that lead them.
 func (c *Cluster) awaitPartitions(ctx context.Context, topic string, n int32, exist bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.SettleTimeout)
 	defer cancel()
 	for p := int32(0); p < n; p++ {
-		for {
-			_, err := c.opts.Backend.DescribePartition(ctx, topic, p)
-			if (err == nil) == exist && (exist || errors.Is(err, ring.ErrUnknownPartition)) {
-				break
+		if !c.await(ctx, c.backend, topic, p, exist) {
+			return
+		}
+	}
+}
+
+// awaitDeleted waits, at most SettleTimeout, until every store that held
+// a partition of the deleted topic t has dropped it. With a single ring
+// that is the one store; with the router, each partition's leader and
+// replicas that are live (a store that is down drops them when its agent
+// catches up, before it serves again).
+func (c *Cluster) awaitDeleted(ctx context.Context, t *kafka.Topic) {
+	if c.router == nil {
+		c.awaitPartitions(ctx, t.Name, t.Partitions, false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.SettleTimeout)
+	defer cancel()
+	for p := int32(0); p < t.Partitions; p++ {
+		pm := t.Partition(p)
+		for _, id := range append([]int32{pm.Leader}, pm.Replicas...) {
+			b, err := c.router.on(ctx, id)
+			if err != nil {
+				continue // not live, or no leader
 			}
-			select {
-			case <-ctx.Done():
-				c.log.Warn("partitions not settled on the store yet", "topic", topic, "want_exist", exist)
+			if !c.await(ctx, b, t.Name, p, false) {
 				return
-			case <-time.After(20 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// await polls b until topic/partition exists (or is gone); false when ctx
+// ended first.
+func (c *Cluster) await(ctx context.Context, b ring.Backend, topic string, p int32, exist bool) bool {
+	for {
+		_, err := b.DescribePartition(ctx, topic, p)
+		if (err == nil) == exist && (exist || errors.Is(err, ring.ErrUnknownPartition)) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			c.log.Warn("partitions not settled on the stores yet", "topic", topic, "partition", p, "want_exist", exist, "err", err)
+			return false
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }
