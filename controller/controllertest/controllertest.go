@@ -3,6 +3,7 @@ package controllertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func Run(t *testing.T, newAPI func(t *testing.T) controller.API) {
 		{"Members", testMembers},
 		{"ClusterInfo", testClusterInfo},
 		{"Voters", testVoters},
+		{"Replication", testReplication},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, api) })
 	}
@@ -316,4 +318,135 @@ func testVoters(t *testing.T, api controller.API) {
 		t.Errorf("refused changes changed the configuration: %+v -> %+v", before.Voters, after.Voters)
 	}
 	create(t, api, "voters-still-writable")
+}
+
+// keepAlive registers stores and heartbeats for them, and for every store
+// registered before (earlier tests'), until the test ends, so that no
+// replica's session expires while it runs.
+func keepAlive(t *testing.T, api controller.API, ids ...int32) {
+	t.Helper()
+	var all []int32
+	for _, n := range must(api.ListNodes(ctx(t)))(t).Nodes {
+		if n.Kind == controller.KindStore {
+			all = append(all, n.ID)
+		}
+	}
+	for _, id := range ids {
+		addr := fmt.Sprintf("10.9.1.%d:7000", id)
+		must(api.RegisterNode(ctx(t), controller.RegisterNodeRequest{ID: id, Kind: controller.KindStore, Shards: 1, RingAddr: addr, Addresses: map[string]string{"ring": addr}}))(t)
+		all = append(all, id)
+	}
+	ids = all
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.Done():
+				return
+			case <-tick.C:
+			}
+			for _, id := range ids {
+				_, _ = api.Heartbeat(c, controller.HeartbeatRequest{ID: id})
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+func partitionOf(t *testing.T, api controller.API, topic string, p int32) controller.PartitionInfo {
+	t.Helper()
+	md := must(api.Metadata(ctx(t), controller.MetadataRequest{Topics: []string{topic}}))(t)
+	if len(md.Topics) != 1 || len(md.Topics[0].Partitions) <= int(p) {
+		t.Fatalf("metadata of %s: %+v", topic, md.Topics)
+	}
+	return md.Topics[0].Partitions[p]
+}
+
+// Replicas, the ISR, reassignment and drain, on stores 41 to 44 (the
+// replica ids of these APIs are store node ids).
+func testReplication(t *testing.T, api controller.API) {
+	keepAlive(t, api, 41, 42, 43)
+	resp := must(api.CreateTopics(ctx(t), controller.CreateTopicsRequest{Topics: []controller.NewTopic{
+		{Name: "rep", Partitions: 2, ReplicationFactor: 3, Configs: map[string]string{"min.insync.replicas": "2"}},
+		{Name: "rep-rf4", Partitions: 1, ReplicationFactor: 4},
+		{Name: "rep-mis", Partitions: 1, ReplicationFactor: 2, Configs: map[string]string{"min.insync.replicas": "3"}},
+	}}))(t)
+	if err := resp.Topics[0].Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantIs(t, "replication factor 4", resp.Topics[1].Err(), controller.ErrInvalidReplicationFactor, "at most 3")
+	wantIs(t, "min.insync.replicas above the factor", resp.Topics[2].Err(), controller.ErrInvalidConfig, "min.insync.replicas")
+	p := partitionOf(t, api, "rep", 0)
+	if len(p.Replicas) != 3 || p.Leader != p.Replicas[0] || len(p.ISR) != 3 || p.LeaderEpoch != 0 || p.PartitionEpoch != 0 {
+		t.Fatalf("an RF 3 partition: %+v", p)
+	}
+
+	// AlterPartition: stale and invalid requests are refused; a valid one
+	// bumps the partition epoch.
+	alter := controller.AlterPartitionRequest{Topic: "rep", Partition: 0, LeaderID: p.Leader, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1, ISR: p.ISR}
+	_, err := api.AlterPartition(ctx(t), alter)
+	wantIs(t, "alter at a future partition epoch", err, controller.ErrStaleRequest, "partition epoch")
+	alter.PartitionEpoch, alter.ISR = p.PartitionEpoch, []int32{p.Leader, 99}
+	_, err = api.AlterPartition(ctx(t), alter)
+	wantIs(t, "alter with a stranger in the ISR", err, controller.ErrInvalidRequest, "99")
+	dropped := p.Replicas[2]
+	alter.ISR = p.Replicas[:2]
+	got := must(api.AlterPartition(ctx(t), alter))(t)
+	if got.PartitionEpoch != p.PartitionEpoch+1 || len(got.ISR) != 2 || got.Leader != p.Leader {
+		t.Errorf("after shrinking the ISR: %+v", got)
+	}
+
+	// Reassignment onto a fourth store waits for it to be in sync, is
+	// listed, and cancels back.
+	keepAlive(t, api, 44)
+	target := []int32{p.Replicas[0], p.Replicas[1], 44}
+	ra := must(api.AlterPartitionReassignments(ctx(t), controller.ReassignRequest{Reassignments: []controller.Reassignment{
+		{Topic: "rep", Partition: 0, Replicas: target},
+		{Topic: "rep", Partition: 1, Replicas: []int32{41, 41}},
+		{Topic: "rep", Partition: 1},
+		{Topic: "rep-nope", Partition: 0, Replicas: []int32{41}},
+	}}))(t)
+	if len(ra.Errors) != 4 || ra.Errors[0] != nil {
+		t.Fatalf("reassign: %+v", ra.Errors)
+	}
+	wantIs(t, "a store twice", ra.Errors[1], controller.ErrInvalidReplicaAssignment, "twice")
+	wantIs(t, "cancel with none in progress", ra.Errors[2], controller.ErrNoReassignmentInProgress, "")
+	wantIs(t, "reassign in an unknown topic", ra.Errors[3], controller.ErrUnknownTopic, "rep-nope")
+	list := must(api.ListPartitionReassignments(ctx(t), controller.ListReassignmentsRequest{}))(t)
+	if len(list.Reassignments) != 1 {
+		t.Fatalf("list: %+v", list.Reassignments)
+	}
+	if r := list.Reassignments[0]; r.Topic != "rep" || r.Partition != 0 || len(r.Replicas) != 4 ||
+		len(r.Adding) != 1 || r.Adding[0] != 44 || len(r.Removing) != 1 || r.Removing[0] != dropped {
+		t.Errorf("listed %+v, want adding [44] removing [%d]", r, dropped)
+	}
+	named := must(api.ListPartitionReassignments(ctx(t), controller.ListReassignmentsRequest{Topics: []controller.TopicPartitions{{Topic: "rep", Partitions: []int32{1}}}}))(t)
+	if len(named.Reassignments) != 0 {
+		t.Errorf("partition 1 is not moving: %+v", named.Reassignments)
+	}
+	ra = must(api.AlterPartitionReassignments(ctx(t), controller.ReassignRequest{Reassignments: []controller.Reassignment{{Topic: "rep", Partition: 0}}}))(t)
+	if ra.Errors[0] != nil {
+		t.Fatalf("cancel: %v", ra.Errors[0])
+	}
+	if p := partitionOf(t, api, "rep", 0); len(p.Replicas) != 3 || len(p.TargetReplicas) != 0 {
+		t.Errorf("after cancel: %+v", p)
+	}
+
+	// Drain: a store that holds nothing is drained at once; an unknown
+	// one is refused.
+	st := must(api.DrainStore(ctx(t), controller.DrainRequest{ID: 44}))(t)
+	if !st.Draining || st.Replicas != 0 || st.Leaders != 0 || st.ID != 44 {
+		t.Errorf("drain of an empty store: %+v", st)
+	}
+	_, err = api.DrainStore(ctx(t), controller.DrainRequest{ID: 4999})
+	wantIs(t, "drain an unknown store", err, controller.ErrUnknownNode, "4999")
+	ra = must(api.AlterPartitionReassignments(ctx(t), controller.ReassignRequest{Reassignments: []controller.Reassignment{{Topic: "rep", Partition: 0, Replicas: []int32{44}}}}))(t)
+	wantIs(t, "reassign onto a draining store", ra.Errors[0], controller.ErrInvalidReplicaAssignment, "draining")
 }
