@@ -21,6 +21,7 @@ import (
 
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/logstore"
+	"github.com/aerostream/aerostream/replica"
 	"github.com/aerostream/aerostream/tools/config"
 )
 
@@ -169,14 +170,24 @@ func splitAddrs(s string) []string {
 }
 
 // storeAgent registers a store with the controller (in-process or over the
-// network) and applies placement to it until ctx ends.
-func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr string, logger *slog.Logger) *controller.StoreAgent {
-	return controller.NewStoreAgent(api, storePartitions{st}, controller.RegisterNodeRequest{
+// network) and applies placement to it until ctx ends, handing each view
+// to the replica manager (nil for none). lease says whether heartbeats
+// renew the store's leadership lease: not in serve, whose controller is in
+// the same process and so can never fence it.
+func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr string, mgr *replica.Manager, lease bool, logger *slog.Logger) *controller.StoreAgent {
+	opts := controller.StoreAgentOptions{Logger: logger}
+	if mgr != nil {
+		opts.OnView = mgr.Apply
+		if lease {
+			opts.OnHeartbeat = mgr.OnHeartbeat
+		}
+	}
+	return controller.NewStoreAgentWith(api, storePartitions{st}, controller.RegisterNodeRequest{
 		ID:        id,
 		Shards:    int32(st.NumShards()),
 		RingAddr:  ringAddr,
 		Addresses: map[string]string{"ring": ringAddr},
-	}, logger)
+	}, opts)
 }
 
 // advertisedRing is the ring address a store registers: the listener's,

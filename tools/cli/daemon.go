@@ -27,6 +27,7 @@ import (
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/replica"
 	"github.com/aerostream/aerostream/tools/config"
 )
 
@@ -430,7 +431,21 @@ func (d *daemon) start(ctx context.Context) error {
 		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
 	if d.members != nil {
-		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), logger)
+		// The replica manager takes the roles the controller's views give
+		// the store's partitions; it asks the same controller to change
+		// ISRs.
+		var mgr *replica.Manager
+		if alter, ok := d.members.(replica.Controller); ok {
+			var err error
+			mgr, err = replica.New(replica.Options{Store: d.st, Controller: alter, LocalID: cfg.Controller.NodeID, Logger: logger})
+			if err != nil {
+				return fmt.Errorf("controller.node_id: %w", err)
+			}
+			d.reg.MustRegister(mgr.Collectors()...)
+			d.sup.start(ctx, "replica manager", mgr.Run)
+			parts = append(parts, "replica-manager")
+		}
+		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), mgr, d.ctl == nil, logger)
 		d.sup.start(ctx, "controller agent", agent.Run)
 		if d.ctl != nil {
 			parts = append(parts, "controller")
