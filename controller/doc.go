@@ -6,11 +6,14 @@
 //   - topics: name, topic id (a Kafka UUID), replication factor, partition
 //     count and the configs set on them, under Kafka's names (the
 //     topicconfig registry lists the ones known, with defaults and ranges);
-//   - placement: the store node that leads each partition, and its leader
-//     epoch;
+//   - placement: each partition's replicas (store nodes, the preferred
+//     leader first), its leader and leader epoch, its in-sync replica set
+//     (ISR) and partition epoch, and the target of a reassignment in
+//     progress;
 //   - registered stores and gateways: id, kind, addresses, the store's shard
 //     ring (shard count, ring address, and a ring version the controller
-//     bumps when either changes), liveness and last heartbeat;
+//     bumps when either changes), liveness, last heartbeat and whether it
+//     is draining;
 //   - the dynamic cluster-default (broker-level) configs.
 //
 // Every change goes through Raft as a command (command.go: a version byte,
@@ -20,18 +23,76 @@
 //
 // # Placement
 //
-// A new partition goes to the least-loaded live store (ties to the lowest
-// id). With no live store it waits unplaced (leader -1) and is placed when
-// one registers. With one copy of each partition (replication factor 1 is
-// all that exists; anything else is refused with INVALID_REPLICATION_FACTOR)
-// a partition stays with its store while that store is down, as in Kafka:
-// moving it would serve an empty log. StoreAgent, run by each store, creates
-// the partitions placed on it and deletes those of deleted topics.
+// A topic has a replication factor of 1 to MaxReplicationFactor (3). Each
+// new partition gets that many distinct stores among the live ones that
+// are not draining: those holding the fewest replicas (ties to the lowest
+// id), and of these the one leading the fewest partitions is the leader,
+// listed first in Replicas as the preferred leader, so that leadership
+// spreads as well as data. The ISR starts as all the replicas, at leader
+// epoch 0 and partition epoch 0. A replication factor above the live
+// stores that are not draining is refused (INVALID_REPLICATION_FACTOR,
+// naming how many are live), as is min.insync.replicas above the factor
+// (INVALID_CONFIG). With no live store, a partition of factor 1 waits
+// unplaced (no replicas, leader -1) and is placed when one registers.
+// Partitions from before replication (no Replicas) read as their leader
+// alone. Replica ids are store node ids everywhere in this API: gateways
+// hold no data.
+//
+// Only the controller changes leaders and ISRs, each change a Raft command
+// that bumps the partition epoch (and the leader epoch when the leader
+// changes):
+//
+//   - AlterPartition: the leader store proposes a new ISR (KIP-497). It is
+//     refused as stale (ErrStaleRequest) unless it names the current
+//     leader, leader epoch and partition epoch and the leader is live; the
+//     ISR must hold the leader and only replicas, and a store it adds must
+//     be live (ErrIneligibleReplica).
+//   - Session expiry (fencing): a store marked down leaves every ISR it is
+//     in, unless it is the last member (KRaft keeps it, so the partition
+//     waits for it), and each partition it led elects the first replica,
+//     in Replicas order, that is in the ISR and live. With none, and
+//     unclean.leader.election.enable (topic config, else cluster default)
+//     true, the first live replica leads with an ISR of itself; otherwise
+//     the leader is NoLeader until an ISR member returns. A live store
+//     registering again (a restart within its session) is fenced the same
+//     way first, so it comes back as a follower. A store that returns
+//     leads the leaderless partitions whose ISR holds it. Stores keep a
+//     leadership lease from their heartbeats (MemberOptions.OnHeartbeat),
+//     ending before the controller can fence them, so a fenced leader has
+//     stopped serving by the time another is elected.
+//   - Preferred leader: every LeaderRebalanceInterval (5 s; Kafka's
+//     auto.leader.rebalance.enable) the leader hands leadership back to
+//     each partition's first replica when it is live, in the ISR, not
+//     draining and not leading.
+//   - Reassignment (AlterPartitionReassignments): a target of 1 to 3
+//     distinct registered stores that are not draining. Replicas become
+//     the original ones followed by the new ones until every target
+//     replica is in the ISR (checked when an AlterPartition commits, or at
+//     once when the target only drops or reorders); then Replicas become
+//     the target, the ISR keeps only target members, and a leader outside
+//     the target hands over to the first in-sync target replica. A nil
+//     target cancels, back to the original replicas.
+//     ListPartitionReassignments reports replicas, adding and removing as
+//     Kafka does.
+//   - Drain (DrainStore): the store is marked draining (placement skips
+//     it) and every partition holding it gets a target with it replaced by
+//     the live, non-draining store holding the fewest replicas that is not
+//     a replica yet; when one partition has no such store, the drain is
+//     refused and nothing changes. Leadership leaves the store as each
+//     move completes. Calling DrainStore again reports the replicas and
+//     leaderships it still has; at 0 and 0 the store holds nothing and can
+//     be removed (it stays registered until then).
+//
+// StoreAgent, run by each store, creates the partitions it is a replica
+// of, deletes those of deleted topics and those a completed move took
+// away from it, and hands each view to the store's replica manager
+// (StoreAgentOptions.OnView), which follows leaders and proposes ISR
+// changes.
 //
 // # Membership and heartbeats
 //
 // Stores and gateways register (RegisterNode), then heartbeat every
-// HeartbeatInterval (2 s). A registration whose node id another node holds
+// HeartbeatInterval (500 ms). A registration whose node id another node holds
 // (one of another kind, or a live one at other addresses) is refused with
 // ErrNodeIDInUse, naming the holder. A reply carries the changes since the version
 // the node last saw (topics created or changed, with their configs and
@@ -42,10 +103,12 @@
 // as the metadata moves, so a change reaches every member within a round
 // trip, and the member heartbeats again at once. Each heartbeat also says
 // which version the node has acted on; CreateTopics, CreatePartitions and
-// DeleteTopics with WaitMs answer once the stores concerned have. Heartbeat
-// times live in the leader's memory; the leader proposes "down" for a node
-// silent for SessionTimeout (10 s) and "up" when it speaks again. A new
-// leader gives every node a fresh session.
+// DeleteTopics with WaitMs answer once the stores holding the replicas
+// concerned have. Heartbeat times live in the leader's memory; the leader
+// checks them every tenth of a session (at most 250 ms) and proposes
+// "down" for a node silent for SessionTimeout (2 s, against Kafka's 9 s,
+// so that a dead leader store is replaced within about 3 s) and "up" when
+// it speaks again. A new leader gives every node a fresh session.
 //
 // # Port, protocol and joining
 //
