@@ -542,6 +542,23 @@ func TestServeRefusesGatewayIDClash(t *testing.T) {
 	}
 }
 
+// TestStoreRefusesNonPositiveID: a store's node id goes into follower
+// fetches, where 0 means a consumer; store and serve refuse it in one line
+// before binding anything.
+func TestStoreRefusesNonPositiveID(t *testing.T) {
+	for _, args := range [][]string{
+		{"store", "--controller.join", "127.0.0.1:1", "--controller.node_id", "0", "--ring-listen", "127.0.0.1:0"},
+		{"serve", "--controller.node_id", "0", "--ring-listen", "127.0.0.1:0", "--controller-listen", "127.0.0.1:0", "--kafka-listen", ""},
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		r := run(t, nil, append(args, "--data-dir", data, "--http-listen", "", "--native-listen", "")...)
+		wantOneLineFailure(t, r, "controller.node_id 0: a store's node id must be > 0")
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("%s: data dir was created by a start refused on its id (%v)", args[0], err)
+		}
+	}
+}
+
 // TestTierCommandsAgainstServe runs serve with its admin API and checks
 // what the tier commands and the admin listener answer.
 func TestTierCommandsAgainstServe(t *testing.T) {

@@ -202,6 +202,11 @@ func checkDaemon(kind daemonKind, cfg config.Config) error {
 	if kind.needRing && cfg.Listeners.Ring == "" {
 		return errors.New("listeners.ring is empty: a store serves its shards only there")
 	}
+	// A store replicates under its node id, and follower fetches take 0
+	// for "a consumer".
+	if (kind.needRing && cfg.Controller.Join != "" || kind.controller && kind.inProcess) && cfg.Controller.NodeID <= 0 {
+		return fmt.Errorf("controller.node_id %d: a store's node id must be > 0", cfg.Controller.NodeID)
+	}
 	if !kind.controller {
 		return nil
 	}
