@@ -67,8 +67,8 @@
 //     watermark, so the cold tier holds only records every later leader
 //     holds too (a segment sealed above it waits for the next sync tick).
 //
-// With Options.Replicated (a cluster store), a partition with no role yet
-// is left alone: before the controller's view arrives a follower would
+// A cluster store's partition with no role yet (logstore RequireRole) is
+// left alone: before the controller's view arrives a follower would
 // otherwise upload as a single copy. An old leader that has not yet heard
 // it was deposed may still write the manifest once after the new leader
 // took over; the new leader's next manifest write (every upload marks it)

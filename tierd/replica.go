@@ -13,7 +13,8 @@ import (
 // every partition is uploaded as it seals.
 type Replicas interface {
 	// TierRole returns the partition's replication role ("leader",
-	// "follower" or "standalone"), its leader epoch, and its high
+	// "follower", "standalone" for a single copy, anything else for a
+	// partition that waits for its role), its leader epoch, and its high
 	// watermark.
 	TierRole(ctx context.Context, topic string, partition int32) (role string, epoch int32, hw int64, err error)
 	// AdoptRemote takes in the cold segments another store uploaded,
@@ -36,7 +37,7 @@ const (
 	// has it once it has taken in the cold tier of its epoch.
 	accessOwner tierAccess = iota
 	// accessNone: leave the bucket alone (a follower, or a partition of a
-	// replicated store with no role yet).
+	// cluster store with no role yet).
 	accessNone
 )
 
@@ -59,9 +60,6 @@ func (d *Daemon) access(ctx context.Context, topic string, partition int32) (tie
 		}
 		return accessOwner, hw, nil
 	case roleStandalone:
-		if d.opts.Replicated {
-			return accessNone, 0, nil
-		}
 		return accessOwner, -1, nil
 	}
 	return accessNone, 0, nil

@@ -16,9 +16,7 @@ import (
 	"github.com/aerostream/aerostream/tierd/objstore/filesystem"
 )
 
-// roleStore is a store whose replication role the test sets, so that a
-// leader and a follower can be driven without the replica manager; their
-// logs are made identical by producing the same batches to both.
+// roleStore is a store whose high watermark the test sets.
 type roleStore struct {
 	*logstore.Store
 	mu    sync.Mutex
@@ -39,7 +37,10 @@ func (s *roleStore) set(role string, epoch int32, hw int64) {
 	s.mu.Unlock()
 }
 
-var _ Replicas = (*roleStore)(nil)
+var (
+	_ Replicas = (*roleStore)(nil)
+	_ Replicas = (*logstore.Store)(nil)
+)
 
 type replicaNode struct {
 	*node
@@ -47,9 +48,11 @@ type replicaNode struct {
 	dir   string
 }
 
-// startReplica is startNode with a role the test controls and no
-// background ticks: the test calls syncFollowers itself.
-func startReplica(t *testing.T, dir string, b objstore.Bucket, role string, epoch int32) *replicaNode {
+// startReplica is startNode for a cluster store, with no background
+// ticks: the test calls syncFollowers itself. With fake, tierd sees the
+// roles and high watermark the test sets on roles; otherwise the store's.
+// requireRole is logstore's Options.RequireRole, as a cluster store sets it.
+func startReplica(t *testing.T, dir string, b objstore.Bucket, fake, requireRole bool) *replicaNode {
 	t.Helper()
 	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet})
 	if err != nil {
@@ -58,12 +61,16 @@ func startReplica(t *testing.T, dir string, b objstore.Bucket, role string, epoc
 	n := &node{cat: cat, done: make(chan struct{})}
 	proxy := &tierProxy{}
 	n.store, err = logstore.Open(logstore.Options{Dir: dir, Catalog: cat, Shards: 2, Logger: quiet, Tier: proxy,
-		Cold: bucketReader{b}, RetentionCheckInterval: time.Hour})
+		Cold: bucketReader{b}, RetentionCheckInterval: time.Hour, RequireRole: requireRole})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &roleStore{Store: n.store, role: role, epoch: epoch, hw: math.MaxInt64}
-	n.tier, err = New(Options{Bucket: b, Store: rs, Catalog: cat, Logger: quiet, Replicated: true,
+	rs := &roleStore{Store: n.store, role: roleStandalone}
+	var st Store = n.store
+	if fake {
+		st = rs
+	}
+	n.tier, err = New(Options{Bucket: b, Store: st, Catalog: cat, Logger: quiet,
 		RescanInterval: time.Hour, ManifestInterval: time.Hour,
 		Retry: objstore.RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}})
 	if err != nil {
@@ -138,10 +145,22 @@ func TestTieringWithReplicas(t *testing.T) {
 func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 	ctx := context.Background()
 	b := fsBucket(t)
-	a := startReplica(t, t.TempDir(), b, roleLeader, 1)
+	a := startReplica(t, t.TempDir(), b, false, false)
 	defer a.stop()
-	f := startReplica(t, t.TempDir(), b, roleFollower, 1)
+	f := startReplica(t, t.TempDir(), b, false, false)
 	defer f.stop()
+	// Store ids 1 (a) and 2 (f).
+	role := func(n *replicaNode, local, leader, epoch int32) {
+		t.Helper()
+		st := logstore.ReplicaState{Role: logstore.RoleFollower, LeaderEpoch: epoch, Leader: leader, LocalID: local,
+			Replicas: []int32{1, 2}, ISR: []int32{leader}, MinISR: 1}
+		if local == leader {
+			st.Role = logstore.RoleLeader
+		}
+		if err := n.store.SetReplicaState(ctx, "r", 0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Different segment sizes: the replicas' segments do not line up.
 	evictAll := new(int64(0))
@@ -157,16 +176,25 @@ func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 		LocalRetentionBytes: followerLocal, RetentionMs: -1, RetentionBytes: -1}); err != nil {
 		t.Fatal(err)
 	}
+	role(a, 1, 1, 1)
+	role(f, 2, 1, 1)
 	var sent [][]byte
-	produce := func(batches int, nodes ...*replicaNode) {
+	// produce writes to the leader and copies what it wrote to the
+	// follower, as the replica manager's fetcher would.
+	produce := func(batches int, leader, follower *replicaNode) {
 		t.Helper()
+		from := int64(len(sent)) * 4
 		for i := 0; i < batches; i++ {
 			batch := logtest.Filler(int64(len(sent)), 4, 1000, byte(len(sent)))
 			sent = append(sent, append([]byte(nil), batch...))
-			for _, n := range nodes {
-				if _, err := n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "r", Partition: 0, Records: batch}); err != nil {
-					t.Fatal(err)
-				}
+			if _, err := leader.store.Produce(ctx, &logstore.ProduceRequest{Topic: "r", Partition: 0, Records: batch, Acks: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, b := range readAllBatches(t, leader.store, "r", 0, from) {
+			h, _ := logstore.ParseBatchHeader(b)
+			if _, err := follower.store.AppendReplica(ctx, "r", 0, b, h.NextOffset()); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
@@ -177,7 +205,7 @@ func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 			t.Fatalf("%s: read %d batches from offset 0, sent %d", what, len(got), len(sent))
 		}
 		for i := range got {
-			if !bytes.Equal(got[i][12:], sent[i][12:]) {
+			if !bytes.Equal(got[i][16:], sent[i][16:]) { // from the magic: the leader stamps its epoch
 				t.Fatalf("%s: batch %d differs", what, i)
 			}
 		}
@@ -235,12 +263,11 @@ func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 				t.Fatalf("follower's remote record %d names %q, not a leader's object", r.BaseOffset, r.ObjectKey)
 			}
 		}
-		check(f, "follower")
 
 	}
 	// Change of leader: the follower leads at epoch 2, and more is written.
-	a.roles.set(roleFollower, 2, math.MaxInt64)
-	f.roles.set(roleLeader, 2, math.MaxInt64)
+	role(f, 2, 2, 2)
+	role(a, 1, 2, 2)
 	produce(150, f, a)
 	if err := f.store.RollPartition(ctx, "r", 0); err != nil {
 		t.Fatal(err)
@@ -306,9 +333,15 @@ func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 		t.Fatalf("the new leader did not evict offset 0: local logs %v", logs)
 	}
 	check(f, "new leader")
-	// The old leader, now following, takes the new leader's pointers.
+	// The old leader, now following, takes the new leader's pointers and
+	// evicts what they cover.
 	a.tier.syncFollowers(ctx)
-	check(a, "old leader")
+	if err := a.store.Settle(ctx, "r", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := localLogs(t, a.dir, "r"); n > 3 {
+		t.Fatalf("the old leader keeps %d local logs as a follower", n)
+	}
 }
 
 // TestLeaderUploadsBelowHighWatermark: a sealed segment reaching past the
@@ -316,7 +349,7 @@ func testTieringWithReplicas(t *testing.T, batches int, sync bool) {
 func TestLeaderUploadsBelowHighWatermark(t *testing.T) {
 	ctx := context.Background()
 	b := fsBucket(t)
-	a := startReplica(t, t.TempDir(), b, roleLeader, 1)
+	a := startReplica(t, t.TempDir(), b, true, false)
 	defer a.stop()
 	a.roles.set(roleLeader, 1, 0)
 	if err := a.store.CreatePartition(ctx, "h", 0, logstore.PartitionConfig{SegmentBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}); err != nil {
@@ -361,5 +394,50 @@ func TestManifestOverlap(t *testing.T) {
 		if _, err := decodeManifest(body); (err == nil) != tc.ok {
 			t.Errorf("%v: err %v, want ok %v", tc.segs, err, tc.ok)
 		}
+	}
+}
+
+// TestRestartedClusterStoreWaitsForItsRole: a cluster store restarted with
+// sealed segments it never uploaded leaves them alone until it knows its
+// role (it may be a follower now), and uploads them once it leads.
+func TestRestartedClusterStoreWaitsForItsRole(t *testing.T) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	dir := t.TempDir()
+	// Before the restart tierd sees a follower (and uploads nothing); the
+	// store itself takes produce as a single copy.
+	n := startReplica(t, dir, b, true, false)
+	n.roles.set(roleFollower, 1, math.MaxInt64)
+	if err := n.store.CreatePartition(ctx, "w", 0, logstore.PartitionConfig{SegmentBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := n.store.Produce(ctx, &logstore.ProduceRequest{Topic: "w", Partition: 0, Records: logtest.Filler(int64(i), 4, 1000, byte(i)), Acks: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, n.tier)
+	n.cancel()
+	<-n.done
+	n.store.Close()
+	n.cat.Close()
+	if k := bucketKeys(t, b); len(k) != 0 {
+		t.Fatalf("uploaded before the restart: %v", k)
+	}
+
+	n = startReplica(t, dir, b, false, true)
+	defer n.stop()
+	drain(t, n.tier)
+	if k := bucketKeys(t, b); len(k) != 0 {
+		t.Fatalf("uploaded with no role: %v", k)
+	}
+	st := logstore.ReplicaState{Role: logstore.RoleLeader, LeaderEpoch: 2, Leader: 1, LocalID: 1, Replicas: []int32{1}, ISR: []int32{1}, MinISR: 1}
+	if err := n.store.SetReplicaState(ctx, "w", 0, st); err != nil {
+		t.Fatal(err)
+	}
+	n.tier.syncFollowers(ctx)
+	drain(t, n.tier)
+	if k := bucketKeys(t, b); len(k) < 2 {
+		t.Fatalf("%d segments uploaded once leading", len(k))
 	}
 }

@@ -63,14 +63,9 @@ type Options struct {
 	// this store follows are read, for their cloud pointers (replica.go);
 	// default ManifestInterval, which is how far a manifest may lag anyway.
 	FollowerSyncInterval time.Duration
-	// Replicated says the store is a cluster member: a partition that has
-	// no replication role yet (a store just started, before the
-	// controller's view) is left alone rather than uploaded as a single
-	// copy, which it may not be.
-	Replicated bool
-	Retry      objstore.RetryPolicy
-	Metrics    *Metrics // optional
-	Logger     *slog.Logger
+	Retry                objstore.RetryPolicy
+	Metrics              *Metrics // optional
+	Logger               *slog.Logger
 }
 
 type jobKind uint8
