@@ -12,6 +12,12 @@ KAFKA_PEER_HOME=${KAFKA_PEER_HOME:-/tmp/aerostream-kafka-peer}
 KAFKA_HOST=${KAFKA_HOST:-127.0.0.1}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
+# KRaft identity: this node's id and the static voter set. cluster.sh sets
+# them for its three nodes (and KAFKA_CLUSTER_ID, one for all, and
+# KAFKA_INTERNAL_RF, the replication factor of internal topics).
+KAFKA_NODE_ID=${KAFKA_NODE_ID:-1}
+KAFKA_VOTERS=${KAFKA_VOTERS:-$KAFKA_NODE_ID@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT}
+KAFKA_INTERNAL_RF=${KAFKA_INTERNAL_RF:-1}
 # Broker defaults for new topics.
 KAFKA_NUM_PARTITIONS=${KAFKA_NUM_PARTITIONS:-1}
 # JVM heap: kafka-server-start.sh's default.

@@ -48,13 +48,14 @@ if [[ ! -f $KAFKA_LIB/.complete ]]; then
 fi
 echo "setup.sh: $(find "$KAFKA_LIB" -name '*.jar' | wc -l) jars in $KAFKA_LIB"
 
-# 2. Config. Single KRaft node in combined mode with a static one-voter
-# quorum; every internal topic at replication factor 1.
+# 2. Config. A KRaft node in combined mode with a static quorum: one voter
+# and internal topics at replication factor 1, unless cluster.sh runs it as
+# one of three.
 cat >"$KAFKA_CONF/server.properties" <<PROPS
 # Written by deploy/kafka-peer/setup.sh; edits are overwritten.
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
+node.id=$KAFKA_NODE_ID
+controller.quorum.voters=$KAFKA_VOTERS
 listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
 advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
 inter.broker.listener.name=PLAINTEXT
@@ -62,13 +63,13 @@ controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$KAFKA_DATA
 num.partitions=$KAFKA_NUM_PARTITIONS
-default.replication.factor=1
+default.replication.factor=$KAFKA_INTERNAL_RF
 min.insync.replicas=1
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor=$KAFKA_INTERNAL_RF
 offsets.topic.num.partitions=50
-transaction.state.log.replication.factor=1
+transaction.state.log.replication.factor=$KAFKA_INTERNAL_RF
 transaction.state.log.min.isr=1
-share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=$KAFKA_INTERNAL_RF
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
@@ -123,7 +124,7 @@ if [[ $fresh == 1 ]]; then
 	rm -rf "$KAFKA_DATA"
 fi
 if [[ ! -f $KAFKA_DATA/meta.properties ]]; then
-	cluster_id=$("$JAVA" -cp "$KAFKA_LIB/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
+	cluster_id=${KAFKA_CLUSTER_ID:-$("$JAVA" -cp "$KAFKA_LIB/*" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)}
 	"$JAVA" -cp "$KAFKA_LIB/*" -Dlog4j2.configurationFile="$KAFKA_CONF/log4j2.properties" \
 		kafka.tools.StorageTool format -t "$cluster_id" -c "$KAFKA_CONF/server.properties"
 fi
