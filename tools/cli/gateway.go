@@ -26,14 +26,17 @@ import (
 // store over the shard ring and the controllers over the network.
 
 const gatewayKafkaLong = `Run a Kafka wire-protocol gateway as a process of its own: Kafka clients
-connect to listeners.kafka (--kafka-listen); records go to and come from the
-store whose shard ring is gateway.ring_addr; topics, configs and the live
-gateways come from the controllers of controller.join, with which the
-gateway registers under gateway.node_id.
+connect to listeners.kafka (--kafka-listen); topics, configs, the live
+gateways and every store's shard ring come from the controllers of
+controller.join, with which the gateway registers under gateway.node_id.
+Each partition goes to the store that leads it, over that store's ring,
+following leadership as the controller moves it.
 
-  aerostream gateway kafka --kafka-listen 127.0.0.1:9093 \
-      --gateway.ring_addr 127.0.0.1:7001 --controller.join 127.0.0.1:8001 \
-      --gateway.node_id 1002
+  aerostream gateway kafka --gateway.node_id 1001 \
+      --controller.join 127.0.0.1:8001 --kafka-listen 127.0.0.1:9092
+
+gateway.ring_addr (--gateway.ring_addr host:port or unix:/path) overrides
+the routing for a one-store setup: every partition then goes to that store.
 
 A gateway holds no state that must survive it: committed offsets live in
 the store (__consumer_offsets). SIGINT or SIGTERM drains connections and
@@ -48,7 +51,7 @@ func newGatewayCmd(env Env) *cobra.Command {
 	var flags *config.Flags
 	kafkaCmd := &cobra.Command{
 		Use:   "kafka",
-		Short: "Run a Kafka wire-protocol gateway that reaches a store over the shard ring",
+		Short: "Run a Kafka wire-protocol gateway that reaches the stores over their shard rings",
 		Long:  gatewayKafkaLong,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,9 +77,6 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 	if cfg.Listeners.Kafka == "" {
 		return errors.New("listeners.kafka is empty: a Kafka gateway serves its clients there")
 	}
-	if cfg.Gateway.RingAddr == "" {
-		return errors.New("gateway.ring_addr is empty: a gateway reaches its store over the shard ring")
-	}
 	addrs := splitAddrs(cfg.Controller.Join)
 	if len(addrs) == 0 {
 		return errors.New("controller.join is empty: a gateway gets topics and configs from the controllers")
@@ -94,29 +94,33 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
 
-	// The store may still be starting: keep dialing until it answers.
+	// With gateway.ring_addr, the one store may still be starting: keep
+	// dialing until it answers. Without it, the router dials each store
+	// when a request first needs it.
 	var backend ring.Backend
-	for attempt := 0; ; attempt++ {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
-		cancel()
-		if err == nil {
-			break
+	if cfg.Gateway.RingAddr != "" {
+		for attempt := 0; ; attempt++ {
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				// A signal while the store is not reachable yet: a clean stop.
+				logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+				return nil
+			}
+			if attempt%10 == 0 {
+				logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
-		if ctx.Err() != nil {
-			// A signal while the store is not reachable yet: a clean stop.
-			logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-			return nil
-		}
-		if attempt%10 == 0 {
-			logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
+		defer backend.Close()
 	}
-	defer backend.Close()
 
 	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
 	defer api.Close()
@@ -125,11 +129,18 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 	if err != nil {
 		return err
 	}
+	// Closed after the supervisor's parts have stopped (defers run last
+	// in, first out), since the wire server uses it to the end.
+	defer gw.backend.Close()
 	sup := newSupervisor(logger)
 	defer sup.stop()
 	gw.start(ctx, sup)
+	routing := "by partition leader"
+	if cfg.Gateway.RingAddr != "" {
+		routing = "ring_addr override"
+	}
 	logger.Info("running", "command", "gateway kafka", "kafka_addr", listenerAddr(ln), "advertised", gw.advertised,
-		"ring_addr", cfg.Gateway.RingAddr, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
+		"ring_addr", orNone(cfg.Gateway.RingAddr), "routing", routing, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
 	err = sup.wait(ctx)
 	stop() // a second signal now ends the process, for when draining hangs
 	if err != nil {
@@ -150,8 +161,11 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 // controller membership, which keeps its metadata current.
 type kafkaGateway struct {
 	advertised string
-	serve      func(ctx context.Context) error
-	member     func(ctx context.Context) error
+	// backend is the ring the gateway serves from: the one it was given,
+	// or the router over every store that its Cluster built.
+	backend ring.Backend
+	serve   func(ctx context.Context) error
+	member  func(ctx context.Context) error
 }
 
 // start runs the gateway under sup: membership first, so that the wire
@@ -161,8 +175,9 @@ func (g *kafkaGateway) start(ctx context.Context, sup *supervisor) {
 	sup.start(ctx, "kafka gateway", g.serve)
 }
 
-// newKafkaGateway builds the Kafka gateway on ln, in front of backend,
-// with its metadata from api.
+// newKafkaGateway builds the Kafka gateway on ln, in front of backend
+// (nil: a router to each partition's leader store), with its metadata from
+// api.
 func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, reg prometheus.Registerer, logger *slog.Logger) (*kafkaGateway, error) {
 	adv, err := advertisedKafka(cfg, ln)
 	if err != nil {
@@ -171,6 +186,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	kc := cfg.Kafka
 	cluster := newKafkaCluster(api, backend, cfg.Gateway.NodeID, adv, logger)
+	backend = cluster.Backend()
 	gw, err := kafka.New(kafka.Options{
 		Backend:                    backend,
 		Cluster:                    cluster,
@@ -196,6 +212,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	}
 	return &kafkaGateway{
 		advertised: adv,
+		backend:    backend,
 		serve:      func(ctx context.Context) error { return gw.Serve(ctx, ln) },
 		member:     cluster.Run,
 	}, nil

@@ -178,7 +178,7 @@ type Kafka struct {
 // the gateways inside serve.
 type Gateway struct {
 	NodeID   int32  `toml:"node_id" help:"this gateway's node id: its broker id in Kafka Metadata and the id it registers under with the controller"`
-	RingAddr string `toml:"ring_addr" help:"aerostream gateway: the store's shard ring (host:port or unix:/path)"`
+	RingAddr string `toml:"ring_addr" help:"aerostream gateway: override for a one-store setup, the store's shard ring (host:port or unix:/path); empty routes each partition to the store that leads it, as the controller lists them"`
 }
 
 // Controller configures the Raft controller: `aerostream controller`, the
@@ -220,8 +220,7 @@ func Default() Config {
 			FetchSessionCacheSlots:       1000,
 		},
 		Gateway: Gateway{
-			NodeID:   1001,
-			RingAddr: "127.0.0.1:7001",
+			NodeID: 1001,
 		},
 		Logstore: Logstore{
 			Shards:                   0,
