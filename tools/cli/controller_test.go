@@ -68,7 +68,7 @@ func TestServeControllerAndTopicCLI(t *testing.T) {
 		want string
 	}{
 		{[]string{"create", "orders"}, "orders: topic already exists"},
-		{[]string{"create", "r3", "-r", "3"}, "replication is not available yet"},
+		{[]string{"create", "r3", "-r", "3"}, "replication factor 3 is larger than the 1 live store(s)"},
 		{[]string{"create", "bad", "-c", "retention.ms=soon"}, `retention.ms = "soon" is not an integer`},
 		{[]string{"create", "bad", "-c", "no.such.config=1"}, `unknown topic config "no.such.config"`},
 		{[]string{"create", "bad/name"}, "invalid topic name"},
