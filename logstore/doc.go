@@ -17,7 +17,8 @@
 //
 // # Files
 //
-// <dir>/logs/<topic>-<partition>/<base offset, 20 digits>.{log,index,timeindex}.
+// <dir>/logs/<topic>-<partition>/<base offset, 20 digits>.{log,index,timeindex,snapshot},
+// and leader-epoch-checkpoint.
 // The .index maps relative offset -> position (uint32, uint32) every
 // IndexIntervalBytes of log; the .timeindex maps max timestamp so far ->
 // relative offset (int64, uint32) at the same points.
@@ -85,6 +86,36 @@
 // it on recovery. A producer idle for ProducerIDExpiration (Kafka's
 // producer.id.expiration.ms, one day) is forgotten at the next retention
 // check.
+//
+// # Replication
+//
+// The log is the storage side of replication (replica.go, epochs.go,
+// truncate.go); the replica manager (package replica) runs the fetchers
+// and the ISR and hands each partition its role with SetReplicaState. A
+// partition without a role is a single copy and keeps the paths above
+// unchanged (unless Options.RequireRole, which a cluster store sets, makes
+// it refuse clients until it has one). A leader:
+//   - keeps a high watermark that is the lowest of its durable end and
+//     the log end each other ISR member reported by its last follower
+//     fetch; consumers, ListOffsets latest and DeleteRecords see only what
+//     lies below it, and acks=all produces wait for it to pass them
+//     (ErrNotEnoughReplicas with fewer in-sync replicas than
+//     min.insync.replicas);
+//   - serves follower fetches (FetchPartition.FollowerID) up to its log
+//     end after checking their leader epoch, wakes them on appends, and
+//     records their progress and catch-up time (ReplicaStatuses);
+//   - stamps its leader epoch into each batch it appends;
+//   - refuses produce and consumer fetches once the store's lease
+//     (SetLease, renewed on every controller heartbeat) has run out, so a
+//     fenced leader serves no stale read.
+//
+// A follower takes its leader's batches with AppendReplica (offsets,
+// epochs and producer state kept), refuses clients with ErrNotLeader, and
+// on a leader change truncates what diverged (Truncate, by batch, crash
+// safe). Every partition keeps a leader-epoch cache, checkpointed in its
+// directory as leader-epoch-checkpoint, which answers OffsetForLeaderEpoch.
+// The high watermark is not checkpointed: after a restart it starts at the
+// log end, and a follower's truncation by epoch brings it down.
 //
 // # What it must not import
 //

@@ -61,6 +61,14 @@ type Options struct {
 	// (limits.go).
 	MaxPartitions int
 
+	// RequireRole makes a partition no one has given a role
+	// (SetReplicaState) refuse produce and consumer fetches with
+	// ErrNotLeader, instead of serving them as a single copy. A store in
+	// a cluster sets it: after a restart its partitions must not take
+	// writes before the replica manager knows whether they lead, or a
+	// write acknowledged by a copy that then truncates would be lost.
+	RequireRole bool
+
 	Catalog *catalog.Catalog // required: the segment catalog
 	Cold    ColdTier         // optional cold tier reads; nil = local only
 	Tier    Tier             // optional tiering daemon; nil = nothing is uploaded

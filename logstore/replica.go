@@ -260,6 +260,9 @@ func (l *lease) set() bool { return l.until.Load() != 0 }
 
 // checkProduce refuses a produce the partition's role does not allow.
 func (s *shard) checkProduce(p *partition, r *request) error {
+	if p.rep == nil {
+		return errNoRole(p) // Options.RequireRole
+	}
 	switch p.rep.role {
 	case RoleFollower:
 		return fmt.Errorf("%w: %s/%d follows store %d", ErrNotLeader, p.topic, p.id, p.rep.leader)
@@ -275,10 +278,20 @@ func (s *shard) checkProduce(p *partition, r *request) error {
 	return nil
 }
 
+func errNoRole(p *partition) error {
+	return fmt.Errorf("%w: %s/%d has no role yet on this store", ErrNotLeader, p.topic, p.id)
+}
+
 // checkFetch refuses a fetch the partition's role does not allow, and for
 // a follower fetch records how far the follower has replicated.
 func (s *shard) checkFetch(p *partition, fp *FetchPartition, now time.Time) error {
 	if fp.FollowerID <= 0 {
+		if p.rep == nil {
+			if s.opts.RequireRole {
+				return errNoRole(p)
+			}
+			return nil
+		}
 		switch p.rep.role {
 		case RoleFollower:
 			return fmt.Errorf("%w: %s/%d follows store %d", ErrNotLeader, p.topic, p.id, p.rep.leader)

@@ -496,3 +496,58 @@ func TestStandaloneHasNoReplicaStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLease: once the store's lease on leadership has run out, a leader
+// refuses produce and consumer fetches, still serves follower fetches, and
+// a partition without a role is not concerned; a later lease restores
+// service, and an earlier one does not cut the lease held.
+func TestLease(t *testing.T) {
+	a := newReplNode(t, storeA, nil)
+	ctx := context.Background()
+	if err := a.CreatePartition(ctx, "solo", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	a.lead(t, 1, []int32{storeA}, 1)
+	produceAcks1(t, a.Store, logtest.Filler(1, 1, 10, 1)) // no lease yet: served
+	a.SetLease(time.Now().Add(-time.Second))
+	if _, err := a.Produce(ctx, &ProduceRequest{Topic: replTopic, Partition: 0, Acks: 1, Records: logtest.Filler(1, 1, 10, 1)}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("produce after the lease: %v", err)
+	}
+	if _, _, err := consumerRead(t, a.Store, 0); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("consumer fetch after the lease: %v", err)
+	}
+	res, err := a.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: replTopic, MaxBytes: 1 << 20,
+		FollowerID: storeB, LeaderEpoch: 1}}})
+	if err != nil || res.Partitions[0].Err != nil || res.Partitions[0].Records.Size() == 0 {
+		t.Fatalf("follower fetch after the lease: %+v, %v", res.Partitions[0], err)
+	}
+	res.Release()
+	if _, err := a.Produce(ctx, &ProduceRequest{Topic: "solo", Partition: 0, Acks: 1, Records: logtest.Filler(1, 1, 10, 1)}); err != nil {
+		t.Fatalf("produce to a partition without a role: %v", err)
+	}
+	a.SetLease(time.Now().Add(time.Hour))
+	produceAcks1(t, a.Store, logtest.Filler(1, 1, 10, 1))
+	if _, _, err := consumerRead(t, a.Store, 0); err != nil {
+		t.Fatalf("consumer fetch under a lease: %v", err)
+	}
+	a.SetLease(time.Now().Add(-time.Second))
+	produceAcks1(t, a.Store, logtest.Filler(1, 1, 10, 1))
+}
+
+// TestRequireRole: with Options.RequireRole a partition serves clients
+// only once it has a role.
+func TestRequireRole(t *testing.T) {
+	a := newReplNode(t, storeA, func(o *Options) { o.RequireRole = true })
+	ctx := context.Background()
+	if _, err := a.Produce(ctx, &ProduceRequest{Topic: replTopic, Partition: 0, Acks: 1, Records: logtest.Filler(1, 1, 10, 1)}); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("produce without a role: %v", err)
+	}
+	if _, _, err := consumerRead(t, a.Store, 0); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("fetch without a role: %v", err)
+	}
+	a.lead(t, 0, []int32{storeA}, 1)
+	produceAcks1(t, a.Store, logtest.Filler(1, 1, 10, 1))
+	if data, _, err := consumerRead(t, a.Store, 0); err != nil || len(data) == 0 {
+		t.Fatalf("fetch as leader: %d bytes, %v", len(data), err)
+	}
+}

@@ -677,7 +677,7 @@ func (s *shard) produce(r *request) {
 		r.finish(*f)
 		return
 	}
-	if p.rep != nil {
+	if p.rep != nil || s.opts.RequireRole {
 		if err := s.checkProduce(p, r); err != nil {
 			r.finish(err)
 			return
@@ -803,7 +803,7 @@ func (s *shard) fetch(r *request) {
 			res.Err = err
 			continue
 		}
-		if p.rep != nil || fp.FollowerID > 0 {
+		if p.rep != nil || fp.FollowerID > 0 || s.opts.RequireRole {
 			if err := s.checkFetch(p, fp, r.now); err != nil {
 				res.Err = err
 				continue
