@@ -6,6 +6,13 @@
 #   fill    : create topic $T ($P partitions) and write $N x 1 KiB records
 #   consume : ConsumerPerformance over $T with --print-metrics; per-response figures and broker CPU
 #   stop    : stop the broker
+# Issue 24's cluster comparison, on aero3 (1 controller, 3 stores, 2 gateways)
+# or kafka3 (deploy/kafka-peer/cluster.sh, 3 KRaft brokers):
+#   deploy/bench/kafka-tools.sh BROKER(aero3|kafka3) STEP(start|perf|stop)
+#   perf    : topic $T (6 partitions, RF $RF=3, min.insync.replicas 2 or 1 at
+#             RF 1), ProducerPerformance acks=all 1 KiB: $NMAX records at full
+#             speed, then $RATE msg/s for $SECS s; last lines, and for each run
+#             the brokers' CPU (% of one core) and RSS (MiB), summed over processes
 # Private ports and homes so other engineers' brokers are not touched.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -17,12 +24,52 @@ J="java -Xmx1g -cp $LIB/*"; set -f
 export KAFKA_PEER_HOME=/tmp/cons-kpeer KAFKA_PORT=29192 KAFKA_CONTROLLER_PORT=29193
 AERO_DIR=${AERO_DIR:-/tmp/aero-cons}
 if [ "$which" = kafka ]; then BS=127.0.0.1:$KAFKA_PORT; else BS=127.0.0.1:29092; fi
+RF=${RF:-3}; RATE=${RATE:-20000}; SECS=${SECS:-30}; NMAX=${NMAX:-1000000}; A3=${A3:-/tmp/aero3}
+case $which in
+kafka3) BS=127.0.0.1:19201,127.0.0.1:19202,127.0.0.1:19203 ;;
+aero3) BS=127.0.0.1:39092,127.0.0.1:39093 ;;
+esac
 bpid() {
-	if [ "$which" = kafka ]; then cat $KAFKA_PEER_HOME/kafka.pid; else cat $AERO_DIR.pid; fi
+	case $which in
+	kafka) cat $KAFKA_PEER_HOME/kafka.pid ;;
+	kafka3) $root/deploy/kafka-peer/cluster.sh pids ;;
+	aero3) for p in c1 s1 s2 s3 g1 g2; do cat $A3/$p.pid; done ;;
+	*) cat $AERO_DIR.pid ;;
+	esac
+}
+ticks() { for p in $(bpid); do awk '{print $14+$15}' /proc/$p/stat; done | paste -sd+ | bc; }
+rss() { for p in $(bpid); do awk '/VmRSS/{print $2}' /proc/$p/status; done | paste -sd+ | bc; }
+pp() { # pp NAME ARGS...: ProducerPerformance, its summary line and the brokers' CPU and RSS
+	local name=$1 t0 s0 t1 s1
+	shift
+	t0=$(ticks); s0=$(date +%s.%N)
+	$J org.apache.kafka.tools.ProducerPerformance --topic $T --record-size 1024 "$@" \
+		--producer-props bootstrap.servers=$BS acks=all linger.ms=5 batch.size=1048576 | tail -1 >/tmp/pp-$which.out
+	t1=$(ticks); s1=$(date +%s.%N)
+	echo "$which $name: $(cat /tmp/pp-$which.out)"
+	echo "$which $name: broker cpu% $(echo "100*($t1-$t0)/100/($s1-$s0)" | bc -l | cut -c1-6) rss MiB $(($(rss) / 1024))"
 }
 case $step in
 start)
-	if [ "$which" = kafka ]; then
+	if [ "$which" = kafka3 ]; then
+		$root/deploy/kafka-peer/cluster.sh start
+	elif [ "$which" = aero3 ]; then
+		mkdir -p $A3 # the issue's commands, on private ports
+		export AEROSTREAM_TIERED_STORAGE_ENABLED=false
+		$BIN controller --controller.node_id 1 --controller.bootstrap --controller-listen 127.0.0.1:38001 --data-dir $A3/c1 --http-listen 127.0.0.1:38101 >>$A3/c1.log 2>&1 &
+		echo $! >$A3/c1.pid
+		for i in 1 2 3; do
+			$BIN store --controller.node_id 1$i --controller.join 127.0.0.1:38001 --ring-listen 127.0.0.1:3701$i --data-dir $A3/s$i --http-listen 127.0.0.1:3811$i >>$A3/s$i.log 2>&1 &
+			echo $! >$A3/s$i.pid
+		done
+		for i in 1 2; do
+			$BIN gateway kafka --gateway.node_id 100$i --controller.join 127.0.0.1:38001 --kafka-listen 127.0.0.1:3909$((i + 1)) \
+				--native-listen 127.0.0.1:3919$i --http-listen 127.0.0.1:3812$i --data-dir $A3/g$i >>$A3/g$i.log 2>&1 &
+			echo $! >$A3/g$i.pid
+		done
+		for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/39093) 2>/dev/null && break; sleep 0.2; done
+		bpid
+	elif [ "$which" = kafka ]; then
 		mkdir -p $KAFKA_PEER_HOME; ln -sfn $LIB $KAFKA_PEER_HOME/lib-4.4.0
 		$root/deploy/kafka-peer/setup.sh ${FRESH:+--fresh} >/dev/null
 		$root/deploy/kafka-peer/start.sh
@@ -54,7 +101,23 @@ consume)
 	echo
 	echo "broker cpu% $(echo "100*($t1-$t0)/100/($s1-$s0)" | bc -l | cut -c1-5)"
 	;;
+perf)
+	misr=2; [ "$RF" = 1 ] && misr=1
+	if [ "$which" = aero3 ]; then
+		$BIN topic create $T -p 6 -r $RF --config min.insync.replicas=$misr --controller 127.0.0.1:38001 >/dev/null
+	else
+		$J org.apache.kafka.tools.TopicCommand --bootstrap-server $BS --create --topic $T --partitions 6 \
+			--replication-factor $RF --config min.insync.replicas=$misr >/dev/null
+	fi
+	pp warmup --num-records 100000 --throughput -1 >/dev/null
+	pp max --num-records $NMAX --throughput -1
+	pp "rate $RATE" --num-records $((RATE * SECS)) --throughput $RATE
+	;;
 stop)
-	if [ "$which" = kafka ]; then $root/deploy/kafka-peer/stop.sh; else kill "$(bpid)"; fi
+	case $which in
+	kafka) $root/deploy/kafka-peer/stop.sh ;;
+	kafka3) $root/deploy/kafka-peer/cluster.sh stop ;;
+	*) kill $(bpid) ;;
+	esac
 	;;
 esac
