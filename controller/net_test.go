@@ -237,6 +237,29 @@ func TestNetworkClusterAndClient(t *testing.T) {
 	if hr.StatusCode != http.StatusMisdirectedRequest || eb.LeaderAddr != info.LeaderAddr || eb.Error.Code != "NOT_LEADER" {
 		t.Errorf("write on a follower: HTTP %d %+v", hr.StatusCode, eb)
 	}
+	// The replication writes take the same path: a client that starts at
+	// the follower reaches the leader, whose own verdict comes back.
+	for _, path := range []string{pathAlterPartition, pathReassign, pathDrainStore} {
+		hr, err := http.Post("http://"+follower+path, "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hr.Body.Close()
+		if hr.StatusCode != http.StatusMisdirectedRequest {
+			t.Errorf("%s on a follower: HTTP %d, want 421", path, hr.StatusCode)
+		}
+	}
+	fc := NewClient([]string{follower}, ClientOptions{Timeout: 30 * time.Second})
+	defer fc.Close()
+	if _, err := fc.DrainStore(ctx, DrainRequest{ID: 4242}); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("drain through a follower: %v, want ErrUnknownNode from the leader", err)
+	}
+	if _, err := fc.AlterPartition(ctx, AlterPartitionRequest{Topic: "orders", Partition: 0, LeaderID: 77, ISR: []int32{77}}); !errors.Is(err, ErrStaleRequest) {
+		t.Errorf("alter partition through a follower: %v, want ErrStaleRequest from the leader", err)
+	}
+	if fc.Target() != info.LeaderAddr {
+		t.Errorf("client started at a follower targets %s, want the leader %s", fc.Target(), info.LeaderAddr)
+	}
 
 	// Close the leader: the client finds the new one and goes on.
 	var old *netNode
