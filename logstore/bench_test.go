@@ -210,3 +210,58 @@ func BenchmarkRoll(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReplicatedAppend measures one acks=1 produce on a leader, then
+// the follower's round: a follower fetch of the batch and AppendReplica
+// on a second store, which tells the leader at the next fetch. Compare
+// with BenchmarkAppend/flush=none for what a follower copy costs.
+func BenchmarkReplicatedAppend(b *testing.B) {
+	for _, size := range []int{16 << 10, 256 << 10} {
+		b.Run(fmt.Sprintf("batch=%dKiB", size>>10), func(b *testing.B) {
+			ctx := context.Background()
+			stores := make([]*testStore, 2)
+			for i := range stores {
+				stores[i] = openTestStore(b, b.TempDir(), func(o *Options) { o.Shards = 1 })
+				defer stores[i].close(b)
+				if err := stores[i].CreatePartition(ctx, "bench", 0, PartitionConfig{MaxMessageBytes: 2 << 20, RetentionBytes: 1 << 30}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			leader, follower := stores[0], stores[1]
+			st := ReplicaState{Role: RoleLeader, LeaderEpoch: 1, Leader: 1, LocalID: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, MinISR: 1}
+			if err := leader.SetReplicaState(ctx, "bench", 0, st); err != nil {
+				b.Fatal(err)
+			}
+			st.Role, st.LocalID = RoleFollower, 2
+			if err := follower.SetReplicaState(ctx, "bench", 0, st); err != nil {
+				b.Fatal(err)
+			}
+			batch := benchBatch(size)
+			req := &ProduceRequest{Topic: "bench", Partition: 0, Acks: 1, Records: batch}
+			fetch := &FetchRequest{Partitions: []FetchPartition{{Topic: "bench", MaxBytes: 4 << 20, FollowerID: 2, LeaderEpoch: 1}}}
+			buf := make([]byte, 0, 4<<20)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := leader.Produce(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				res, err := leader.Fetch(ctx, fetch)
+				if err != nil || res.Partitions[0].Err != nil {
+					b.Fatal(err, res.Partitions[0].Err)
+				}
+				data, err := res.Partitions[0].Records.ReadAll(buf[:0])
+				res.Release()
+				if err != nil {
+					b.Fatal(err)
+				}
+				end, err := follower.AppendReplica(ctx, "bench", 0, data, res.Partitions[0].HighWatermark)
+				if err != nil {
+					b.Fatal(err)
+				}
+				fetch.Partitions[0].Offset = end
+			}
+		})
+	}
+}
