@@ -28,7 +28,8 @@ type MemberOptions struct {
 	// or heartbeat with the time the request was sent and the session
 	// timeout the controller keeps: the controller cannot mark the node
 	// down before sent + sessionTimeout, so a store may hold its leadership
-	// lease until a little before then.
+	// lease until a little before then. It is called after OnDelta has
+	// been given the reply's changes.
 	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
 	Logger      *slog.Logger
 }
@@ -116,9 +117,6 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			if resp.HeartbeatIntervalMs > 0 {
 				interval = time.Duration(resp.HeartbeatIntervalMs) * time.Millisecond
 			}
-			if opts.OnHeartbeat != nil && resp.SessionTimeoutMs > 0 {
-				opts.OnHeartbeat(sent, time.Duration(resp.SessionTimeoutMs)*time.Millisecond)
-			}
 			changed := !resp.Delta.Empty() || resp.Delta.Version != view.Version
 			view.Apply(resp.Delta)
 			if opts.OnDelta != nil && (changed || retry) {
@@ -131,6 +129,11 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 				} else {
 					retry = false
 				}
+			}
+			// After OnDelta: a store fenced while it was away must take
+			// the view that deposes it before its lease is renewed.
+			if opts.OnHeartbeat != nil && resp.SessionTimeoutMs > 0 {
+				opts.OnHeartbeat(sent, time.Duration(resp.SessionTimeoutMs)*time.Millisecond)
 			}
 			if !retry {
 				applied = view.Version

@@ -110,9 +110,14 @@ type Manager struct {
 	roleMu sync.RWMutex
 
 	// Apply hands the latest view to Run through next; kick wakes Run.
-	viewMu sync.Mutex
-	next   *snapshot
-	kick   chan struct{}
+	// While a view waits or is being applied, a lease renewal waits in
+	// lease too, so a store that the view deposes never serves as leader
+	// on a renewed lease meanwhile.
+	viewMu   sync.Mutex
+	next     *snapshot
+	applying bool
+	lease    time.Time
+	kick     chan struct{}
 
 	peersMu sync.Mutex
 	peers   map[int32]*peer
@@ -287,12 +292,24 @@ func lagTimeMaxMs(topic, broker map[string]string) (int64, error) {
 // controller answered: sent is when it was sent, sessionTimeout how long
 // the controller waits before it fences a silent store. The margin keeps
 // the lease ending before the controller can have elected a successor,
-// even with some clock drift between the two.
+// even with some clock drift between the two. The store agent calls it
+// after Apply of the same reply; when that view is not applied yet, the
+// renewal waits for it.
 func (m *Manager) OnHeartbeat(sent time.Time, sessionTimeout time.Duration) {
 	if sessionTimeout <= 0 {
 		return
 	}
-	m.opts.Store.SetLease(sent.Add(sessionTimeout - sessionTimeout/4))
+	until := sent.Add(sessionTimeout - sessionTimeout/4)
+	m.viewMu.Lock()
+	if m.next != nil || m.applying {
+		if until.After(m.lease) {
+			m.lease = until
+		}
+		m.viewMu.Unlock()
+		return
+	}
+	m.viewMu.Unlock()
+	m.opts.Store.SetLease(until)
 }
 
 // Run applies views and runs the fetchers and the ISR checks until ctx
@@ -321,10 +338,17 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-m.kick:
 			m.viewMu.Lock()
 			snap := m.next
-			m.next = nil
+			m.next, m.applying = nil, snap != nil
 			m.viewMu.Unlock()
 			if snap != nil {
 				m.reconcile(ctx, snap)
+			}
+			m.viewMu.Lock()
+			lease := m.lease
+			m.lease, m.applying = time.Time{}, false
+			m.viewMu.Unlock()
+			if !lease.IsZero() {
+				m.opts.Store.SetLease(lease)
 			}
 		case <-tick.C:
 			m.retryDirty(ctx)

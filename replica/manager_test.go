@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -258,39 +259,30 @@ func describe(t *testing.T, st *logstore.Store, topic string) logstore.Partition
 	return d
 }
 
-// values reads every record value of partition 0 from offset 0 up to end
-// through the store's follower path, which reads to the log end.
+// values reads the record values of partition 0 below end from the
+// store's segment files, whatever the partition's role (a follower
+// refuses consumers, and a follower fetch must name the leader's epoch).
 func values(t *testing.T, st *logstore.Store, topic string, end int64) []string {
 	t.Helper()
+	files, err := filepath.Glob(filepath.Join(st.PartitionDir(topic, 0), "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files) // 20-digit base offsets sort as numbers
 	var out []string
-	for off := int64(0); off < end; {
-		res, err := st.Fetch(context.Background(), &logstore.FetchRequest{Partitions: []logstore.FetchPartition{
-			{Topic: topic, Offset: off, MaxBytes: 1 << 20, FollowerID: 99, LeaderEpoch: -1}}})
+	for _, f := range files {
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
-		}
-		r := res.Partitions[0]
-		if r.Err != nil {
-			res.Release()
-			t.Fatalf("read %s at %d: %v", topic, off, r.Err)
-		}
-		b, err := r.Records.ReadAll(nil)
-		res.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) == 0 {
-			break
 		}
 		for len(b) >= logstore.BatchHeaderSize {
 			h, err := logstore.ParseBatchHeader(b)
-			if err != nil {
-				t.Fatal(err)
+			if err != nil || h.Length <= 0 || int(h.Length) > len(b) || h.BaseOffset >= end {
+				break
 			}
 			for _, rec := range logtest.Records(b[:h.Length]) {
 				out = append(out, string(rec.Value))
 			}
-			off = h.NextOffset()
 			b = b[h.Length:]
 		}
 	}
@@ -451,15 +443,15 @@ func TestLaggingFollowerProposedOut(t *testing.T) {
 }
 
 // TestLeaseExpiryRefusesProduce: a leader whose lease has run out refuses
-// produce until a heartbeat extends it.
+// produce until a heartbeat extends it. The first heartbeat reported was
+// sent long ago, so the lease it gives has already run out.
 func TestLeaseExpiryRefusesProduce(t *testing.T) {
 	c := newCluster(t, 1)
 	c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
 	m := c.start(1)
 	waitUntil(t, "store 1 to lead", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1}) })
-	m.OnHeartbeat(time.Now(), 2*time.Second)
 	if _, err := produce(t, c.nodes[1].st, "t", -1, "a"); err != nil {
-		t.Fatal(err)
+		t.Fatalf("produce before any lease: %v", err)
 	}
 	m.OnHeartbeat(time.Now().Add(-time.Minute), 2*time.Second)
 	if _, err := produce(t, c.nodes[1].st, "t", -1, "b"); !errors.Is(err, logstore.ErrNotLeader) {
@@ -467,8 +459,46 @@ func TestLeaseExpiryRefusesProduce(t *testing.T) {
 	}
 	m.OnHeartbeat(time.Now(), 2*time.Second)
 	if _, err := produce(t, c.nodes[1].st, "t", -1, "c"); err != nil {
+		t.Fatalf("produce after the lease was renewed: %v", err)
+	}
+}
+
+// TestLeaseWaitsForPendingView: a heartbeat that brings a view does not
+// renew the lease before the view is applied, so a store whose lease ran
+// out while it was away cannot serve as leader on the strength of a reply
+// whose view deposes it.
+func TestLeaseWaitsForPendingView(t *testing.T) {
+	c := newCluster(t, 1)
+	c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
+	c.start(1)
+	waitUntil(t, "store 1 to lead", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1}) })
+	c.nodes[1].stop()
+
+	m, err := New(Options{Store: c.nodes[1].st, Controller: c.ctl, LocalID: 1, Logger: quiet()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	m.OnHeartbeat(time.Now().Add(-time.Minute), 2*time.Second) // no view pending: the (expired) lease applies
+	c.ctl.mu.Lock()
+	if err := m.Apply(context.Background(), &c.ctl.view); err != nil {
+		t.Fatal(err)
+	}
+	c.ctl.mu.Unlock()
+	m.OnHeartbeat(time.Now(), 2*time.Second)
+	if _, err := produce(t, c.nodes[1].st, "t", 1, "a"); !errors.Is(err, logstore.ErrNotLeader) {
+		t.Fatalf("produce with the renewal waiting for its view: %v, want ErrNotLeader", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitUntil(t, "the view, then the lease, to be applied", func() bool {
+		_, err := produce(t, c.nodes[1].st, "t", 1, "b")
+		return err == nil
+	})
 }
 
 func TestNewRefusesBadID(t *testing.T) {
