@@ -190,6 +190,8 @@ type applier struct {
 	st      *state
 	next    uint64
 	changed bool
+	// clean forbids unclean elections while set.
+	clean bool
 }
 
 func (a *applier) record(c change) {
@@ -633,10 +635,14 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 		// session expiry would, so it comes back as a follower that
 		// truncates and catches up rather than as a leader whose log may
 		// have been cut short.
+		// No unclean election here: the store is back this very moment,
+		// and leads again below what only it has in sync.
 		down := *old
 		down.Live = false
 		a.st.nodes[c.ID] = &down
+		a.clean = true
 		a.fence(c.ID)
+		a.clean = false
 	}
 	a.st.nodes[c.ID] = n
 	a.record(change{node: c.ID})

@@ -238,7 +238,7 @@ func (a *applier) elect(t *TopicInfo, p *PartitionInfo) {
 			break
 		}
 	}
-	if leader == NoLeader && a.st.unclean(t) {
+	if leader == NoLeader && !a.clean && a.st.unclean(t) {
 		for _, r := range p.Replicas {
 			if a.st.live(r) {
 				leader = r

@@ -283,6 +283,12 @@ func TestReregistrationFencesTheOldIncarnation(t *testing.T) {
 	if n, _ := f.Node(1); !n.Live {
 		t.Errorf("re-registered store not live: %+v", n)
 	}
+	// The only in-sync replica restarting is not a reason for an unclean
+	// election: it leads again.
+	f = threeStores(t, map[string]string{"unclean.leader.election.enable": "true"})
+	alterISR(t, f, "r", 0, 1)
+	registerStore(t, f, 1)
+	wantPart(t, "sole ISR member restarted", part(t, f, "r", 0), 1, 2, 3, ids(1, 2, 3), ids(1))
 	// With one copy, the store comes back as its leader, at a new epoch.
 	f = NewFSM(nil)
 	registerStore(t, f, 1)
