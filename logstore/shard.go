@@ -639,14 +639,18 @@ func (s *shard) deletePartition(r *request) error {
 	}
 	// Remote copies go with the topic: tierd deletes the objects; their
 	// records vanish with the partition's below, so RemoteDeleted finds
-	// nothing left to do.
-	for _, seg := range p.segs {
-		if seg.cloud.ObjectKey != "" {
-			s.deleteRemote(p.record(seg, catalog.StateDeleting))
+	// nothing left to do. A follower's pointers name its leader's objects,
+	// which a follower replica removed by a reassignment must leave alone;
+	// the leader deletes them with the topic.
+	if p.rep == nil || p.rep.role != RoleFollower {
+		for _, seg := range p.segs {
+			if seg.cloud.ObjectKey != "" {
+				s.deleteRemote(p.record(seg, catalog.StateDeleting))
+			}
 		}
-	}
-	for _, r := range p.remote {
-		s.deleteRemote(r)
+		for _, r := range p.remote {
+			s.deleteRemote(r)
+		}
 	}
 	if err := s.opts.Catalog.DeletePartition(p.topic, p.id); err != nil {
 		return err

@@ -441,3 +441,63 @@ func TestRestartedClusterStoreWaitsForItsRole(t *testing.T) {
 		t.Fatalf("%d segments uploaded once leading", len(k))
 	}
 }
+
+// TestRemovedFollowerKeepsLeaderObjects: a replica removed from a follower
+// store (reassignment, drain) holds the leader's cloud pointers; deleting
+// it must not delete the leader's objects.
+func TestRemovedFollowerKeepsLeaderObjects(t *testing.T) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	a := startReplica(t, t.TempDir(), b, false, false)
+	defer a.stop()
+	f := startReplica(t, t.TempDir(), b, false, false)
+	defer f.stop()
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}
+	for i, n := range []*replicaNode{a, f} {
+		if err := n.store.CreatePartition(ctx, "d", 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+		st := logstore.ReplicaState{Role: logstore.RoleFollower, LeaderEpoch: 1, Leader: 1, LocalID: int32(i + 1),
+			Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+		if i == 0 {
+			st.Role = logstore.RoleLeader
+		}
+		if err := n.store.SetReplicaState(ctx, "d", 0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		if _, err := a.store.Produce(ctx, &logstore.ProduceRequest{Topic: "d", Partition: 0, Records: logtest.Filler(int64(i), 4, 1000, byte(i)), Acks: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, batch := range readAllBatches(t, a.store, "d", 0, 0) {
+		h, _ := logstore.ParseBatchHeader(batch)
+		if _, err := f.store.AppendReplica(ctx, "d", 0, batch, h.NextOffset()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, a.tier)
+	f.tier.syncFollowers(ctx)
+	recs, err := f.store.Segments(ctx, "d", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pointers := 0
+	for _, r := range recs {
+		if r.ObjectKey != "" {
+			pointers++
+		}
+	}
+	before := bucketKeys(t, b)
+	if pointers == 0 || len(before) == 0 {
+		t.Fatalf("the follower took %d pointers of %d objects", pointers, len(before))
+	}
+	if err := f.store.DeletePartition(ctx, "d", 0); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, f.tier)
+	if after := bucketKeys(t, b); len(after) != len(before) {
+		t.Fatalf("deleting the follower's replica left %d of the leader's %d objects", len(after), len(before))
+	}
+}
