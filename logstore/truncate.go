@@ -188,3 +188,91 @@ func removeSnapshotsAbove(dir string, end int64) {
 		}
 	}
 }
+
+// TruncateFully drops the whole local log and starts it again, empty, at
+// offset, which becomes the log start (Kafka's truncateFullyAndStartAt): a
+// follower whose leader's log now starts past its own log end (retention
+// deleted what the follower lacks, so its fetches fail with
+// ErrOffsetOutOfRange) starts over at the leader's log start. The producer
+// state and the epoch cache go with the records. A leader's log, and one
+// with segments in the cold tier, are refused with ErrInvalidRequest.
+func (s *Store) TruncateFully(ctx context.Context, topic string, id int32, offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("%w: start offset %d", ErrInvalidRequest, offset)
+	}
+	return s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
+		return sh.truncateFully(p, offset)
+	})
+}
+
+// truncateFully orders its steps as truncate does: the epoch checkpoint
+// and snapshots go first, then the segments are marked deleting and the
+// new log start recorded with one catalog sync, and only then do files
+// go. Recovery after a crash in between finishes the deletion and starts
+// the log at the recorded log start.
+func (s *shard) truncateFully(p *partition, offset int64) error {
+	if p.rep != nil && p.rep.role == RoleLeader {
+		return fmt.Errorf("%w: %s/%d is led by this store; only a replica that follows starts over", ErrInvalidRequest, p.topic, p.id)
+	}
+	if len(p.remote) > 0 {
+		return fmt.Errorf("%w: %s/%d has segments in the cold tier below its local log", ErrInvalidRequest, p.topic, p.id)
+	}
+	for _, seg := range p.segs {
+		if seg.cloud.ObjectKey != "" {
+			return fmt.Errorf("%w: %s/%d segment %d is in the cold tier", ErrInvalidRequest, p.topic, p.id, seg.base)
+		}
+	}
+	if f := p.failed.Load(); f != nil {
+		return *f
+	}
+	leo := p.leo()
+	s.drainChores()
+	p.epochs = nil
+	if err := writeFileSynced(epochCheckpointPath(p.dir), encodeEpochs(nil)); err != nil {
+		return fmt.Errorf("truncate %s/%d fully: %w", p.topic, p.id, err)
+	}
+	removeSnapshotsAbove(p.dir, -1)
+	for _, seg := range p.segs {
+		if err := s.opts.Catalog.PutSegmentUnsynced(p.record(seg, catalog.StateDeleting)); err != nil {
+			return fmt.Errorf("truncate %s/%d fully: %w", p.topic, p.id, err)
+		}
+	}
+	if err := s.opts.Catalog.SetLogStart(p.topic, p.id, offset); err != nil { // synced: covers the marks
+		return fmt.Errorf("truncate %s/%d fully: %w", p.topic, p.id, err)
+	}
+	if truncateHook != nil && !truncateHook(p, 2) {
+		return errTruncateStopped
+	}
+	p.truncGen++
+	for i, seg := range p.segs {
+		if err := seg.remove(); err != nil {
+			s.logLimited("remove", "removing a truncated segment's files", "segment", seg.logPath, "err", err)
+		}
+		if err := s.opts.Catalog.DeleteSegment(p.topic, p.id, seg.base); err != nil {
+			s.logLimited("drop-record", "dropping the record of a truncated segment", "segment", seg.logPath, "err", err)
+		}
+		p.segs[i] = nil
+	}
+	p.segs = p.segs[:0]
+	if err := p.roll(s, offset); err != nil {
+		// Recovery starts the log at the recorded log start.
+		err = fmt.Errorf("%w: truncate %s/%d fully: new segment at %d: %w", ErrStorage, p.topic, p.id, offset, err)
+		s.failStorage(p, err)
+		return err
+	}
+	if err := s.opts.Catalog.Sync(); err != nil {
+		s.logLimited("truncate-record", "recording a truncated partition's new segment", "partition", p.dir, "err", err)
+	}
+	p.logStart = offset
+	p.durableEnd, p.hw = offset, offset
+	p.hwPos = hwPosition{}
+	p.producers = nil
+	for _, r := range p.waitAcks {
+		r.finish(fmt.Errorf("%w: %s/%d was truncated under this append", ErrNotLeader, p.topic, p.id))
+	}
+	clear(p.waitAcks)
+	p.waitAcks = p.waitAcks[:0]
+	p.wakeAll()
+	s.opts.Logger.Info("log truncated fully", "topic", p.topic, "partition", p.id, "start", offset, "log_end_was", leo)
+	return nil
+}

@@ -288,3 +288,54 @@ func TestFailoverDedup(t *testing.T) {
 		t.Fatalf("the next batch: %d, %v", res.BaseOffset, err)
 	}
 }
+
+// TestTruncateFully: a follower starts over at its leader's log start,
+// and a restart (or a crash after the catalog recorded it) keeps the new
+// start.
+func TestTruncateFully(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), nil)
+	defer func() { ts.close(t) }()
+	ctx := context.Background()
+	fillLog(t, ts, 20)
+	if err := ts.SetReplicaState(ctx, "t", 0, ReplicaState{Role: RoleLeader, LeaderEpoch: 1, LocalID: 1, ISR: []int32{1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.TruncateFully(ctx, "t", 0, 100); !errors.Is(err, ErrInvalidRequest) {
+		t.Fatalf("TruncateFully on a leader: %v", err)
+	}
+	if err := ts.SetReplicaState(ctx, "t", 0, ReplicaState{Role: RoleFollower, LeaderEpoch: 2, Leader: 2, LocalID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.TruncateFully(ctx, "t", 0, 100); err != nil {
+		t.Fatal(err)
+	}
+	check := func() {
+		t.Helper()
+		info, err := ts.DescribePartition(ctx, "t", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.LogStartOffset != 100 || info.LogEndOffset != 100 || info.Segments != 1 {
+			t.Fatalf("after TruncateFully: %+v", info)
+		}
+		if e, _ := ts.OffsetForLeaderEpoch(ctx, "t", 0, math.MaxInt32); e != (EpochEnd{-1, -1}) {
+			t.Fatalf("epoch cache kept %+v", e)
+		}
+	}
+	check()
+	batch := logtest.Filler(1, 2, 10, 1)
+	setBaseOffset(batch, 100, 2)
+	if end, err := ts.AppendReplica(ctx, "t", 0, batch, 102); err != nil || end != 102 {
+		t.Fatalf("AppendReplica at the new start: %d, %v", end, err)
+	}
+	// Stopped once the catalog holds the new start, as by a crash: the
+	// restart finishes it.
+	truncateHook = func(p *partition, step int) bool { return step != 2 }
+	err := ts.TruncateFully(ctx, "t", 0, 100)
+	truncateHook = nil
+	if !errors.Is(err, errTruncateStopped) {
+		t.Fatalf("TruncateFully stopped: %v", err)
+	}
+	ts = ts.reopen(t)
+	check()
+}
