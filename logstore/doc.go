@@ -112,7 +112,7 @@
 // A follower takes its leader's batches with AppendReplica (offsets,
 // epochs and producer state kept), refuses clients with ErrNotLeader, and
 // on a leader change truncates what diverged (Truncate, by batch, crash
-// safe). Every partition keeps a leader-epoch cache, checkpointed in its
+// safe), or starts over at its leader's log start (TruncateFully). Every partition keeps a leader-epoch cache, checkpointed in its
 // directory as leader-epoch-checkpoint, which answers OffsetForLeaderEpoch.
 // The high watermark is not checkpointed: after a restart it starts at the
 // log end, and a follower's truncation by epoch brings it down.

@@ -601,7 +601,10 @@ func (s *Store) OffsetForLeaderEpoch(ctx context.Context, topic string, id int32
 		out = p.endOfEpoch(epoch)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return EpochEnd{}, err // out may still be written by the shard when ctx ended
+	}
+	return out, nil
 }
 
 // SetLease extends how long this store may act as a leader without
