@@ -270,6 +270,7 @@ func (a *applier) fence(id int32) {
 		}
 		if p.Leader == id {
 			a.elect(t, &np)
+			a.completeReassignment(t, &np) // an unclean ISR may be the target
 		}
 		if np.Leader == p.Leader && slices.Equal(np.ISR, p.ISR) {
 			return p, false
@@ -308,6 +309,7 @@ func (a *applier) electNow(t *TopicInfo, p PartitionInfo) (PartitionInfo, bool) 
 	if np.Leader == p.Leader {
 		return p, false
 	}
+	a.completeReassignment(t, &np)
 	np.PartitionEpoch++
 	return np, true
 }

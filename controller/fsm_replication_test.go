@@ -274,6 +274,19 @@ func TestUncleanElection(t *testing.T) {
 		t.Fatal(r.items[0])
 	}
 	wantPart(t, "unclean turned on", part(t, f, "r", 0), 2, 2, 3, ids(1, 2, 3), ids(2))
+
+	// An unclean ISR that is a reassignment's whole target completes it.
+	f = threeStores(t, map[string]string{"unclean.leader.election.enable": "true"})
+	alterISR(t, f, "r", 0, 1)
+	if r := applyCmd(t, f, &cmdReassign{Reassignments: []Reassignment{{Topic: "r", Partition: 0, Replicas: ids(2)}}}); r.items[0] != nil {
+		t.Fatal(r.items[0])
+	}
+	down(t, f, 1)
+	p := part(t, f, "r", 0)
+	wantPart(t, "unclean onto the target", p, 2, 1, 3, ids(2), ids(2))
+	if p.TargetReplicas != nil {
+		t.Errorf("reassignment left in progress: %+v", p)
+	}
 }
 
 func TestReregistrationFencesTheOldIncarnation(t *testing.T) {
