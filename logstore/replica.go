@@ -282,25 +282,32 @@ func errNoRole(p *partition) error {
 	return fmt.Errorf("%w: %s/%d has no role yet on this store", ErrNotLeader, p.topic, p.id)
 }
 
+// checkConsumer refuses a consumer's read (fetch, ListOffsets) the
+// partition's role does not allow: a follower's, or a leader's whose
+// lease ran out at now.
+func (s *shard) checkConsumer(p *partition, now time.Time) error {
+	if p.rep == nil {
+		if s.opts.RequireRole {
+			return errNoRole(p)
+		}
+		return nil
+	}
+	switch p.rep.role {
+	case RoleFollower:
+		return fmt.Errorf("%w: %s/%d follows store %d", ErrNotLeader, p.topic, p.id, p.rep.leader)
+	case RoleLeader:
+		if s.lease != nil && s.lease.expired(now) {
+			return fmt.Errorf("%w: %s/%d: this store's lease on leadership ran out", ErrNotLeader, p.topic, p.id)
+		}
+	}
+	return nil
+}
+
 // checkFetch refuses a fetch the partition's role does not allow, and for
 // a follower fetch records how far the follower has replicated.
 func (s *shard) checkFetch(p *partition, fp *FetchPartition, now time.Time) error {
 	if fp.FollowerID <= 0 {
-		if p.rep == nil {
-			if s.opts.RequireRole {
-				return errNoRole(p)
-			}
-			return nil
-		}
-		switch p.rep.role {
-		case RoleFollower:
-			return fmt.Errorf("%w: %s/%d follows store %d", ErrNotLeader, p.topic, p.id, p.rep.leader)
-		case RoleLeader:
-			if s.lease != nil && s.lease.expired(now) {
-				return fmt.Errorf("%w: %s/%d: this store's lease on leadership ran out", ErrNotLeader, p.topic, p.id)
-			}
-		}
-		return nil
+		return s.checkConsumer(p, now)
 	}
 	if p.rep == nil || p.rep.role != RoleLeader {
 		return fmt.Errorf("%w: store %d fetched %s/%d as a follower, but this store does not lead it",

@@ -369,6 +369,9 @@ func TestFollowerOnlyRoles(t *testing.T) {
 	if _, _, err := consumerRead(t, b.Store, 0); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("consumer fetch on a follower: %v", err)
 	}
+	if _, err := b.ListOffsets(ctx, replTopic, 0, TimestampLatest); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("ListOffsets on a follower: %v", err)
+	}
 	batch := logtest.Filler(1, 2, 10, 1)
 	setBaseOffset(batch, 5, 1)
 	_, err := b.AppendReplica(ctx, replTopic, 0, batch, 0)
@@ -515,6 +518,9 @@ func TestLease(t *testing.T) {
 	}
 	if _, _, err := consumerRead(t, a.Store, 0); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("consumer fetch after the lease: %v", err)
+	}
+	if _, err := a.ListOffsets(ctx, replTopic, 0, TimestampLatest); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("ListOffsets after the lease: %v", err)
 	}
 	res, err := a.Fetch(ctx, &FetchRequest{Partitions: []FetchPartition{{Topic: replTopic, MaxBytes: 1 << 20,
 		FollowerID: storeB, LeaderEpoch: 1}}})

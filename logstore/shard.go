@@ -956,6 +956,11 @@ func (s *shard) listOffsets(r *request) error {
 	if err != nil {
 		return err
 	}
+	if p.rep != nil || s.opts.RequireRole {
+		if err := s.checkConsumer(p, r.now); err != nil {
+			return err
+		}
+	}
 	r.offsets = OffsetResult{Offset: -1, Timestamp: -1}
 	switch ts := r.ts; {
 	case ts == TimestampLatest:

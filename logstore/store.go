@@ -464,9 +464,15 @@ func (s *Store) simple(ctx context.Context, kind reqKind, topic string, partitio
 }
 
 // ListOffsets answers Kafka's ListOffsets for one partition; timestamp is a
-// time in ms or one of the Timestamp* constants.
+// time in ms or one of the Timestamp* constants. Like a consumer fetch, it
+// fails with ErrNotLeader on a follower or a leader whose lease ran out.
 func (s *Store) ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (OffsetResult, error) {
-	r, err := s.simple(ctx, reqListOffsets, topic, partition, func(r *request) { r.ts = timestamp })
+	r, err := s.simple(ctx, reqListOffsets, topic, partition, func(r *request) {
+		r.ts = timestamp
+		if s.lease.set() {
+			r.now = time.Now() // for a leader's lease, as a fetch
+		}
+	})
 	if err != nil {
 		return OffsetResult{}, err
 	}
