@@ -3,6 +3,7 @@ package tierd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/tierd/objstore"
@@ -98,7 +99,13 @@ func (d *Daemon) takeOver(ctx context.Context, rs Replicas, topic string, partit
 	d.lead.Lock()
 	d.lead.m[k] = epoch
 	d.lead.Unlock()
-	d.log.Info("took over the cold tier", "topic", topic, "partition", partition, "epoch", epoch,
+	// Debug when there was nothing to take: every partition of a store
+	// takes over at each start and each new epoch.
+	lvl := slog.LevelInfo
+	if len(m.Segments) == 0 {
+		lvl = slog.LevelDebug
+	}
+	d.log.Log(ctx, lvl, "took over the cold tier", "topic", topic, "partition", partition, "epoch", epoch,
 		"cold_segments", len(m.Segments), "evicted", n)
 	if len(m.Segments) > 0 {
 		d.markManifest(topic, partition)
