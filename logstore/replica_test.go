@@ -557,3 +557,49 @@ func TestRequireRole(t *testing.T) {
 		t.Fatalf("fetch as leader: %d bytes, %v", len(data), err)
 	}
 }
+
+// TestLeaderDuplicateWaitsForHW: an idempotent retry with acks=all of a
+// batch the leader holds but its follower does not yet is answered with
+// the original offset only once the high watermark passes the batch; under
+// flush=always an acks=1 produce waits for the local sync alone.
+func TestLeaderDuplicateWaitsForHW(t *testing.T) {
+	mod := func(o *Options) { o.Flush = FlushAlways }
+	a, b := newReplNode(t, storeA, mod), newReplNode(t, storeB, mod)
+	a.lead(t, 1, []int32{storeA, storeB}, 2)
+	b.follow(t, storeA, 1)
+	ctx := context.Background()
+	first := produceAcks1(t, a.Store, idemBatch(5, 0, 0, 3))
+	if got := a.info(t); got.LogEndOffset != 3 || got.HighWatermark != 0 {
+		t.Fatalf("after acks=1 on a leader: log end %d hw %d", got.LogEndOffset, got.HighWatermark)
+	}
+	done := make(chan ProduceResult, 1)
+	go func() {
+		res, err := a.Produce(ctx, &ProduceRequest{Topic: replTopic, Partition: 0, Acks: -1, Records: idemBatch(5, 0, 0, 3)})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	// Wait until the retry is parked, then let the follower catch up.
+	for {
+		parked := false
+		if err := a.onShard(ctx, replTopic, 0, func(_ *shard, p *partition) error {
+			parked = len(p.waitAcks) == 1
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if parked {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := a.info(t); got.LogEndOffset != 3 {
+		t.Fatalf("the retry was appended: log end %d", got.LogEndOffset)
+	}
+	mustReplicate(t, a, b, 1)
+	mustReplicate(t, a, b, 1)
+	if res := <-done; res.BaseOffset != first.BaseOffset {
+		t.Fatalf("retry answered with offset %d, want %d", res.BaseOffset, first.BaseOffset)
+	}
+}
