@@ -57,3 +57,27 @@ func BenchmarkRestore10kTopics(b *testing.B) {
 		b.Fatalf("%d topics restored", len(ts))
 	}
 }
+
+// BenchmarkStoreBounce10kTopics: one store of three goes down and comes
+// back (two commands) with 10,000 topics of 3 partitions at replication
+// factor 3: every partition changes ISR, a third change leader.
+func BenchmarkStoreBounce10kTopics(b *testing.B) {
+	f := NewFSM(nil)
+	for id := int32(1); id <= 3; id++ {
+		registerStore(b, f, id)
+	}
+	for i := 0; i < 10000; i += 500 {
+		cmd := &cmdCreateTopics{}
+		for j := i; j < i+500; j++ {
+			cmd.Topics = append(cmd.Topics, cmdNewTopic{Name: fmt.Sprintf("topic-%06d", j), ID: newTopicID(), Partitions: 3, ReplicationFactor: 3})
+		}
+		if r := applyCmd(b, f, cmd); r.err != nil || r.items[0] != nil {
+			b.Fatal(r.err, r.items)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		applyCmd(b, f, &cmdSetLiveness{Down: []int32{1}, NowMs: 1})
+		applyCmd(b, f, &cmdSetLiveness{Up: []int32{1}, NowMs: 2})
+	}
+}

@@ -67,6 +67,9 @@ type state struct {
 	load      map[int32]int
 	rload     map[int32]int
 	loadStale bool
+	// names are the topic names, sorted; nil when a topic was created or
+	// deleted since they were.
+	names []string
 }
 
 func newState() state {
@@ -199,7 +202,10 @@ func (a *applier) record(c change) {
 	a.changed = true
 	f := a.f
 	f.mu.changes = append(f.mu.changes, c)
-	if len(f.mu.changes) > maxChanges {
+	// Trimmed once it holds twice the bound, so that a command changing
+	// many topics (a store's session expiring) does not move the whole
+	// log down once per change.
+	if len(f.mu.changes) > 2*maxChanges {
 		drop := len(f.mu.changes) - maxChanges
 		f.mu.logStart = f.mu.changes[drop-1].version
 		f.mu.changes = slices.Delete(f.mu.changes, 0, drop)
@@ -309,6 +315,7 @@ func (a *applier) createTopics(c *cmdCreateTopics) *applyResult {
 		}
 		a.place(ti.Partitions, int(t.ReplicationFactor), a.st.placeable())
 		a.st.topics[t.Name] = ti
+		a.st.names = nil
 		a.st.byID[t.ID] = t.Name
 		a.st.collide[collisionKey(t.Name)] = t.Name
 		if c.RequestID != "" {
@@ -330,6 +337,7 @@ func (a *applier) deleteTopics(c *cmdDeleteTopics) *applyResult {
 		}
 		a.st.loadStale = true
 		delete(a.st.topics, t.Name)
+		a.st.names = nil
 		delete(a.st.byID, t.ID)
 		delete(a.st.collide, collisionKey(t.Name))
 		delete(a.st.createdBy, t.Name)

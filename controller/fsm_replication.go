@@ -181,13 +181,18 @@ func (a *applier) placeUnplaced() {
 	}
 }
 
+// sortedTopics lists the topic names in order. The list is kept until a
+// topic is created or deleted; callers must not change it.
 func (a *applier) sortedTopics() []string {
-	names := make([]string, 0, len(a.st.topics))
-	for name := range a.st.topics {
-		names = append(names, name)
+	if a.st.names == nil {
+		names := make([]string, 0, len(a.st.topics))
+		for name := range a.st.topics {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		a.st.names = names
 	}
-	sort.Strings(names)
-	return names
+	return a.st.names
 }
 
 // updatePartitions runs fn over the partitions of the named topics (all,
