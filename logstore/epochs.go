@@ -100,10 +100,12 @@ func (p *partition) truncateEpochs(end int64) bool {
 // noteRecoveredEpoch adds a batch's epoch found by recovery when the cache
 // lacks it (its checkpoint write was lost to a crash). Without a cache, an
 // epoch of 0 is what every batch of a partition that never had a role
-// carries, so it starts none.
-func (p *partition) noteRecoveredEpoch(h *BatchHeader) bool {
+// carries, so it starts none, unless the store is a cluster's
+// (Options.RequireRole), where every log is replicated and 0 is the first
+// leader's epoch.
+func (p *partition) noteRecoveredEpoch(h *BatchHeader, replicated bool) bool {
 	e, ok := p.latestEpoch()
-	if ok && h.LeaderEpoch > e || !ok && h.LeaderEpoch > 0 {
+	if ok && h.LeaderEpoch > e || !ok && (h.LeaderEpoch > 0 || replicated && h.LeaderEpoch == 0) {
 		p.epochs = append(p.epochs, epochEntry{epoch: h.LeaderEpoch, start: h.BaseOffset})
 		return true
 	}
@@ -189,7 +191,7 @@ func (p *partition) loadEpochs(s *shard) error {
 	if err != nil {
 		s.opts.Logger.Error("unreadable leader-epoch checkpoint; rebuilding it from the log", "path", path, "err", err)
 		p.epochs = nil
-		p.epochsFromLog()
+		p.epochsFromLog(s.opts.RequireRole)
 		return writeFileSynced(path, encodeEpochs(p.epochs))
 	}
 	p.epochs = entries
@@ -201,7 +203,7 @@ func (p *partition) loadEpochs(s *shard) error {
 }
 
 // epochsFromLog rebuilds the cache from the headers of every local batch.
-func (p *partition) epochsFromLog() {
+func (p *partition) epochsFromLog(replicated bool) {
 	scratch := make([]byte, BatchHeaderSize)
 	for _, seg := range p.segs {
 		for pos := int64(0); pos < seg.size; {
@@ -209,7 +211,7 @@ func (p *partition) epochsFromLog() {
 			if err != nil {
 				break
 			}
-			p.noteRecoveredEpoch(&h)
+			p.noteRecoveredEpoch(&h, replicated)
 			pos += int64(h.Length)
 		}
 	}

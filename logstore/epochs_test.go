@@ -134,3 +134,30 @@ func TestEpochCacheRecovery(t *testing.T) {
 	want = []EpochEnd{{-1, -1}, {1, 4}, {2, 8}, {3, 12}, {4, 12}, {4, 12}, {4, 12}}
 	check("entries past the log end")
 }
+
+// TestEpochZeroRecovered: the first leader's epoch is 0, which is also
+// what a log without roles stamps. A cluster store (RequireRole) that lost
+// the checkpoint takes epoch 0 back from the log; a single-node one keeps
+// no epochs for it.
+func TestEpochZeroRecovered(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "standalone", true: "cluster"}[cluster], func(t *testing.T) {
+			a := newReplNode(t, storeA, func(o *Options) { o.RequireRole = cluster })
+			ctx := context.Background()
+			a.lead(t, 0, []int32{storeA}, 1)
+			produceAcks1(t, a.Store, logtest.Filler(1, 3, 10, 1))
+			a.testStore.close(t)
+			if err := os.Remove(epochCheckpointPath(partitionDir(a.dir, replTopic, 0))); err != nil {
+				t.Fatal(err)
+			}
+			a.testStore = openTestStore(t, a.dir, func(o *Options) { o.RequireRole = cluster })
+			want := EpochEnd{-1, -1}
+			if cluster {
+				want = EpochEnd{0, 3}
+			}
+			if got, err := a.OffsetForLeaderEpoch(ctx, replTopic, 0, 5); err != nil || got != want {
+				t.Fatalf("epoch 5 after losing the checkpoint: %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}

@@ -305,7 +305,7 @@ func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 			}
 			if h.BaseOffset >= from {
 				p.recordProducer(&h, h.MaxTimestamp)
-				epochsAdded = p.noteRecoveredEpoch(&h) || epochsAdded
+				epochsAdded = p.noteRecoveredEpoch(&h, opts.RequireRole) || epochsAdded
 			}
 			pos += int64(h.Length)
 		}
