@@ -193,8 +193,8 @@ type StoreAgentOptions struct {
 	// not every partition could be created or deleted), from Run's
 	// goroutine: the store's replica manager takes leader and follower
 	// roles, epochs and ISRs from it. It must not keep v, which changes
-	// after it returns. An error is logged and the view handed over again
-	// after the next heartbeat.
+	// after it returns (v.Clone is a copy it may keep). An error is logged
+	// and the view handed over again after the next heartbeat.
 	OnView func(ctx context.Context, v *View) error
 	// OnHeartbeat is MemberOptions.OnHeartbeat: the store renews its
 	// leadership lease from it.

@@ -23,7 +23,7 @@ type viewLog struct {
 func (l *viewLog) onView(_ context.Context, v *View) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.version = v.Version
+	l.version = v.Clone().Version
 	return nil
 }
 

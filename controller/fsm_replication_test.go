@@ -542,3 +542,13 @@ func TestReplicationCommandsAreValidated(t *testing.T) {
 		}
 	}
 }
+
+func TestViewClone(t *testing.T) {
+	v := &View{}
+	v.Apply(Delta{Full: true, Version: 3, Topics: []TopicInfo{{Name: "a"}}, Nodes: []NodeInfo{{ID: 1}}, BrokerConfigs: map[string]string{"k": "v"}, BrokerConfigsChanged: true})
+	c := v.Clone()
+	v.Apply(Delta{Version: 4, Topics: []TopicInfo{{Name: "b"}}, Nodes: []NodeInfo{{ID: 2}}, BrokerConfigsChanged: true})
+	if c.Version != 3 || len(c.Topics) != 1 || len(c.Nodes) != 1 || c.BrokerConfigs["k"] != "v" {
+		t.Errorf("the clone moved with the view: %+v", c)
+	}
+}

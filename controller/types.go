@@ -222,3 +222,24 @@ func (v *View) Apply(d Delta) {
 		}
 	}
 }
+
+// Clone copies v, so that a holder (a replica manager given the view by
+// StoreAgentOptions.OnView) can keep it while the original moves on. The
+// topics' partition slices are shared: they are never changed in place.
+func (v *View) Clone() *View {
+	c := &View{ClusterID: v.ClusterID, Version: v.Version,
+		Topics:        make(map[string]TopicInfo, len(v.Topics)),
+		Nodes:         make(map[int32]NodeInfo, len(v.Nodes)),
+		BrokerConfigs: make(map[string]string, len(v.BrokerConfigs)),
+	}
+	for k, t := range v.Topics {
+		c.Topics[k] = t
+	}
+	for k, n := range v.Nodes {
+		c.Nodes[k] = n
+	}
+	for k, s := range v.BrokerConfigs {
+		c.BrokerConfigs[k] = s
+	}
+	return c
+}
