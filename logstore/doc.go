@@ -115,7 +115,7 @@
 // safe), or starts over at its leader's log start (TruncateFully). Every partition keeps a leader-epoch cache, checkpointed in its
 // directory as leader-epoch-checkpoint, which answers OffsetForLeaderEpoch.
 // The high watermark is not checkpointed: after a restart it starts at the
-// log end, and a follower's truncation by epoch brings it down.
+// log end, and a follower's first fetch brings it down to its leader's.
 //
 // # What it must not import
 //

@@ -450,7 +450,8 @@ func (p *partition) advanceDurable(end int64) {
 
 // updateHW moves the high watermark to where the durable end and, for a
 // leader, its in-sync followers let it, and wakes long-polling fetchers. It
-// never moves it back; only a truncation does.
+// never moves it back; only a truncation, or a follower taking a lower
+// high watermark from its leader (followLeaderHW), does.
 func (p *partition) updateHW() {
 	hw := p.durableEnd
 	if p.rep != nil {

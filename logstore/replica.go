@@ -501,16 +501,11 @@ func (s *shard) appendReplica(r *request) {
 		r.finish(*f)
 		return
 	}
-	p.rep.leaderHW = r.ts
+	p.followLeaderHW(r.ts)
 	seg := p.active()
 	next := seg.next
 	if len(r.records) == 0 {
 		r.endOffset = next
-		hw := p.hw
-		p.updateHW()
-		if p.hw != hw {
-			s.ackDurable(p)
-		}
 		r.finish(nil)
 		return
 	}
@@ -568,6 +563,24 @@ func (s *shard) appendReplica(r *request) {
 	s.paceWriteback(p, seg)
 	r.endOffset = next
 	s.ackAppend(p, seg, r)
+}
+
+// followLeaderHW sets a follower's high watermark to the leader's, capped
+// at the local durable end. Unlike a leader's it may move back, as
+// Kafka's follower does: after a restart it starts at the log end, which
+// may hold records the leader never committed, and this replica must not
+// count them as committed should it lead next. Followers serve no
+// consumer, so none sees it move back.
+func (p *partition) followLeaderHW(hw int64) {
+	if hw < 0 {
+		return
+	}
+	p.rep.leaderHW = hw
+	if c := min(hw, p.durableEnd); c < p.hw {
+		p.hw = c
+		p.hwPos = hwPosition{}
+	}
+	p.updateHW()
 }
 
 // ReplicaStatuses lists the replication state of every partition that has

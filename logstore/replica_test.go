@@ -397,6 +397,14 @@ func TestFollowerOnlyRoles(t *testing.T) {
 	if got := b.info(t); got.HighWatermark != 2 {
 		t.Fatalf("follower hw %d, want its log end 2", got.HighWatermark)
 	}
+	// The leader's high watermark is lower (this replica restarted with
+	// its own at its log end): the follower's follows it down.
+	if _, err := b.AppendReplica(ctx, replTopic, 0, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.info(t); got.HighWatermark != 1 {
+		t.Fatalf("follower hw %d, want the leader's 1", got.HighWatermark)
+	}
 	if e, err := b.OffsetForLeaderEpoch(ctx, replTopic, 0, 1); err != nil || e != (EpochEnd{1, 2}) {
 		t.Fatalf("follower epoch cache: %+v, %v", e, err)
 	}
