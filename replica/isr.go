@@ -26,14 +26,16 @@ type alterResult struct {
 // not caught up for the partition's replica.lag.time.max.ms is proposed
 // out.
 func (m *Manager) checkISR(ctx context.Context, wg *sync.WaitGroup) {
-	led := false
+	// A store that leads only single-copy partitions (serve) has no
+	// follower to look at: skip reading every partition's status.
+	followed := false
 	for _, p := range m.parts {
-		if p.have != nil && p.have.Role == logstore.RoleLeader {
-			led = true
+		if p.have != nil && p.have.Role == logstore.RoleLeader && len(p.have.Replicas) > 1 {
+			followed = true
 			break
 		}
 	}
-	if !led {
+	if !followed {
 		return
 	}
 	statuses, err := m.opts.Store.ReplicaStatuses(ctx)

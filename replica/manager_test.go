@@ -453,14 +453,24 @@ func TestLeaseExpiryRefusesProduce(t *testing.T) {
 	if _, err := produce(t, c.nodes[1].st, "t", -1, "a"); err != nil {
 		t.Fatalf("produce before any lease: %v", err)
 	}
+	// The manager may still be finishing the view it started with, after
+	// which it sets the lease: wait for the refusal.
 	m.OnHeartbeat(time.Now().Add(-time.Minute), 2*time.Second)
-	if _, err := produce(t, c.nodes[1].st, "t", -1, "b"); !errors.Is(err, logstore.ErrNotLeader) {
-		t.Fatalf("produce after the lease ran out: %v, want ErrNotLeader", err)
-	}
+	waitUntil(t, "produce to be refused on the run-out lease", func() bool {
+		_, err := produce(t, c.nodes[1].st, "t", -1, "b")
+		if err != nil && !errors.Is(err, logstore.ErrNotLeader) {
+			t.Fatalf("produce after the lease ran out: %v, want ErrNotLeader", err)
+		}
+		return err != nil
+	})
 	m.OnHeartbeat(time.Now(), 2*time.Second)
-	if _, err := produce(t, c.nodes[1].st, "t", -1, "c"); err != nil {
-		t.Fatalf("produce after the lease was renewed: %v", err)
-	}
+	waitUntil(t, "produce to be served on the renewed lease", func() bool {
+		_, err := produce(t, c.nodes[1].st, "t", -1, "c")
+		if err != nil && !errors.Is(err, logstore.ErrNotLeader) {
+			t.Fatalf("produce after the lease was renewed: %v", err)
+		}
+		return err == nil
+	})
 }
 
 // TestLeaseWaitsForPendingView: a heartbeat that brings a view does not
