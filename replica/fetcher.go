@@ -298,6 +298,13 @@ func (f *fetcher) round(ctx context.Context, b ring.Backend, ws []work, log *slo
 		w := &fetch[i]
 		r := &res.Partitions[i]
 		if r.Err != nil {
+			if errors.Is(r.Err, logstore.ErrOffsetOutOfRange) && r.LogStartOffset > w.offset {
+				// Truncating again cannot help: the leader no longer
+				// holds the records this replica needs next.
+				f.m.rlog.Log(log, slog.LevelError, "behind:"+w.key.String(),
+					"a follower's log ends before its leader's log start; it cannot catch up by fetching",
+					"topic", w.key.topic, "partition", w.key.partition, "local_log_end", w.offset, "leader_log_start", r.LogStartOffset)
+			}
 			f.partitionError(w, r.Err, log)
 			continue
 		}
