@@ -355,8 +355,9 @@ func (s *Store) SetPartitionConfig(ctx context.Context, topic string, id int32, 
 //     segments that cover it take its place in the catalog.
 //
 // A segment the cold tier covers only in part stays local, without a
-// pointer: a leader uploads it whole. It returns how many local segments
-// were evicted.
+// pointer: a leader uploads it whole. Remote records that end before the
+// cold tier's first segment are dropped: the leader's retention deleted
+// them. It returns how many local segments were evicted.
 func (s *Store) AdoptRemote(ctx context.Context, topic string, id int32, cold []catalog.Segment, evictAll bool) (int, error) {
 	cold = append([]catalog.Segment(nil), cold...)
 	sort.Slice(cold, func(i, j int) bool { return cold[i].BaseOffset < cold[j].BaseOffset })
@@ -371,6 +372,14 @@ func (s *Store) AdoptRemote(ctx context.Context, topic string, id int32, cold []
 
 func (p *partition) adoptRemote(sh *shard, cold []catalog.Segment, evictAll bool, now time.Time) (int, error) {
 	c := sh.opts.Catalog
+	// Remote segments older than the whole cold tier were deleted by the
+	// leader's retention: the objects are gone, so the records go too.
+	for len(cold) > 0 && len(p.remote) > 0 && p.remote[0].EndOffset <= cold[0].BaseOffset {
+		if err := c.DeleteSegment(p.topic, p.id, p.remote[0].BaseOffset); err != nil {
+			return 0, err
+		}
+		p.remote = p.remote[1:]
+	}
 	for _, seg := range p.segs {
 		if !seg.sealed || seg.cloud.ObjectKey != "" {
 			continue

@@ -501,3 +501,81 @@ func TestRemovedFollowerKeepsLeaderObjects(t *testing.T) {
 		t.Fatalf("deleting the follower's replica left %d of the leader's %d objects", len(after), len(before))
 	}
 }
+
+// TestFollowerForgetsWhatLeaderRetentionDeleted: the leader's remote
+// retention deletes the oldest objects; a follower's next sync drops its
+// records of them, so it would not serve or list them as leader.
+func TestFollowerForgetsWhatLeaderRetentionDeleted(t *testing.T) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	a := startReplica(t, t.TempDir(), b, false, false)
+	defer a.stop()
+	f := startReplica(t, t.TempDir(), b, false, false)
+	defer f.stop()
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, LocalRetentionBytes: new(int64(0)), RetentionMs: -1, RetentionBytes: -1}
+	for i, n := range []*replicaNode{a, f} {
+		if err := n.store.CreatePartition(ctx, "k", 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+		st := logstore.ReplicaState{Role: logstore.RoleFollower, LeaderEpoch: 1, Leader: 1, LocalID: int32(i + 1),
+			Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+		if i == 0 {
+			st.Role = logstore.RoleLeader
+		}
+		if err := n.store.SetReplicaState(ctx, "k", 0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := a.store.Produce(ctx, &logstore.ProduceRequest{Topic: "k", Partition: 0, Records: logtest.Filler(int64(i), 4, 1000, byte(i)), Acks: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, batch := range readAllBatches(t, a.store, "k", 0, 0) {
+		h, _ := logstore.ParseBatchHeader(batch)
+		if _, err := f.store.AppendReplica(ctx, "k", 0, batch, h.NextOffset()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, a.tier)
+	f.tier.syncFollowers(ctx)
+	remote := func(n *replicaNode) []catalog.Segment {
+		t.Helper()
+		recs, err := n.store.Segments(ctx, "k", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []catalog.Segment
+		for _, r := range recs {
+			if r.State == catalog.StateRemote {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	if n := len(remote(f)); n < 4 {
+		t.Fatalf("the follower holds %d remote segments", n)
+	}
+	// The leader keeps about two segments.
+	cfg.RetentionBytes = 150 << 10
+	if err := a.store.SetPartitionConfig(ctx, "k", 0, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.store.RunRetention(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, a.tier)
+	kept := remote(a)
+	f.tier.syncFollowers(ctx)
+	got := remote(f)
+	if len(kept) == 0 || len(got) != len(kept) || got[0].BaseOffset != kept[0].BaseOffset {
+		t.Fatalf("leader keeps %d remote segments from %v, the follower %d from %v", len(kept), kept, len(got), got)
+	}
+	info, err := f.store.DescribePartition(ctx, "k", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.LogStartOffset != kept[0].BaseOffset {
+		t.Fatalf("follower's log start %d, the leader's cold tier starts at %d", info.LogStartOffset, kept[0].BaseOffset)
+	}
+}
