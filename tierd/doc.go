@@ -52,7 +52,9 @@
 //     cold tier covers on other boundaries is evicted under the same rules
 //     at a sync, the cold segments that cover it taking its place in the
 //     catalog. Either way a follower evicts only what the cold tier holds.
-//     Its remote retention drops its records, never the leader's objects;
+//     Its remote retention, a sync that finds the cold tier starting later
+//     (the leader's retention), and the removal of the replica drop its
+//     records, never the leader's objects;
 //   - a store that becomes leader takes over the cold tier once per leader
 //     epoch, before its first upload or manifest write: it reads the
 //     manifest and the uploads it does not list yet, and AdoptRemote
