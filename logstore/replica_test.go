@@ -611,3 +611,18 @@ func TestLeaderDuplicateWaitsForHW(t *testing.T) {
 		t.Fatalf("retry answered with offset %d, want %d", res.BaseOffset, first.BaseOffset)
 	}
 }
+
+// TestConsumerAboveHWWaits: a consumer's offset between a leader's high
+// watermark and its log end (read to the old leader's high watermark
+// before a failover) gets an empty answer, not ErrOffsetOutOfRange.
+func TestConsumerAboveHWWaits(t *testing.T) {
+	a := newReplNode(t, storeA, nil)
+	a.lead(t, 1, []int32{storeA, storeB}, 1)
+	produceAcks1(t, a.Store, logtest.Filler(1, 3, 10, 1))
+	if data, hw, err := consumerRead(t, a.Store, 2); err != nil || len(data) != 0 || hw != 0 {
+		t.Fatalf("consumer at 2, hw 0, log end 3: %d bytes, hw %d, %v", len(data), hw, err)
+	}
+	if _, _, err := consumerRead(t, a.Store, 4); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("consumer past the log end: %v", err)
+	}
+}

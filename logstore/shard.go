@@ -850,6 +850,12 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 	if follower {
 		end = p.leo()
 	}
+	if offset > end && p.rep != nil && offset <= p.leo() {
+		// A consumer that read to an old leader's high watermark, which
+		// this new leader has not reached yet: Kafka answers empty, not
+		// out of range, which would have the client reset its offset.
+		end = offset
+	}
 	if offset < p.logStart || offset > end {
 		res.Err = fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.logStart, end)
 		return
