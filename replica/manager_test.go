@@ -19,6 +19,8 @@ import (
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/logtest"
 	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 )
 
@@ -127,6 +129,7 @@ type node struct {
 	st   *logstore.Store
 	addr string
 	stop func() // stops the node's manager; nil when none runs
+	mgr  *Manager
 }
 
 func newCluster(t *testing.T, ids ...int32) *cluster {
@@ -226,6 +229,7 @@ func (c *cluster) start(id int32) *Manager {
 		c.t.Error(err)
 	}
 	c.ctl.mu.Unlock()
+	n.mgr = m
 	n.stop = func() {
 		c.ctl.mu.Lock()
 		delete(c.ctl.mgrs, id)
@@ -289,6 +293,15 @@ func values(t *testing.T, st *logstore.Store, topic string, end int64) []string 
 	return out
 }
 
+// gauge reads a gauge's value.
+func gauge(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetGauge().GetValue()
+}
+
 func isr(st []int32) []int32 { s := slices.Clone(st); slices.Sort(s); return s }
 
 func leaderISR(t *testing.T, st *logstore.Store, topic string) []int32 {
@@ -318,10 +331,18 @@ func TestFollowerCatchesUpAndJoinsISR(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.start(2)
+	m1 := c.nodes[1].mgr
+	if got := gauge(m1.met.underReplicated); got != 1 {
+		t.Errorf("under-replicated partitions with ISR [1] of [1 2]: %v, want 1", got)
+	}
+	m2 := c.start(2)
 	waitUntil(t, "the ISR to grow to [1 2]", func() bool {
 		return slices.Equal(isr(c.ctl.partition("t", 0).ISR), []int32{1, 2}) &&
 			slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1, 2})
+	})
+	waitUntil(t, "the gauges to show one led, one followed, none under-replicated", func() bool {
+		return gauge(m1.met.leaders) == 1 && gauge(m1.met.underReplicated) == 0 &&
+			gauge(m2.met.followers) == 1 && gauge(m2.met.lag) == 0
 	})
 	want := values(t, c.nodes[1].st, "t", describe(t, c.nodes[1].st, "t").LogEndOffset)
 	if len(want) != 40 {
@@ -370,6 +391,31 @@ func TestAcksAllWaitsForFollower(t *testing.T) {
 		if leo := describe(t, c.nodes[2].st, "t").LogEndOffset; leo <= off {
 			t.Fatalf("acks=all returned at offset %d while the follower's log ends at %d", off, leo)
 		}
+	}
+}
+
+// TestDeadISRFollowerHoldsAcksAllUntilProposedOut: with RF 3 and
+// min.insync.replicas 2, a follower that stops fetching holds acks=all
+// back only until it is proposed out of the ISR; the produce then
+// completes on the two replicas left.
+func TestDeadISRFollowerHoldsAcksAllUntilProposedOut(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	c.createTopic("t", map[string]string{"min.insync.replicas": "2", ReplicaLagTimeMaxConfig: "300"},
+		controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
+	c.start(1)
+	c.start(2)
+	off, err := produce(t, c.nodes[1].st, "t", -1, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := isr(c.ctl.partition("t", 0).ISR); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("acks=all returned with the controller's ISR at %v, want [1 2]", got)
+	}
+	if leo := describe(t, c.nodes[2].st, "t").LogEndOffset; leo <= off {
+		t.Fatalf("acks=all returned at offset %d while follower 2's log ends at %d", off, leo)
+	}
+	if leo := describe(t, c.nodes[3].st, "t").LogEndOffset; leo != 0 {
+		t.Fatalf("store 3, never started, holds %d records", leo)
 	}
 }
 
