@@ -403,6 +403,7 @@ func TestDeadISRFollowerHoldsAcksAllUntilProposedOut(t *testing.T) {
 	c.createTopic("t", map[string]string{"min.insync.replicas": "2", ReplicaLagTimeMaxConfig: "300"},
 		controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}})
 	c.start(1)
+	waitUntil(t, "store 1 to lead", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1, 2, 3}) })
 	c.start(2)
 	off, err := produce(t, c.nodes[1].st, "t", -1, "x")
 	if err != nil {
