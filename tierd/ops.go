@@ -124,6 +124,12 @@ type Orphan struct {
 // crash between upload and record, or a deletion that lost its record) and,
 // unless dryRun, deletes them. Objects younger than minAge are left alone:
 // they may belong to an upload in progress.
+//
+// In a cluster the bucket is shared and a catalog knows only its own
+// store's partitions, each of which another store may lead: GC judges only
+// the partitions this store leads (after taking their cold tier over) and
+// leaves the rest, including partitions it does not hold, to their
+// leaders' stores.
 func (d *Daemon) GC(ctx context.Context, dryRun bool, minAge time.Duration) ([]Orphan, error) {
 	referenced := map[string]bool{}
 	parts, err := d.opts.Catalog.Partitions()
@@ -131,8 +137,20 @@ func (d *Daemon) GC(ctx context.Context, dryRun bool, minAge time.Duration) ([]O
 		return nil, err
 	}
 	known := map[string]bool{}
+	foreign := map[string]bool{} // held here, led elsewhere
+	clustered := false
 	for _, p := range parts {
-		known[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = true
+		name := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
+		known[name] = true
+		if rs, ok := d.opts.Store.(Replicas); ok {
+			if role, _, _, err := rs.TierRole(ctx, p.Topic, p.Partition); err == nil && role != roleStandalone {
+				clustered = true
+			}
+		}
+		if acc, _, err := d.access(ctx, p.Topic, p.Partition); err != nil || acc != accessOwner {
+			foreign[name] = true
+			continue
+		}
 		recs, err := d.opts.Catalog.Segments(p.Topic, p.Partition)
 		if err != nil {
 			return nil, err
@@ -154,6 +172,9 @@ func (d *Daemon) GC(ctx context.Context, dryRun bool, minAge time.Duration) ([]O
 		}
 		k, ok := parseKey(info.Key)
 		if !ok || referenced[info.Key] {
+			continue
+		}
+		if name := fmt.Sprintf("%s/%d", k.topic, k.partition); foreign[name] || clustered && !known[name] {
 			continue
 		}
 		if k.ext == "manifest.json" && known[fmt.Sprintf("%s/%d", k.topic, k.partition)] {

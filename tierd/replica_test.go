@@ -579,3 +579,56 @@ func TestFollowerForgetsWhatLeaderRetentionDeleted(t *testing.T) {
 		t.Fatalf("follower's log start %d, the leader's cold tier starts at %d", info.LogStartOffset, kept[0].BaseOffset)
 	}
 }
+
+// TestGCInSharedBucket: the stores of a cluster share the bucket, and each
+// catalog knows only its own partitions: tier gc on a follower, or on a
+// leader for partitions it does not lead or hold, deletes nothing that
+// another store's catalog may reference.
+func TestGCInSharedBucket(t *testing.T) {
+	ctx := context.Background()
+	b := fsBucket(t)
+	a := startReplica(t, t.TempDir(), b, false, false)
+	defer a.stop()
+	f := startReplica(t, t.TempDir(), b, false, false)
+	defer f.stop()
+	cfg := logstore.PartitionConfig{SegmentBytes: 64 << 10, RetentionMs: -1, RetentionBytes: -1}
+	for i, n := range []*replicaNode{a, f} {
+		if err := n.store.CreatePartition(ctx, "g", 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+		st := logstore.ReplicaState{Role: logstore.RoleFollower, LeaderEpoch: 1, Leader: 1, LocalID: int32(i + 1),
+			Replicas: []int32{1, 2}, ISR: []int32{1}, MinISR: 1}
+		if i == 0 {
+			st.Role = logstore.RoleLeader
+		}
+		if err := n.store.SetReplicaState(ctx, "g", 0, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 60; i++ {
+		if _, err := a.store.Produce(ctx, &logstore.ProduceRequest{Topic: "g", Partition: 0, Records: logtest.Filler(int64(i), 4, 1000, byte(i)), Acks: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain(t, a.tier)
+	orphan := segmentKey("g", 0, 7, "0123456789abcdef", ".seg")
+	elsewhere := segmentKey("other", 0, 0, "0123456789abcdef", ".seg")
+	for _, k := range []string{orphan, elsewhere} {
+		if _, err := b.Put(ctx, k, bytes.NewReader([]byte("x")), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := bucketKeys(t, b)
+	// The follower has not synced: its catalog names none of the leader's
+	// objects.
+	if gone, err := f.tier.GC(ctx, false, 0); err != nil || len(gone) != 0 {
+		t.Fatalf("gc on the follower: %v, %v", gone, err)
+	}
+	gone, err := a.tier.GC(ctx, false, 0)
+	if err != nil || len(gone) != 1 || gone[0].Key != orphan {
+		t.Fatalf("gc on the leader deleted %v (%v), want only %s", gone, err, orphan)
+	}
+	if after := bucketKeys(t, b); len(after) != len(before)-1 || !after[elsewhere] {
+		t.Fatalf("bucket had %d objects, has %d after gc", len(before), len(after))
+	}
+}
