@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Metadata: v0-v13.
 //
 // Brokers are the live Kafka gateways (this one at least, at its
-// advertised address). Every partition is "led" by one of them, spread by
-// hash so that all gateways answer alike; replicas and ISR are that one
-// node, since replication is not available yet. A null topic list (v1+, or
+// advertised address). Any gateway serves any partition, routing it to the
+// store that leads it; a partition's "leader" here is the gateway that
+// rendezvous hashing of (topic, partition) over the live gateways picks,
+// and its replicas and ISR are the first replication-factor gateways in
+// that order (doc.go says why). The leader epoch is the leader store's. A
+// partition that no store leads right now answers LEADER_NOT_AVAILABLE
+// with leader -1 and an empty ISR, and the client asks again; a Cluster
+// that records no placement (Topic.Parts nil) has every partition
+// served. A null topic list (v1+, or
 // an empty one in v0) asks for every topic; topics may be named by id
 // (v10+). An unknown topic is created when auto.create.topics.enable is on
 // and the client allows it (always before v4), with num.partitions
@@ -130,14 +137,26 @@ func (g *Gateway) metadataTopic(req *kmsg.MetadataRequest, t *Topic, brokers []B
 	if req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = topicOps
 	}
+	th := topicHash(t.Name)
+	rf := min(int(max(t.ReplicationFactor, 1)), len(brokers))
+	// One array holds every partition's replicas; the ISR shares it.
+	ids := make([]int32, 0, int(t.Partitions)*rf)
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, t.Partitions)
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.Leader = leaderFor(t.Name, p, brokers)
+		from := len(ids)
+		ids = rendezvous(ids, th, p, brokers, rf)
+		mp.Replicas = ids[from:len(ids):len(ids)]
+		mp.Leader = mp.Replicas[0]
+		mp.ISR = mp.Replicas
 		mp.LeaderEpoch = t.LeaderEpoch(p)
-		mp.Replicas = []int32{mp.Leader}
-		mp.ISR = []int32{mp.Leader}
 		mp.OfflineReplicas = []int32{}
+		if int(p) < len(t.Parts) && t.Parts[p].Leader == NoLeader {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+			mp.ISR = []int32{}
+		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt

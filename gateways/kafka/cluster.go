@@ -56,6 +56,40 @@ type Cluster interface {
 	AlterConfigs(ctx context.Context, res ConfigResource, set map[string]*string, validateOnly bool) error
 	// IncrementalAlterConfigs applies ops in order.
 	IncrementalAlterConfigs(ctx context.Context, res ConfigResource, ops []ConfigOp, validateOnly bool) error
+
+	// AlterPartitionReassignments starts, replaces or cancels (nil
+	// Replicas) the reassignment of each partition. Replica ids are STORE
+	// node ids: stores hold the data, gateways none. It returns one error
+	// per reassignment, in order, nil where it was accepted; the call's
+	// own error is for the request as a whole.
+	AlterPartitionReassignments(ctx context.Context, rs []Reassignment) ([]error, error)
+	// ListPartitionReassignments lists the reassignments in progress, of
+	// the named partitions or, with none named, of every partition.
+	ListPartitionReassignments(ctx context.Context, parts []TopicPartitions) ([]OngoingReassignment, error)
+}
+
+// Reassignment is one partition's target replica list, store node ids,
+// the preferred leader first; nil Replicas cancels a reassignment.
+type Reassignment struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+}
+
+// TopicPartitions names some partitions of a topic.
+type TopicPartitions struct {
+	Topic      string
+	Partitions []int32
+}
+
+// OngoingReassignment is a partition being moved: its replicas now (the
+// union of old and target), and the stores being added and removed.
+type OngoingReassignment struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+	Adding    []int32
+	Removing  []int32
 }
 
 // ProducerIDAllocator reserves producer ids for InitProducerID. Ids must

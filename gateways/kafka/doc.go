@@ -46,9 +46,41 @@
 //
 // # Several gateways
 //
-// Every gateway can serve every partition, since they all reach the stores
-// over the shard ring; Metadata spreads partition "leadership" over the
-// live gateways by hash only to balance connections. Groups are different:
+// Every gateway can serve every partition: it routes each partition to the
+// ring of the store that leads it (kmeta's Router, from the same metadata
+// snapshot Metadata answers from), so Kafka's "leader" of a partition says
+// nothing about where its data is. Metadata shows the live gateways as the
+// brokers and uses partition "leadership" only to spread client
+// connections: the leader of (topic, p) is the live gateway with the
+// highest rendezvous weight hash(topic, p, gateway id), and its replicas
+// and ISR are the first replication-factor gateways in weight order. The
+// leader epoch shown is the leader store's, so a client's epoch checks
+// (KIP-320) follow real leader changes; a partition no store leads answers
+// LEADER_NOT_AVAILABLE with leader -1.
+//
+// Why rendezvous hashing. Every gateway computes the same answer from the
+// same live set, with no coordination and no state; it spreads partitions
+// evenly; and when a gateway joins or leaves only the partitions it gains
+// or loses move (a modulo hash would reshuffle nearly all of them, and
+// every client would reconnect). The replicas list is that same order, so
+// the gateway a client falls back to when its leader dies is the one that
+// becomes leader.
+//
+// How others do it. WarpStream's agents are stateless like our gateways:
+// its metadata answers with a leader chosen among the agents of the
+// client's availability zone (given in the client id), balancing
+// connections while keeping traffic in the zone, and any agent serves any
+// partition because the data lives in object storage. Kafka's rack-aware
+// assignment places real replicas round-robin across racks so a rack's
+// loss leaves a copy, and KIP-392 lets a consumer fetch from a replica in
+// its own rack. Neither applies as is: our gateways hold no replicas, so
+// there is nothing to place by rack, and gateways carry no zone yet. The
+// natural extension is WarpStream's: with Broker.Rack set, rank only the
+// gateways of the client's rack (Fetch v11 sends it), falling back to all.
+// Partition reassignments (AlterPartitionReassignments) are about the
+// stores, and name store ids.
+//
+// Groups are different:
 // a group must have exactly one coordinator. FindCoordinator hashes the
 // group id over the live gateways the Cluster lists (node id order), every
 // gateway computing the same answer, and a gateway answers group requests

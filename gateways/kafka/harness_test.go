@@ -10,10 +10,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/logstore"
@@ -34,6 +37,9 @@ type memCluster struct {
 		topics  map[string]*Topic
 		broker  map[string]string
 		brokers []Broker
+		// reassign holds the reassignments in progress; the fake's one
+		// store is node 1, and nothing ever completes.
+		reassign map[string]OngoingReassignment
 	}
 }
 
@@ -325,6 +331,56 @@ func (c *memCluster) IncrementalAlterConfigs(ctx context.Context, res ConfigReso
 		}
 	}
 	return c.applyLocked(ctx, c.changedLocked(res)...)
+}
+
+func (c *memCluster) AlterPartitionReassignments(_ context.Context, rs []Reassignment) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.reassign == nil {
+		c.mu.reassign = map[string]OngoingReassignment{}
+	}
+	errs := make([]error, len(rs))
+	for i, r := range rs {
+		key := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+		switch _, ongoing := c.mu.reassign[key]; {
+		case c.mu.topics[r.Topic] == nil:
+			errs[i] = fmt.Errorf("%w: %s", ErrUnknownTopic, r.Topic)
+		case r.Replicas == nil && !ongoing:
+			errs[i] = fmt.Errorf("%w: %s/%d", kerr.NoReassignmentInProgress, r.Topic, r.Partition)
+		case r.Replicas == nil:
+			delete(c.mu.reassign, key)
+		case len(r.Replicas) == 0:
+			errs[i] = fmt.Errorf("%w: empty replica list", ErrInvalidReplicaAssignment)
+		default:
+			o := OngoingReassignment{Topic: r.Topic, Partition: r.Partition, Replicas: []int32{1}, Removing: []int32{1}}
+			for _, id := range r.Replicas {
+				if id == 1 {
+					o.Removing = nil
+					continue
+				}
+				o.Replicas = append(o.Replicas, id)
+				o.Adding = append(o.Adding, id)
+			}
+			c.mu.reassign[key] = o
+		}
+	}
+	return errs, nil
+}
+
+func (c *memCluster) ListPartitionReassignments(_ context.Context, parts []TopicPartitions) ([]OngoingReassignment, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []OngoingReassignment
+	for _, o := range c.mu.reassign {
+		named := len(parts) == 0
+		for _, p := range parts {
+			named = named || p.Topic == o.Topic && slices.Contains(p.Partitions, o.Partition)
+		}
+		if named {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // testEnv is a gateway over a real store, on a loopback port.

@@ -35,6 +35,7 @@ func Run(t *testing.T, c kafka.Cluster) {
 		{"Delete", testDelete},
 		{"Configs", testConfigs},
 		{"ConcurrentReaders", testConcurrentReaders},
+		{"Reassignments", testReassignments},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -481,3 +482,34 @@ func testConcurrentReaders(t *testing.T, ctx context.Context, c kafka.Cluster) {
 }
 
 func ptr(s string) *string { return &s }
+
+// testReassignments checks what any Cluster answers alike, whatever its
+// stores: refusals name their cause, and a topic nobody moves lists
+// nothing.
+func testReassignments(t *testing.T, ctx context.Context, c kafka.Cluster) {
+	topic := name(t, "moves")
+	create(t, ctx, c, topic, 2)
+	errs, err := c.AlterPartitionReassignments(ctx, []kafka.Reassignment{
+		{Topic: name(t, "missing"), Partition: 0, Replicas: []int32{1}},
+		{Topic: topic, Partition: 1, Replicas: nil},
+	})
+	if err != nil {
+		t.Fatalf("AlterPartitionReassignments: %v", err)
+	}
+	if len(errs) != 2 {
+		t.Fatalf("%d answers for 2 reassignments", len(errs))
+	}
+	if code := kafka.ErrorFor(errs[0]); code == nil || code.Code != 3 {
+		t.Fatalf("reassigning a missing topic: %v (Kafka %v), want UNKNOWN_TOPIC_OR_PARTITION", errs[0], code)
+	}
+	if code := kafka.ErrorFor(errs[1]); code == nil || code.Code != 85 {
+		t.Fatalf("cancelling with nothing in progress: %v (Kafka %v), want NO_REASSIGNMENT_IN_PROGRESS", errs[1], code)
+	}
+	ongoing, err := c.ListPartitionReassignments(ctx, []kafka.TopicPartitions{{Topic: topic, Partitions: []int32{0, 1}}})
+	if err != nil {
+		t.Fatalf("ListPartitionReassignments: %v", err)
+	}
+	if len(ongoing) != 0 {
+		t.Fatalf("a topic nobody moves lists %+v", ongoing)
+	}
+}
