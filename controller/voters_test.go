@@ -80,6 +80,9 @@ func TestAddVoterPromotesOnlyCaughtUp(t *testing.T) {
 	mc := newMemCluster(t, 1, nil, nil)
 	mc.ghosts = map[string]ClusterInfo{"ghost": {NodeID: 9}}
 	l := mc.leader()
+	// Until the new leader has set the cluster id, the ghost's empty one
+	// matches it, and with a log this short the ghost counts as caught up.
+	waitFor(t, 10*time.Second, "cluster id set", func() bool { return l.c.fsm.ClusterID() != "" })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	err := l.c.AddVoter(ctx, AddVoterRequest{ID: 9, Address: "ghost"})
 	cancel()
