@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The checker: given what the producers were told (the history of writes)
@@ -51,6 +52,9 @@ type Write struct {
 	Offset int64
 	// Err is the error text of a failed write.
 	Err string
+	// Sent and Done are when the write was handed to the client and when
+	// its outcome came back, for the report.
+	Sent, Done time.Time
 }
 
 // Record is one record read back from the log.
@@ -58,6 +62,8 @@ type Record struct {
 	Partition int32
 	Offset    int64
 	Value     string
+	// Epoch is the leader epoch its batch was written under (-1 unknown).
+	Epoch int32
 }
 
 // Log is what a partition holds: the records read from Start (the log

@@ -126,7 +126,7 @@ func TestCheckReorderedUnacked(t *testing.T) {
 		{Producer: "b", Seq: 0, Value: "b-0", Outcome: FailedRetriable},
 		{Producer: "b", Seq: 1, Value: "b-1", Outcome: FailedRetriable},
 	}
-	logs := map[int32]Log{0: {HW: 2, Records: []Record{{0, 0, "b-1"}, {0, 1, "b-0"}}}}
+	logs := map[int32]Log{0: {HW: 2, Records: []Record{{0, 0, "b-1", 0}, {0, 1, "b-0", 0}}}}
 	if res := Check(writes, logs); res.Reordered != 1 {
 		t.Fatalf("reordering not found: %v %v", res, res.Problems)
 	}
@@ -149,7 +149,7 @@ func TestCheckUnknownAndOutOfRange(t *testing.T) {
 func TestCheckLogStart(t *testing.T) {
 	// A log whose start moved (retention) is read from there: no gap below.
 	writes := []Write{{Producer: "a", Seq: 0, Value: "a-0", Partition: 0, Outcome: Acked, Offset: 7}}
-	logs := map[int32]Log{0: {Start: 7, HW: 8, Records: []Record{{0, 7, "a-0"}}}}
+	logs := map[int32]Log{0: {Start: 7, HW: 8, Records: []Record{{0, 7, "a-0", 0}}}}
 	if res := Check(writes, logs); !res.OK() {
 		t.Fatalf("log starting at 7: %v %v", res, res.Problems)
 	}

@@ -34,13 +34,13 @@ func TestClusterDrain(t *testing.T) {
 	if len(before) == 0 {
 		t.Fatalf("store %d holds no replica of %s before the drain: placement %v", drained, topic, placement(c.mustMetadata(), topic))
 	}
-	t.Logf("store %d holds %v before the drain", drained, before)
+	t.Logf("store %d holds %v before the drain; placement %s", drained, before, placement(c.mustMetadata(), topic))
 
 	w := startWorkload(t, c, topic, parts, 2, 200)
 	tl := startTailer(t, c, gatewayIDs[1], topic, parts)
 	c.waitFor("the first acknowledged writes", 60*time.Second, func() (bool, string) {
 		n := w.hist.acked.Load()
-		return n >= 500, strconv.FormatInt(n, 10) + " acked"
+		return n >= 3000, strconv.FormatInt(n, 10) + " acked"
 	})
 
 	start := time.Now()
@@ -55,6 +55,7 @@ func TestClusterDrain(t *testing.T) {
 	}
 
 	md := c.mustMetadata()
+	t.Logf("placement after the drain: %s", placement(md, topic))
 	if left := holding(md, topic, drained); len(left) > 0 {
 		t.Errorf("after the drain, store %d still holds %v; placement %v", drained, left, placement(md, topic))
 	}

@@ -575,6 +575,16 @@ func leaders(md controller.MetadataResponse, topic string) map[int32]int32 {
 	return out
 }
 
+// leaderEpochs maps each partition of topic to its leader epoch.
+func leaderEpochs(md controller.MetadataResponse, topic string) map[int32]int32 {
+	out := map[int32]int32{}
+	ti, _ := findTopic(md, topic)
+	for _, p := range ti.Partitions {
+		out[p.Partition] = p.LeaderEpoch
+	}
+	return out
+}
+
 // waitTopicKafka waits until the gateway's Kafka Metadata shows every
 // partition of topic with a leader and no error.
 func (c *cluster) waitTopicKafka(gw int32, topic string, partitions int, timeout time.Duration) {

@@ -29,9 +29,9 @@ const kgoSkip = "^TestTxnEtl$"
 // the same tests to pass on both.
 func TestClusterFranzGo(t *testing.T) {
 	bin := gate(t)
-	suite := buildKgoSuite(t)
+	suite, srcDir := buildKgoSuite(t)
 
-	single := runSingleNodeSuite(t, bin, suite)
+	single := runSingleNodeSuite(t, bin, suite, srcDir)
 	t.Logf("single node (KGO_TEST_RF=1): %s", single.summary())
 
 	c := newCluster(t, bin, storeIDs, gatewayIDs)
@@ -39,7 +39,7 @@ func TestClusterFranzGo(t *testing.T) {
 	for _, id := range sortedIDs(c.gateways) {
 		seeds = append(seeds, c.kafka[id])
 	}
-	clustered := runKgoSuite(t, suite, strings.Join(seeds, ","), 3, c.dir)
+	clustered := runKgoSuite(t, suite, srcDir, strings.Join(seeds, ","), 3, c.dir)
 	t.Logf("cluster, 3 stores and 2 gateways (KGO_TEST_RF=3): %s", clustered.summary())
 
 	var worse, better []string
@@ -74,14 +74,22 @@ func orMissing(s string) string {
 // buildKgoSuite compiles franz-go's kgo tests once, so that both runs use
 // the same binary and a test timeout can kill it with its children
 // (go test would leave the test binary running).
-func buildKgoSuite(t *testing.T) string {
+//
+// It returns the binary and the package's source directory, where the
+// suite must run: some of its tests parse the package's own files.
+func buildKgoSuite(t *testing.T) (bin, srcDir string) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "kgo.test")
-	out, err := exec.Command("go", "test", "-c", "-o", path, "github.com/twmb/franz-go/pkg/kgo").CombinedOutput()
+	const pkg = "github.com/twmb/franz-go/pkg/kgo"
+	bin = filepath.Join(t.TempDir(), "kgo.test")
+	out, err := exec.Command("go", "test", "-c", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
 		t.Fatalf("building franz-go's kgo tests: %v\n%s", err, out)
 	}
-	return path
+	out, err = exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return bin, strings.TrimSpace(string(out))
 }
 
 // kgoResult is one run of the suite: each test's (and subtest's) status.
@@ -126,7 +134,7 @@ func (r kgoResult) summary() string {
 
 var kgoLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
 
-func runKgoSuite(t *testing.T, suite, seeds string, rf int, logDir string) kgoResult {
+func runKgoSuite(t *testing.T, suite, srcDir, seeds string, rf int, logDir string) kgoResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -138,7 +146,7 @@ func runKgoSuite(t *testing.T, suite, seeds string, rf int, logDir string) kgoRe
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, suite, "-test.count=1", "-test.v", "-test.timeout=7m", "-test.skip", kgoSkip)
 	cmd.Env = append(os.Environ(), "KGO_SEEDS="+seeds, fmt.Sprintf("KGO_TEST_RF=%d", rf), "KGO_LOG_LEVEL=none")
-	cmd.Dir = t.TempDir()
+	cmd.Dir = srcDir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
@@ -155,7 +163,7 @@ func runKgoSuite(t *testing.T, suite, seeds string, rf int, logDir string) kgoRe
 }
 
 // runSingleNodeSuite runs the suite against one `aerostream serve`.
-func runSingleNodeSuite(t *testing.T, bin, suite string) kgoResult {
+func runSingleNodeSuite(t *testing.T, bin, suite, srcDir string) kgoResult {
 	t.Helper()
 	dir := t.TempDir()
 	kafkaAddr := freeAddr(t)
@@ -188,5 +196,5 @@ func runSingleNodeSuite(t *testing.T, bin, suite string) kgoResult {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return runKgoSuite(t, suite, kafkaAddr, 1, dir)
+	return runKgoSuite(t, suite, srcDir, kafkaAddr, 1, dir)
 }

@@ -107,11 +107,12 @@ func (p *producer) run(ctx, produceCtx context.Context) {
 			part := int32(s % int64(p.partitions))
 			value := fmt.Sprintf("%s-%08d", p.name, s)
 			rec := &kgo.Record{Partition: part, Key: []byte(p.name), Value: []byte(value)}
+			sent := time.Now()
 			// produceCtx outlives ctx: the writes in flight when the run
 			// stops get the flush's time to finish.
 			p.cl.Produce(produceCtx, rec, func(r *kgo.Record, err error) {
 				<-sem
-				w := Write{Producer: p.name, Seq: s, Value: value, Partition: part}
+				w := Write{Producer: p.name, Seq: s, Value: value, Partition: part, Sent: sent, Done: time.Now()}
 				if err == nil {
 					w.Outcome, w.Offset = Acked, r.Offset
 				} else {
@@ -198,7 +199,7 @@ type probe struct {
 	cl   *kgo.Client
 	hist *history
 	mu   sync.Mutex
-	acks map[int32][]time.Time // per partition, ack times in order
+	acks map[int32][]probeAck // per partition, in order
 	wg   sync.WaitGroup
 	stop context.CancelFunc
 }
@@ -215,7 +216,7 @@ func startProbe(t *testing.T, c *cluster, topic string, partitions int32, hist *
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &probe{cl: cl, hist: hist, acks: map[int32][]time.Time{}}
+	pr := &probe{cl: cl, hist: hist, acks: map[int32][]probeAck{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr.stop = cancel
 	for part := int32(0); part < partitions; part++ {
@@ -235,13 +236,14 @@ func (pr *probe) run(ctx context.Context, part int32) {
 	name := fmt.Sprintf("probe-p%d", part)
 	for seq := int64(0); ; seq++ {
 		value := fmt.Sprintf("%s-%08d", name, seq)
+		sent := time.Now()
 		r, err := pr.cl.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte(value)}).First()
 		now := time.Now()
-		w := Write{Producer: name, Seq: seq, Value: value, Partition: part}
+		w := Write{Producer: name, Seq: seq, Value: value, Partition: part, Sent: sent, Done: now}
 		if err == nil {
 			w.Outcome, w.Offset = Acked, r.Offset
 			pr.mu.Lock()
-			pr.acks[part] = append(pr.acks[part], now)
+			pr.acks[part] = append(pr.acks[part], probeAck{at: now, offset: r.Offset})
 			pr.mu.Unlock()
 		} else {
 			w.Outcome, w.Err = classify(err)
@@ -255,16 +257,24 @@ func (pr *probe) run(ctx context.Context, part int32) {
 	}
 }
 
-// firstAckAfter returns the first ack on part after t.
-func (pr *probe) firstAckAfter(part int32, t time.Time) (time.Time, bool) {
+// probeAck is one acknowledged probe write.
+type probeAck struct {
+	at     time.Time
+	offset int64
+}
+
+// firstAckAfter returns the first ack on part after t for which ok (nil:
+// any) holds.
+func (pr *probe) firstAckAfter(part int32, t time.Time, ok func(probeAck) bool) (probeAck, bool) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	acks := pr.acks[part]
-	i := sort.Search(len(acks), func(i int) bool { return acks[i].After(t) })
-	if i == len(acks) {
-		return time.Time{}, false
+	for i := sort.Search(len(acks), func(i int) bool { return acks[i].at.After(t) }); i < len(acks); i++ {
+		if ok == nil || ok(acks[i]) {
+			return acks[i], true
+		}
 	}
-	return acks[i], true
+	return probeAck{}, false
 }
 
 func (pr *probe) close() {
@@ -341,7 +351,7 @@ func readAll(ctx context.Context, c *cluster, gw int32, topic string, start, hw 
 		fs.EachRecord(func(r *kgo.Record) {
 			l := logs[r.Partition]
 			if r.Offset < l.HW {
-				l.Records = append(l.Records, Record{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+				l.Records = append(l.Records, Record{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), Epoch: r.LeaderEpoch})
 				logs[r.Partition] = l
 			}
 			if r.Offset >= l.HW-1 && !done[r.Partition] {
