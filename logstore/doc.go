@@ -114,8 +114,10 @@
 // on a leader change truncates what diverged (Truncate, by batch, crash
 // safe), or starts over at its leader's log start (TruncateFully). Every partition keeps a leader-epoch cache, checkpointed in its
 // directory as leader-epoch-checkpoint, which answers OffsetForLeaderEpoch.
-// The high watermark is not checkpointed: after a restart it starts at the
-// log end, and a follower's first fetch brings it down to its leader's.
+// A cluster store checkpoints its high watermarks every few seconds
+// (hw-checkpoint.<shard> in the data directory) and a restart starts each
+// partition there, not at its log end, which may hold records never
+// committed; a follower's fetches then set it to its leader's.
 //
 // # What it must not import
 //

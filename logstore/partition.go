@@ -410,6 +410,11 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 	// durable state: the high watermark starts at the log end.
 	p.hw = p.leo()
 	p.durableEnd = p.hw
+	if v, ok := s.hwLoaded[partKey{p.topic, p.id}]; ok && v < p.hw {
+		// A cluster store's log end may hold records never committed
+		// (hwcheckpoint.go).
+		p.hw = max(v, p.logStart)
+	}
 	if err := p.loadEpochs(s); err != nil {
 		p.close()
 		return nil, err

@@ -179,6 +179,11 @@ type shard struct {
 	limiter *ratelog.Limiter // for lines a failing disk would repeat per request
 
 	tail cacheTail // writeback's drops, delayed (writeback.go)
+
+	// High-watermark checkpoints (hwcheckpoint.go), cluster stores only:
+	// what recovery read, and what this shard wrote last.
+	hwLoaded         map[partKey]int64
+	lastHWCheckpoint []byte
 }
 
 // logLimited logs an error at most once a second per key (see ratelog.Limiter).
@@ -390,6 +395,12 @@ func (s *shard) run(ctx context.Context) {
 		defer t.Stop()
 		flushTick = t.C
 	}
+	var hwTick <-chan time.Time
+	if s.opts.RequireRole {
+		t := time.NewTicker(hwCheckpointInterval)
+		defer t.Stop()
+		hwTick = t.C
+	}
 	for {
 		select {
 		case r := <-s.reqs:
@@ -416,6 +427,8 @@ func (s *shard) run(ctx context.Context) {
 			}
 		case <-flushTick:
 			s.startSync()
+		case <-hwTick:
+			s.checkpointHW()
 		case now := <-retention.C:
 			s.retention(now)
 		case <-ctx.Done():

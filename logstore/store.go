@@ -74,6 +74,10 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	st.lease.base = time.Now()
 	st.shards = make([]*shard, opts.Shards)
 	b := &budget{maxPartitions: opts.MaxPartitions, maxMaps: defaultMapBudget()}
+	var hws map[partKey]int64
+	if opts.RequireRole {
+		hws = readHWCheckpoints(&opts)
+	}
 	perShard := make([][]catalog.Partition, opts.Shards)
 	for _, m := range metas {
 		i := ShardFor(m.Topic, m.Partition, opts.Shards)
@@ -83,6 +87,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 		st.shards[i] = newShard(i, &st.opts)
 		st.shards[i].budget = b
 		st.shards[i].lease = &st.lease
+		st.shards[i].hwLoaded = hws // read only
 		st.shards[i].start(runCtx)
 	}
 	var errs []error
