@@ -36,6 +36,7 @@ type Store interface {
 	ReplicaStatuses(ctx context.Context) ([]logstore.ReplicaStatus, error)
 	SetLease(until time.Time)
 	DescribePartition(ctx context.Context, topic string, partition int32) (logstore.PartitionInfo, error)
+	ListPartitions(ctx context.Context) ([]logstore.PartitionInfo, error)
 }
 
 var _ Store = (*logstore.Store)(nil)
@@ -127,6 +128,10 @@ type Manager struct {
 	// seq counts the views applied (written by Run); a partition a
 	// fetcher paused resumes at the next.
 	seq atomic.Uint64
+
+	// fenced are the partitions Fence made followers of no leader, until
+	// the first view; written by Fence before Run starts, then Run's.
+	fenced map[tp]bool
 
 	// Owned by Run's goroutine.
 	parts    map[tp]*part
@@ -390,9 +395,50 @@ type part struct {
 	altering bool
 }
 
+// Fence makes every local partition a follower of no known leader until
+// the first view arrives, so it refuses produce and consumer reads: a
+// store restarted after the controller deposed it must not serve its old
+// leadership (as a single copy, even) before it learns so. A cluster store
+// calls it before its ring serves; the partitions the first view does not
+// give the store go back to standalone then. Call it before Run.
+func (m *Manager) Fence(ctx context.Context) error {
+	infos, err := m.opts.Store.ListPartitions(ctx)
+	if err != nil {
+		return fmt.Errorf("fence local partitions: %w", err)
+	}
+	m.fenced = map[tp]bool{}
+	for _, in := range infos {
+		st := logstore.ReplicaState{Role: logstore.RoleFollower, LeaderEpoch: 0, Leader: controller.NoLeader, LocalID: m.opts.LocalID}
+		if err := m.opts.Store.SetReplicaState(ctx, in.Topic, in.Partition, st); err != nil {
+			return fmt.Errorf("fence %s/%d: %w", in.Topic, in.Partition, err)
+		}
+		m.fenced[tp{in.Topic, in.Partition}] = true
+	}
+	return nil
+}
+
+// unfence gives back their single-copy role to the fenced partitions the
+// first view does not give this store (data from before it joined a
+// cluster, say).
+func (m *Manager) unfence(ctx context.Context, snap *snapshot) {
+	for k := range m.fenced {
+		if _, ok := snap.parts[k]; ok {
+			continue
+		}
+		if err := m.opts.Store.SetReplicaState(ctx, k.topic, k.partition, logstore.ReplicaState{Role: logstore.RoleStandalone}); err != nil &&
+			!errors.Is(err, logstore.ErrUnknownPartition) {
+			m.log.Warn("a local partition the controller does not give this store stays fenced", "topic", k.topic, "partition", k.partition, "err", err)
+		}
+	}
+	m.fenced = nil
+}
+
 // reconcile brings the partitions and fetchers in line with a new view.
 func (m *Manager) reconcile(ctx context.Context, snap *snapshot) {
 	seq := m.seq.Add(1)
+	if m.fenced != nil {
+		m.unfence(ctx, snap)
+	}
 	m.updatePeers(snap.nodes)
 	for k, p := range m.parts {
 		if _, ok := snap.parts[k]; ok {
@@ -465,7 +511,7 @@ func (m *Manager) wantState(p *part) logstore.ReplicaState {
 	}
 	st := logstore.ReplicaState{
 		Role:        logstore.RoleFollower,
-		LeaderEpoch: info.LeaderEpoch,
+		LeaderEpoch: max(info.LeaderEpoch, 0), // -1 while unplaced; the log takes no negative epoch
 		Leader:      info.Leader,
 		LocalID:     m.opts.LocalID,
 		Replicas:    slices.Clone(replicas),

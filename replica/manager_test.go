@@ -332,9 +332,7 @@ func TestFollowerCatchesUpAndJoinsISR(t *testing.T) {
 		}
 	}
 	m1 := c.nodes[1].mgr
-	if got := gauge(m1.met.underReplicated); got != 1 {
-		t.Errorf("under-replicated partitions with ISR [1] of [1 2]: %v, want 1", got)
-	}
+	waitUntil(t, "the gauge to count one under-replicated partition", func() bool { return gauge(m1.met.underReplicated) == 1 })
 	m2 := c.start(2)
 	waitUntil(t, "the ISR to grow to [1 2]", func() bool {
 		return slices.Equal(isr(c.ctl.partition("t", 0).ISR), []int32{1, 2}) &&
@@ -556,6 +554,66 @@ func TestLeaseWaitsForPendingView(t *testing.T) {
 		_, err := produce(t, c.nodes[1].st, "t", 1, "b")
 		return err == nil
 	})
+}
+
+// TestFenceUntilFirstView: a restarted cluster store serves none of its
+// partitions before the first view; then each takes its role, and one the
+// view does not name goes back to a single copy.
+func TestFenceUntilFirstView(t *testing.T) {
+	c := newCluster(t, 1)
+	st := c.nodes[1].st
+	for _, topic := range []string{"t", "legacy"} {
+		if err := st.CreatePartition(context.Background(), topic, 0, logstore.PartitionConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(Options{Store: st, Controller: c.ctl, LocalID: 1, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Fence(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"t", "legacy"} {
+		if _, err := produce(t, st, topic, 1, "early"); !errors.Is(err, logstore.ErrNotLeader) {
+			t.Fatalf("produce to %s before the first view: %v, want ErrNotLeader", topic, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	c.ctl.mu.Lock()
+	c.ctl.view.Topics["t"] = controller.TopicInfo{Name: "t", ID: controller.TopicID{9}, ReplicationFactor: 1,
+		Partitions: []controller.PartitionInfo{{Partition: 0, Leader: 1, LeaderEpoch: 3, Replicas: []int32{1}, ISR: []int32{1}}}}
+	if err := m.Apply(context.Background(), &c.ctl.view); err != nil {
+		t.Fatal(err)
+	}
+	c.ctl.mu.Unlock()
+	for _, topic := range []string{"t", "legacy"} {
+		waitUntil(t, "produce to "+topic+" to be served after the first view", func() bool {
+			_, err := produce(t, st, topic, 1, "late")
+			if err != nil && !errors.Is(err, logstore.ErrNotLeader) {
+				t.Fatalf("produce to %s: %v", topic, err)
+			}
+			return err == nil
+		})
+	}
+	ss, err := st.ReplicaStatuses(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if s.Topic == "legacy" {
+			t.Errorf("the partition no view names still has a role: %+v", s)
+		}
+		if s.Topic == "t" && (s.Role != logstore.RoleLeader || s.LeaderEpoch != 3) {
+			t.Errorf("t/0 is %v at epoch %d, want leader at 3", s.Role, s.LeaderEpoch)
+		}
+	}
 }
 
 func TestNewRefusesBadID(t *testing.T) {
