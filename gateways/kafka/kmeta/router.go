@@ -511,7 +511,11 @@ func (r *Router) fetchGroups(ctx context.Context, groups []*fetchGroup) {
 		go run(pollCtx, g)
 	}
 	<-done
-	cancel()
+	if groups[0].req.MaxWait > 0 {
+		// Without a wait there is no long poll to cut short, and a
+		// cancelled call would only be asked again.
+		cancel()
+	}
 	for range groups[1:] {
 		<-done
 	}

@@ -352,3 +352,65 @@ func TestRouterListPartitionsFromLeaders(t *testing.T) {
 		t.Fatalf("listed %d partitions, want each of the 2 once: %+v", len(infos), infos)
 	}
 }
+
+// nopBackend answers every call at once with nothing, so that what is
+// measured is the router's own work.
+type nopBackend struct{ ring.Backend }
+
+func (nopBackend) Produce(context.Context, *ring.ProduceRequest) (ring.ProduceResult, error) {
+	return ring.ProduceResult{}, nil
+}
+
+func (nopBackend) Fetch(context.Context, *ring.FetchRequest) (ring.FetchResult, error) {
+	return ring.FetchResult{}, nil
+}
+
+func (nopBackend) Close() error { return nil }
+
+// Routing a request whose partitions share a leader costs no allocation:
+// one table load, map lookups, and the request passed through as it is.
+func TestRouterHotPathAllocs(t *testing.T) {
+	r := NewRouter(func(context.Context, string) (ring.Backend, error) { return nopBackend{}, nil }, quiet())
+	defer r.Close()
+	r.Update(snapshot(1, 1, 1, 2), bothStores)
+	ctx := context.Background()
+	produce := &ring.ProduceRequest{Topic: "t", Partition: 1, Acks: 1}
+	fetch := &ring.FetchRequest{Partitions: []ring.FetchPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}}
+	if _, err := r.Produce(ctx, produce); err != nil { // dials store 1 once
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := r.Produce(ctx, produce); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Fetch(ctx, fetch); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per routed produce and fetch, want 0", allocs)
+	}
+}
+
+// BenchmarkRouterFanOutFetch measures what a fetch over two stores costs
+// the router beyond the stores' own work.
+func BenchmarkRouterFanOutFetch(b *testing.B) {
+	r := NewRouter(func(context.Context, string) (ring.Backend, error) { return &fixedBackend{}, nil }, quiet())
+	defer r.Close()
+	r.Update(snapshot(1, 1, 2), bothStores)
+	ctx := context.Background()
+	fetch := &ring.FetchRequest{Partitions: []ring.FetchPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Fetch(ctx, fetch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// fixedBackend answers a fetch with one empty result per partition.
+type fixedBackend struct{ nopBackend }
+
+func (fixedBackend) Fetch(_ context.Context, req *ring.FetchRequest) (ring.FetchResult, error) {
+	return ring.FetchResult{Partitions: make([]ring.FetchPartitionResult, len(req.Partitions))}, nil
+}
