@@ -414,6 +414,24 @@ func (d *daemon) start(ctx context.Context) error {
 		parts = append(parts, "ring(in-process)")
 	}
 	attrs := []any{"command", d.kind.use, "startup", time.Since(d.openedAt).Round(time.Millisecond)}
+	// The replica manager takes the roles the controller's views give the
+	// store's partitions, and asks the same controller to change ISRs. In
+	// a cluster store it first fences every local partition until the
+	// first view, before anything serves them: a store restarted after
+	// it was deposed must not serve its old leadership meanwhile.
+	var mgr *replica.Manager
+	if alter, ok := d.members.(replica.Controller); ok {
+		var err error
+		mgr, err = replica.New(replica.Options{Store: d.st, Controller: alter, LocalID: cfg.Controller.NodeID, Logger: logger})
+		if err != nil {
+			return fmt.Errorf("controller.node_id: %w", err)
+		}
+		if d.ctl == nil {
+			if err := mgr.Fence(ctx); err != nil {
+				return err
+			}
+		}
+	}
 	if d.tier != nil {
 		d.sup.start(ctx, "tierd", d.tier.daemon.Run)
 		parts = append(parts, "tierd("+d.tier.bucket.Name()+")", "fetchcache")
@@ -436,16 +454,7 @@ func (d *daemon) start(ctx context.Context) error {
 		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
 	if d.members != nil {
-		// The replica manager takes the roles the controller's views give
-		// the store's partitions; it asks the same controller to change
-		// ISRs.
-		var mgr *replica.Manager
-		if alter, ok := d.members.(replica.Controller); ok {
-			var err error
-			mgr, err = replica.New(replica.Options{Store: d.st, Controller: alter, LocalID: cfg.Controller.NodeID, Logger: logger})
-			if err != nil {
-				return fmt.Errorf("controller.node_id: %w", err)
-			}
+		if mgr != nil {
 			d.reg.MustRegister(mgr.Collectors()...)
 			d.sup.start(ctx, "replica manager", mgr.Run)
 			parts = append(parts, "replica-manager")
