@@ -115,41 +115,56 @@ func (s *shard) truncate(p *partition, offset int64) error {
 	}
 	p.segs = p.segs[:i+1]
 
-	if err := cutSegmentFile(t.logPath, pos); err != nil {
-		s.failStorage(p, err)
-		return *p.failed.Load()
+	if pos == t.size {
+		// The cut falls past the end of a sealed segment, in a gap before
+		// the next: it stays whole, with its cloud pointer if it has one
+		// (reopened, it would be uploaded again under a new name), and a
+		// new active segment starts after it. The roll snapshots the producer state, which
+		// must first forget the batches above.
+		p.producers = nil
+		p.rebuildProducers(s.opts)
+		if err := p.roll(s, t.next); err != nil {
+			s.failStorage(p, fmt.Errorf("new segment at %d after truncating: %w", t.next, err))
+			return *p.failed.Load()
+		}
+	} else {
+		if err := cutSegmentFile(t.logPath, pos); err != nil {
+			s.failStorage(p, err)
+			return *p.failed.Load()
+		}
+		if truncateHook != nil && !truncateHook(p, 3) {
+			return errTruncateStopped
+		}
+		t.closeFiles()
+		nt, err := recoverSegment(p.dir, t.base, s.opts, true, true)
+		if err != nil {
+			// The log is cut but could not be reopened: refuse produce
+			// until a restart recovers it.
+			s.failStorage(p, fmt.Errorf("reopen %s after truncating it: %w", t.logPath, err))
+			return *p.failed.Load()
+		}
+		s.files.adopt(nt)
+		p.segs[i] = nt
 	}
-	if truncateHook != nil && !truncateHook(p, 3) {
-		return errTruncateStopped
-	}
-	t.closeFiles()
-	nt, err := recoverSegment(p.dir, t.base, s.opts, true, true)
-	if err != nil {
-		// The log is cut but could not be reopened: refuse produce until
-		// a restart recovers it.
-		s.failStorage(p, fmt.Errorf("reopen %s after truncating it: %w", t.logPath, err))
-		return *p.failed.Load()
-	}
-	s.files.adopt(nt)
-	p.segs[i] = nt
-	if err := s.opts.Catalog.PutSegment(p.record(nt, catalog.StateActive)); err != nil {
+	newEnd := p.leo()
+	if err := s.opts.Catalog.PutSegment(p.record(p.active(), catalog.StateActive)); err != nil {
 		// Recovery reconciles the record with the file.
-		s.logLimited("truncate-record", "recording a truncated segment", "segment", nt.logPath, "err", err)
+		s.logLimited("truncate-record", "recording a truncated segment", "segment", p.active().logPath, "err", err)
 	}
 
-	p.durableEnd = nt.next
-	p.hw = min(p.hw, nt.next)
+	p.durableEnd = newEnd
+	p.hw = min(p.hw, newEnd)
 	p.hwPos = hwPosition{}
-	if p.truncateEpochs(nt.next) {
+	if p.truncateEpochs(newEnd) {
 		if err := writeFileSynced(epochCheckpointPath(p.dir), encodeEpochs(p.epochs)); err != nil {
 			s.logLimited("epoch-checkpoint", "writing the leader-epoch checkpoint", "partition", p.dir, "err", err)
 		}
 	}
 	p.producers = nil
 	p.rebuildProducers(s.opts)
-	s.failWaiters(p, nt.next, fmt.Errorf("%w: %s/%d was truncated to %d under this append", ErrNotLeader, p.topic, p.id, nt.next))
+	s.failWaiters(p, newEnd, fmt.Errorf("%w: %s/%d was truncated to %d under this append", ErrNotLeader, p.topic, p.id, newEnd))
 	p.wakeAll()
-	s.opts.Logger.Info("log truncated", "topic", p.topic, "partition", p.id, "to", nt.next, "asked", offset, "log_end_was", leo)
+	s.opts.Logger.Info("log truncated", "topic", p.topic, "partition", p.id, "to", newEnd, "asked", offset, "log_end_was", leo)
 	return nil
 }
 

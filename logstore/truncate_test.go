@@ -339,3 +339,48 @@ func TestTruncateFully(t *testing.T) {
 	ts = ts.reopen(t)
 	check()
 }
+
+// TestTruncateAtSegmentBoundary: a cut at a segment boundary leaves the
+// segments below whole (their records, and so their uploads, stay valid)
+// and an empty active segment at the cut, and the producer state knows
+// nothing of the batches cut, after a restart too.
+func TestTruncateAtSegmentBoundary(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), nil)
+	defer func() { ts.close(t) }()
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{SegmentBytes: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	var offs []int64
+	for i := int32(0); i < 12; i++ {
+		offs = append(offs, produce(t, ts.Store, "t", 0, idemBatch(3, 0, i*2, 2)).BaseOffset)
+	}
+	recs, err := ts.cat.Segments("t", 0)
+	if err != nil || len(recs) < 3 {
+		t.Fatalf("%d segments, %v", len(recs), err)
+	}
+	cut := recs[1].EndOffset
+	k := 0
+	for offs[k] < cut {
+		k++
+	}
+	if err := ts.Truncate(ctx, "t", 0, cut); err != nil {
+		t.Fatal(err)
+	}
+	after, err := ts.cat.Segments("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != 3 || after[1].BaseOffset != recs[1].BaseOffset || after[1].EndOffset != cut ||
+		after[1].SegmentID != recs[1].SegmentID || after[2].BaseOffset != cut {
+		t.Fatalf("segments after a cut at %d: %+v", cut, after)
+	}
+	ts = ts.reopen(t)
+	// The first batch cut is appended anew, not taken for a duplicate.
+	if res := produce(t, ts.Store, "t", 0, idemBatch(3, 0, int32(k)*2, 2)); res.BaseOffset != cut {
+		t.Fatalf("retry of a cut batch at %d, want %d", res.BaseOffset, cut)
+	}
+	if info, _ := ts.DescribePartition(ctx, "t", 0); info.LogEndOffset != cut+2 {
+		t.Fatalf("log end %d after the retry, want %d: taken for a duplicate", info.LogEndOffset, cut+2)
+	}
+}
