@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -200,9 +201,15 @@ type proc struct {
 
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, cleanEnv(env...), args...)
+}
+
+// startEnv is start with the whole environment given.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = t.TempDir()
-	cmd.Env = cleanEnv(env...)
+	cmd.Env = env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +286,29 @@ func (p *proc) stop(t *testing.T, sig os.Signal) int {
 		t.Fatalf("no exit within a minute of %v:\n%s", sig, p.logText())
 		return -1
 	}
+}
+
+// The README's cluster runs several stores on one machine without naming
+// their admin ports: a default admin port that is taken moves to a free
+// one, while a port the user chose still fails the start.
+func TestDefaultAdminPortTakenMoves(t *testing.T) {
+	const def = "127.0.0.1:9001"
+	if ln, err := net.Listen("tcp", def); err == nil {
+		defer ln.Close()
+	} // else something else holds it, which is the case under test too
+	data := filepath.Join(t.TempDir(), "data")
+	env := slices.DeleteFunc(cleanEnv(), func(kv string) bool { return strings.HasPrefix(kv, "AEROSTREAM_LISTENERS_HTTP=") })
+	p := startEnv(t, env, "store", "--data-dir", data, "--ring-listen", "127.0.0.1:0")
+	p.waitFor(t, `default admin HTTP port is taken`)
+	m := p.waitFor(t, `msg=running .*http_addr=(\S+)`)
+	if m[1] == def {
+		t.Fatalf("admin API on the taken port %s", def)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, p.logText())
+	}
+	r := run(t, nil, "store", "--data-dir", filepath.Join(t.TempDir(), "d2"), "--ring-listen", "127.0.0.1:0", "--http-listen", def)
+	wantOneLineFailure(t, r, "address already in use")
 }
 
 func TestStoreRunsAndStopsOnSIGTERM(t *testing.T) {

@@ -174,7 +174,7 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	if err := checkDaemon(kind, cfg); err != nil {
 		return err
 	}
-	d := &daemon{kind: kind, cfg: cfg, env: env}
+	d := &daemon{kind: kind, cfg: cfg, env: env, httpDefault: loaded.Sources["listeners.http"] == "default"}
 	defer func() { err = d.close(err) }()
 	if err := d.bind(); err != nil {
 		return err
@@ -242,6 +242,9 @@ type daemon struct {
 	closers []closer
 
 	ringLn, ctlLn, httpLn, kafkaLn net.Listener
+	// httpDefault: listeners.http was left at its default; httpMoved: that
+	// port was taken, so a free loopback port serves instead.
+	httpDefault, httpMoved bool
 
 	cat      *catalog.Catalog
 	reg      *prometheus.Registry
@@ -320,7 +323,17 @@ func (d *daemon) bind() error {
 		}
 	}
 	if d.httpLn, err = bind("listeners.http", cfg.Listeners.HTTP); err != nil {
-		return err
+		// Every process of a cluster on one machine defaults to the same
+		// admin port; a default that is taken moves to a free loopback
+		// port (logged once running) rather than stop the node. A port
+		// the user chose is theirs to fix.
+		if !d.httpDefault || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		if d.httpLn, err = bind("listeners.http", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		d.httpMoved = true
 	}
 	if kind.inProcess {
 		if d.kafkaLn, err = bind("listeners.kafka", cfg.Listeners.Kafka); err != nil {
@@ -450,6 +463,10 @@ func (d *daemon) start(ctx context.Context) error {
 		}
 		ln := d.httpLn
 		d.sup.start(ctx, "http", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+		if d.httpMoved {
+			logger.Warn("the default admin HTTP port is taken (another AeroStream process?); serving the admin API on a free loopback port instead: set listeners.http to choose one",
+				"default", cfg.Listeners.HTTP, "http_addr", listenerAddr(ln))
+		}
 		parts = append(parts, "http")
 		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
