@@ -497,9 +497,9 @@ func (p *partition) coverOf(seg *segment, cold []catalog.Segment) ([]catalog.Seg
 // TierRole is what tierd needs of a partition's replication: its role
 // (Role.String: only a leader, or a standalone partition, touches the
 // bucket; "unassigned" for a partition that waits for its role under
-// Options.RequireRole), its leader epoch (a new one means tierd must take the cold tier
-// over before uploading), and its high watermark (a leader uploads only
-// below it, what every later leader will hold too).
+// Options.RequireRole), its leader epoch (a new one means tierd must take
+// the cold tier over before uploading), and its high watermark (a leader
+// uploads only below it, what every later leader will hold too).
 func (s *Store) TierRole(ctx context.Context, topic string, id int32) (string, int32, int64, error) {
 	role, epoch, hw := RoleStandalone.String(), int32(0), int64(0)
 	err := s.onShard(ctx, topic, id, func(sh *shard, p *partition) error {
