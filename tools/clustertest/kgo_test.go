@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,7 +33,7 @@ func TestClusterFranzGo(t *testing.T) {
 	suite, srcDir := buildKgoSuite(t)
 
 	single := runSingleNodeSuite(t, bin, suite, srcDir)
-	t.Logf("single node (KGO_TEST_RF=1): %s", single.summary())
+	t.Logf("single node (KGO_TEST_RF=1, KGO_TEST_RECORDS=%d): %s", kgoRecords, single.summary())
 
 	c := newCluster(t, bin, storeIDs, gatewayIDs)
 	var seeds []string
@@ -40,7 +41,7 @@ func TestClusterFranzGo(t *testing.T) {
 		seeds = append(seeds, c.kafka[id])
 	}
 	clustered := runKgoSuite(t, suite, srcDir, strings.Join(seeds, ","), 3, c.dir)
-	t.Logf("cluster, 3 stores and 2 gateways (KGO_TEST_RF=3): %s", clustered.summary())
+	t.Logf("cluster, 3 stores and 2 gateways (KGO_TEST_RF=3, KGO_TEST_RECORDS=%d): %s", kgoRecords, clustered.summary())
 
 	var worse, better []string
 	for name, st := range single.status {
@@ -92,12 +93,21 @@ func buildKgoSuite(t *testing.T) (bin, srcDir string) {
 	return bin, strings.TrimSpace(string(out))
 }
 
+// kgoRecords is the suite's KGO_TEST_RECORDS for both runs: its ETL tests
+// produce and consume that many records, and at the suite's default
+// (500,000; `make test-kafka` runs it so against serve) they alone would
+// take several minutes on the cluster of a 2-core machine. Both runs use
+// the same count, so the comparison stands.
+const kgoRecords = 100000
+
 // kgoResult is one run of the suite: each test's (and subtest's) status.
 type kgoResult struct {
 	status map[string]string // PASS, FAIL or SKIP
-	runErr error
 	took   time.Duration
-	output string
+	// durations of the top-level tests, for the slowest ones in the report
+	durations map[string]time.Duration
+	runErr    error
+	output    string
 }
 
 func (r kgoResult) count(st string) int {
@@ -129,10 +139,21 @@ func (r kgoResult) summary() string {
 	if r.runErr != nil {
 		s += fmt.Sprintf("; exit: %v", r.runErr)
 	}
-	return s
+	names := make([]string, 0, len(r.durations))
+	for n := range r.durations {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return r.durations[names[i]] > r.durations[names[j]] })
+	if len(names) > 5 {
+		names = names[:5]
+	}
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%s %v", n, r.durations[n].Round(100*time.Millisecond))
+	}
+	return s + "; slowest: " + strings.Join(names, ", ")
 }
 
-var kgoLine = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
+var kgoLine = regexp.MustCompile(`^(\s*)--- (PASS|FAIL|SKIP): (\S+) \(([0-9.]+)s\)`)
 
 func runKgoSuite(t *testing.T, suite, srcDir, seeds string, rf int, logDir string) kgoResult {
 	t.Helper()
@@ -145,18 +166,22 @@ func runKgoSuite(t *testing.T, suite, srcDir, seeds string, rf int, logDir strin
 	}
 	defer f.Close()
 	cmd := exec.CommandContext(ctx, suite, "-test.count=1", "-test.v", "-test.timeout=7m", "-test.skip", kgoSkip)
-	cmd.Env = append(os.Environ(), "KGO_SEEDS="+seeds, fmt.Sprintf("KGO_TEST_RF=%d", rf), "KGO_LOG_LEVEL=none")
+	cmd.Env = append(os.Environ(), "KGO_SEEDS="+seeds, fmt.Sprintf("KGO_TEST_RF=%d", rf), "KGO_LOG_LEVEL=none",
+		fmt.Sprintf("KGO_TEST_RECORDS=%d", kgoRecords))
 	cmd.Dir = srcDir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	runErr := cmd.Run()
-	res := kgoResult{status: map[string]string{}, runErr: runErr, took: time.Since(start)}
+	res := kgoResult{status: map[string]string{}, durations: map[string]time.Duration{}, runErr: runErr, took: time.Since(start)}
 	out, _ := os.ReadFile(logPath)
 	res.output = string(out)
 	for _, l := range strings.Split(res.output, "\n") {
 		if m := kgoLine.FindStringSubmatch(l); m != nil {
-			res.status[m[2]] = m[1]
+			res.status[m[3]] = m[2]
+			if secs, err := strconv.ParseFloat(m[4], 64); err == nil && m[1] == "" {
+				res.durations[m[3]] = time.Duration(secs * float64(time.Second))
+			}
 		}
 	}
 	return res
