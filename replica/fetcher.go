@@ -222,6 +222,9 @@ func (f *fetcher) run(ctx context.Context) {
 			return
 		}
 		fails++
+		if fails%5 == 0 {
+			f.m.resetPeer(f.leader)
+		}
 		f.m.rlog.Log(log, slog.LevelWarn, "leader:"+itoa(f.leader), "cannot replicate from the leader store; retrying",
 			"partitions", len(ws), "failures", fails, "err", err)
 		f.sleep(ctx, time.Now().Add(backoff(fails)))

@@ -130,6 +130,8 @@ type node struct {
 	addr string
 	stop func() // stops the node's manager; nil when none runs
 	mgr  *Manager
+	// ringStop stops the node's current ring server.
+	ringStop func()
 }
 
 func newCluster(t *testing.T, ids ...int32) *cluster {
@@ -139,21 +141,7 @@ func newCluster(t *testing.T, ids ...int32) *cluster {
 		BrokerConfigs: map[string]string{}}
 	for _, id := range ids {
 		n := &node{id: id, st: openStore(t)}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.addr = ln.Addr().String()
-		srv := ring.NewServer(n.st, quiet())
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ctx, ln) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("ring server of store %d: %v", id, err)
-			}
-		})
+		c.serveRing(n, "127.0.0.1:0")
 		c.nodes[id] = n
 		c.ctl.view.Nodes[id] = controller.NodeInfo{ID: id, Kind: controller.KindStore, Live: true,
 			Addresses: map[string]string{"ring": n.addr}, Ring: controller.RingInfo{Shards: 2, Address: n.addr, Version: 1}}
@@ -169,6 +157,36 @@ func newCluster(t *testing.T, ids ...int32) *cluster {
 	})
 	return c
 }
+
+// serveRing runs a ring server for n on addr until the returned stop or
+// cleanup.
+func (c *cluster) serveRing(n *node, addr string) (stop func()) {
+	t := c.t
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.addr = ln.Addr().String()
+	srv := ring.NewServer(n.st, quiet())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("ring server of store %d: %v", n.id, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	n.ringStop = stop
+	return stop
+}
+
+func (c *cluster) stopRing(id int32) func() { return c.nodes[id].ringStop }
 
 func openStore(t *testing.T) *logstore.Store {
 	t.Helper()
@@ -415,6 +433,36 @@ func TestDeadISRFollowerHoldsAcksAllUntilProposedOut(t *testing.T) {
 	}
 	if leo := describe(t, c.nodes[3].st, "t").LogEndOffset; leo != 0 {
 		t.Fatalf("store 3, never started, holds %d records", leo)
+	}
+}
+
+// TestFollowerRidesOutLeaderRingOutage: while the leader's ring is down
+// the follower backs off and retries, and it catches up once the ring is
+// back on the same address.
+func TestFollowerRidesOutLeaderRingOutage(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	c.start(1)
+	c.start(2)
+	waitUntil(t, "store 1 to lead", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1, 2}) })
+	if _, err := produce(t, c.nodes[1].st, "t", -1, "before"); err != nil {
+		t.Fatal(err)
+	}
+	// Store 1's ring goes down; a new server takes its address after the
+	// outage.
+	addr := c.nodes[1].addr
+	c.stopRing(1)()
+	for i := range 5 {
+		if _, err := produce(t, c.nodes[1].st, "t", 1, fmt.Sprint("during", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.serveRing(c.nodes[1], addr)
+	waitUntil(t, "the follower to catch up after the outage", func() bool {
+		return describe(t, c.nodes[2].st, "t").LogEndOffset == 6
+	})
+	if got, want := values(t, c.nodes[2].st, "t", 6), values(t, c.nodes[1].st, "t", 6); !slices.Equal(got, want) {
+		t.Fatalf("follower holds %q, want %q", got, want)
 	}
 }
 

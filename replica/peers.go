@@ -46,6 +46,17 @@ func (p *peer) get(ctx context.Context, dial func(context.Context, string) (ring
 	return b, nil
 }
 
+// reset drops the client so the next get dials anew: a client that keeps
+// failing may hold a ring layout the store no longer has.
+func (p *peer) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.b != nil {
+		_ = p.mu.b.Close()
+		p.mu.b = nil
+	}
+}
+
 func (p *peer) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,4 +99,14 @@ func (m *Manager) backend(ctx context.Context, id int32) (ring.Backend, error) {
 		return nil, fmt.Errorf("%w: store %d is not in the metadata", ring.ErrInvalidRequest, id)
 	}
 	return p.get(ctx, m.opts.Dial)
+}
+
+// resetPeer drops store id's client; the next use dials it again.
+func (m *Manager) resetPeer(id int32) {
+	m.peersMu.Lock()
+	p := m.peers[id]
+	m.peersMu.Unlock()
+	if p != nil {
+		p.reset()
+	}
 }
