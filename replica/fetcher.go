@@ -477,6 +477,16 @@ func (f *fetcher) truncate(ctx context.Context, b ring.Backend, w *work, log *sl
 	}
 	target = max(target, desc.LogStartOffset)
 	if target < leo {
+		// Only records below the high watermark reach the cold tier, so
+		// every leader holds them: the cut never goes below the local log
+		// (which the log refuses).
+		if local, err := st.ListOffsets(ctx, t, p, logstore.TimestampEarliestLocal); err == nil && target < local.Offset {
+			log.Warn("a truncation by epoch reached below the local log; cutting at its start", "topic", t, "partition", p,
+				"asked", target, "local_log_start", local.Offset)
+			target = local.Offset
+		}
+	}
+	if target < leo {
 		f.m.roleMu.RLock()
 		if !f.current(w) {
 			f.m.roleMu.RUnlock()

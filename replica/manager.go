@@ -37,6 +37,7 @@ type Store interface {
 	SetLease(until time.Time)
 	DescribePartition(ctx context.Context, topic string, partition int32) (logstore.PartitionInfo, error)
 	ListPartitions(ctx context.Context) ([]logstore.PartitionInfo, error)
+	ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (logstore.OffsetResult, error)
 }
 
 var _ Store = (*logstore.Store)(nil)
