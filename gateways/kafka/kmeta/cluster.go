@@ -30,6 +30,8 @@ type Options struct {
 	// Dial opens a ring client to a store for the Router; nil means
 	// ring.Dial. Unused with Backend set.
 	Dial DialFunc
+	// LeaderWait is the Router's (RouterOptions.LeaderWait).
+	LeaderWait time.Duration
 	// NodeID is this gateway's node id; Addr its advertised Kafka address.
 	NodeID int32
 	Addr   string
@@ -117,7 +119,7 @@ func New(opts Options) *Cluster {
 	c := &Cluster{opts: opts, log: opts.Logger.With("component", "kafka-cluster"), ready: make(chan struct{})}
 	c.backend = opts.Backend
 	if c.backend == nil {
-		c.router = NewRouter(opts.Dial, opts.Logger)
+		c.router = NewRouter(RouterOptions{Dial: opts.Dial, LeaderWait: opts.LeaderWait, Logger: opts.Logger})
 		c.backend = c.router
 	}
 	c.mu.topics = map[string]viewTopic{}

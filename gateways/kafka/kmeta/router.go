@@ -49,14 +49,32 @@ type DialFunc func(ctx context.Context, addr string) (ring.Backend, error)
 // store bounds its own: partitions past the limit come back empty (the
 // first partition with records is always kept whole).
 type Router struct {
-	dial   DialFunc
-	log    *slog.Logger
-	table  atomic.Pointer[routeTable]
-	closed atomic.Bool
-	closes sync.WaitGroup // clients being closed off the caller's path
+	dial       DialFunc
+	log        *slog.Logger
+	leaderWait time.Duration
+	table      atomic.Pointer[routeTable]
+	first      chan struct{} // closed by the first Update
+	done       chan struct{} // closed by Close
+	closed     atomic.Bool
+	closes     sync.WaitGroup // clients being closed off the caller's path
 
 	// mu serializes Update and Close; calls never take it.
 	mu sync.Mutex
+}
+
+// RouterOptions configure a Router; zero values take the defaults.
+type RouterOptions struct {
+	// Dial opens a store's ring client; default ring.Dial.
+	Dial DialFunc
+	// LeaderWait bounds how long a call whose partition has no reachable
+	// leader waits for the metadata to name one (a store died and the
+	// controller is electing its successor) before it fails with
+	// ErrNotLeader; a fetch waits no longer than its MaxWait. Waiting here
+	// rather than in the client spares it a metadata refresh, which
+	// clients rate-limit: the gateway it talks to stays the partition's
+	// "leader" whichever store leads. Default 5s; negative: no wait.
+	LeaderWait time.Duration
+	Logger     *slog.Logger
 }
 
 var _ ring.Backend = (*Router)(nil)
@@ -65,6 +83,7 @@ var _ ring.Backend = (*Router)(nil)
 type routeTable struct {
 	md     *kafka.Metadata
 	stores map[int32]*storeConn
+	next   chan struct{} // closed when the next table replaces this one
 }
 
 // dialRetry bounds how often a store that failed to answer is dialled
@@ -86,13 +105,18 @@ type storeConn struct {
 
 type backendBox struct{ ring.Backend }
 
-// NewRouter returns a Router with no metadata: every call fails with
-// ErrNotLeader until the first Update. dial nil means ring.Dial.
-func NewRouter(dial DialFunc, logger *slog.Logger) *Router {
+// NewRouter returns a Router with no metadata: calls wait (LeaderWait)
+// for the first Update, then fail with ErrNotLeader.
+func NewRouter(opts RouterOptions) *Router {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
-	r := &Router{dial: dial, log: logger.With("component", "ring-router")}
+	r := &Router{dial: opts.Dial, log: logger.With("component", "ring-router"), leaderWait: opts.LeaderWait,
+		first: make(chan struct{}), done: make(chan struct{})}
+	if r.leaderWait == 0 {
+		r.leaderWait = 5 * time.Second
+	}
 	if r.dial == nil {
 		r.dial = func(ctx context.Context, addr string) (ring.Backend, error) {
 			return ring.Dial(ctx, addr, ring.DialOptions{Logger: logger})
@@ -121,7 +145,7 @@ func (r *Router) Update(md *kafka.Metadata, stores []StoreRing) {
 		}
 	}
 	if same {
-		r.table.Store(&routeTable{md: md, stores: old})
+		r.publish(&routeTable{md: md, stores: old, next: make(chan struct{})})
 		return
 	}
 	next := make(map[int32]*storeConn, len(stores))
@@ -132,13 +156,97 @@ func (r *Router) Update(md *kafka.Metadata, stores []StoreRing) {
 		}
 		next[s.ID] = &storeConn{StoreRing: s}
 	}
-	r.table.Store(&routeTable{md: md, stores: next})
+	r.publish(&routeTable{md: md, stores: next, next: make(chan struct{})})
 	for id, o := range old {
 		if next[id] != o {
 			r.log.Info("store ring changed or left", "store", id, "addr", o.Addr)
 			r.closeLater(o)
 		}
 	}
+}
+
+// publish swaps t in and wakes the calls waiting for a new table.
+func (r *Router) publish(t *routeTable) {
+	prev := r.table.Swap(t)
+	if prev == nil {
+		close(r.first)
+	} else {
+		close(prev.next)
+	}
+}
+
+// retriable reports an error that a newer routing table may cure: no
+// leader, a leader that is not live or refuses (it was fenced), a store
+// that cannot be reached or whose ring moved.
+func (r *Router) retriable(err error) bool {
+	if r.closed.Load() {
+		return false
+	}
+	return errors.Is(err, ring.ErrNotLeader) || errors.Is(err, ring.ErrConnClosed) || errors.Is(err, ring.ErrClosed) ||
+		errors.Is(err, ring.ErrStaleRing) || errors.Is(err, ring.ErrWrongShard)
+}
+
+// awaitTable waits for a routing table newer than t (nil: the first), for
+// at most max from the first wait (*deadline keeps it across retries). It
+// reports whether there is one to try.
+func (r *Router) awaitTable(ctx context.Context, t *routeTable, max time.Duration, deadline *time.Time) bool {
+	if max <= 0 || ctx.Err() != nil {
+		return false
+	}
+	now := time.Now()
+	if deadline.IsZero() {
+		*deadline = now.Add(max)
+	}
+	left := deadline.Sub(now)
+	if left <= 0 {
+		return false
+	}
+	next := r.first
+	if t != nil {
+		next = t.next
+	}
+	timer := time.NewTimer(left)
+	defer timer.Stop()
+	select {
+	case <-next:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	case <-r.done:
+	}
+	return false
+}
+
+// call runs fn on the client of the store leading topic/partition,
+// waiting (LeaderWait) for a new routing table while the partition has no
+// reachable leader.
+func (r *Router) call(ctx context.Context, topic string, partition int32, fn func(b ring.Backend) error) error {
+	var deadline time.Time
+	for {
+		t := r.table.Load()
+		err := r.callOn(ctx, t, topic, partition, fn)
+		if err == nil || !r.retriable(err) || !r.awaitTable(ctx, t, r.leaderWait, &deadline) {
+			return err
+		}
+	}
+}
+
+func (r *Router) callOn(ctx context.Context, t *routeTable, topic string, partition int32, fn func(b ring.Backend) error) error {
+	if r.closed.Load() {
+		return errRouterClosed
+	}
+	if t == nil {
+		return fmt.Errorf("%w: no cluster metadata yet", ring.ErrNotLeader)
+	}
+	s, err := t.routeOf(topic, partition)
+	if err != nil {
+		return err
+	}
+	b, err := s.backend(ctx, r)
+	if err != nil {
+		return err
+	}
+	return fn(b)
 }
 
 // closeLater closes a replaced client without holding up Update (and the
@@ -159,6 +267,7 @@ func (r *Router) Close() error {
 		r.mu.Unlock()
 		return nil
 	}
+	close(r.done)
 	if t := r.table.Load(); t != nil {
 		for _, s := range t.stores {
 			r.closeLater(s)
@@ -188,7 +297,7 @@ func (t *routeTable) routeOf(topic string, partition int32) (*storeConn, error) 
 	return s, nil
 }
 
-func (r *Router) current() (*routeTable, error) {
+func (r *Router) currentTable() (*routeTable, error) {
 	if r.closed.Load() {
 		return nil, errRouterClosed
 	}
@@ -197,19 +306,6 @@ func (r *Router) current() (*routeTable, error) {
 		return nil, fmt.Errorf("%w: no cluster metadata yet", ring.ErrNotLeader)
 	}
 	return t, nil
-}
-
-// leader returns the client of the store leading topic/partition.
-func (r *Router) leader(ctx context.Context, topic string, partition int32) (ring.Backend, error) {
-	t, err := r.current()
-	if err != nil {
-		return nil, err
-	}
-	s, err := t.routeOf(topic, partition)
-	if err != nil {
-		return nil, err
-	}
-	return s.backend(ctx, r)
 }
 
 // backend returns the store's client, dialling it on first use.
@@ -255,7 +351,7 @@ func (s *storeConn) close() {
 
 // on returns the client of store id, if it is live.
 func (r *Router) on(ctx context.Context, id int32) (ring.Backend, error) {
-	t, err := r.current()
+	t, err := r.currentTable()
 	if err != nil {
 		return nil, err
 	}
@@ -266,67 +362,63 @@ func (r *Router) on(ctx context.Context, id int32) (ring.Backend, error) {
 	return s.backend(ctx, r)
 }
 
-func (r *Router) Produce(ctx context.Context, req *ring.ProduceRequest) (ring.ProduceResult, error) {
-	b, err := r.leader(ctx, req.Topic, req.Partition)
-	if err != nil {
-		return ring.ProduceResult{}, err
-	}
-	return b.Produce(ctx, req)
+func (r *Router) Produce(ctx context.Context, req *ring.ProduceRequest) (res ring.ProduceResult, err error) {
+	err = r.call(ctx, req.Topic, req.Partition, func(b ring.Backend) (err error) {
+		res, err = b.Produce(ctx, req)
+		return err
+	})
+	return res, err
 }
 
-func (r *Router) ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (ring.OffsetResult, error) {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
-		return ring.OffsetResult{}, err
-	}
-	return b.ListOffsets(ctx, topic, partition, timestamp)
+func (r *Router) ListOffsets(ctx context.Context, topic string, partition int32, timestamp int64) (res ring.OffsetResult, err error) {
+	err = r.call(ctx, topic, partition, func(b ring.Backend) (err error) {
+		res, err = b.ListOffsets(ctx, topic, partition, timestamp)
+		return err
+	})
+	return res, err
 }
 
 func (r *Router) CreatePartition(ctx context.Context, topic string, partition int32, cfg ring.PartitionConfig) error {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
-		return err
-	}
-	return b.CreatePartition(ctx, topic, partition, cfg)
+	return r.call(ctx, topic, partition, func(b ring.Backend) error {
+		return b.CreatePartition(ctx, topic, partition, cfg)
+	})
 }
 
 func (r *Router) DeletePartition(ctx context.Context, topic string, partition int32) error {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
+	return r.call(ctx, topic, partition, func(b ring.Backend) error {
+		return b.DeletePartition(ctx, topic, partition)
+	})
+}
+
+func (r *Router) DescribePartition(ctx context.Context, topic string, partition int32) (res ring.PartitionInfo, err error) {
+	err = r.call(ctx, topic, partition, func(b ring.Backend) (err error) {
+		res, err = b.DescribePartition(ctx, topic, partition)
 		return err
-	}
-	return b.DeletePartition(ctx, topic, partition)
+	})
+	return res, err
 }
 
-func (r *Router) DescribePartition(ctx context.Context, topic string, partition int32) (ring.PartitionInfo, error) {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
-		return ring.PartitionInfo{}, err
-	}
-	return b.DescribePartition(ctx, topic, partition)
+func (r *Router) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (res int64, err error) {
+	err = r.call(ctx, topic, partition, func(b ring.Backend) (err error) {
+		res, err = b.DeleteRecords(ctx, topic, partition, before)
+		return err
+	})
+	return res, err
 }
 
-func (r *Router) DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error) {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
-		return 0, err
-	}
-	return b.DeleteRecords(ctx, topic, partition, before)
-}
-
-func (r *Router) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (ring.EpochEnd, error) {
-	b, err := r.leader(ctx, topic, partition)
-	if err != nil {
-		return ring.EpochEnd{}, err
-	}
-	return b.OffsetForLeaderEpoch(ctx, topic, partition, epoch)
+func (r *Router) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (res ring.EpochEnd, err error) {
+	err = r.call(ctx, topic, partition, func(b ring.Backend) (err error) {
+		res, err = b.OffsetForLeaderEpoch(ctx, topic, partition, epoch)
+		return err
+	})
+	return res, err
 }
 
 // ListPartitions asks every live store and keeps each partition as its
 // leader reports it (followers hold copies too); a partition the metadata
 // does not know is kept from every store that has it.
 func (r *Router) ListPartitions(ctx context.Context) ([]ring.PartitionInfo, error) {
-	t, err := r.current()
+	t, err := r.currentTable()
 	if err != nil {
 		return nil, err
 	}
@@ -387,9 +479,33 @@ type fetchGroup struct {
 }
 
 func (r *Router) Fetch(ctx context.Context, req *ring.FetchRequest) (ring.FetchResult, error) {
-	t, err := r.current()
-	if err != nil {
-		return ring.FetchResult{}, err
+	var deadline time.Time
+	for {
+		t := r.table.Load()
+		res, retry, err := r.fetchOn(ctx, t, req)
+		if err == nil && !retry {
+			return res, nil
+		}
+		if (retry || r.retriable(err)) && r.awaitTable(ctx, t, min(r.leaderWait, req.MaxWait), &deadline) {
+			res.Release()
+			continue
+		}
+		if retry {
+			// Out of time to wait: answer with what the table says.
+			return r.fanOut(ctx, t, req)
+		}
+		return res, err
+	}
+}
+
+// fetchOn fetches by table t. retry is set, with nothing fetched, when a
+// partition has no reachable leader and a newer table may name one.
+func (r *Router) fetchOn(ctx context.Context, t *routeTable, req *ring.FetchRequest) (ring.FetchResult, bool, error) {
+	if r.closed.Load() {
+		return ring.FetchResult{}, false, errRouterClosed
+	}
+	if t == nil {
+		return ring.FetchResult{}, false, fmt.Errorf("%w: no cluster metadata yet", ring.ErrNotLeader)
 	}
 	// The common case, every partition on one store, passes the request
 	// through as it is.
@@ -398,20 +514,28 @@ func (r *Router) Fetch(ctx context.Context, req *ring.FetchRequest) (ring.FetchR
 	for i := range req.Partitions {
 		p := &req.Partitions[i]
 		s, err := t.routeOf(p.Topic, p.Partition)
-		if err != nil || (one != nil && s != one) {
+		if err != nil {
+			if r.retriable(err) {
+				return ring.FetchResult{}, true, nil
+			}
 			single = false
-			break
+			continue
+		}
+		if one != nil && s != one {
+			single = false
 		}
 		one = s
 	}
-	if single {
-		b, err := one.backend(ctx, r)
-		if err != nil {
-			return ring.FetchResult{}, err
-		}
-		return b.Fetch(ctx, req)
+	if !single {
+		res, err := r.fanOut(ctx, t, req)
+		return res, false, err
 	}
-	return r.fanOut(ctx, t, req)
+	b, err := one.backend(ctx, r)
+	if err != nil {
+		return ring.FetchResult{}, false, err
+	}
+	res, err := b.Fetch(ctx, req)
+	return res, false, err
 }
 
 func (r *Router) fanOut(ctx context.Context, t *routeTable, req *ring.FetchRequest) (ring.FetchResult, error) {

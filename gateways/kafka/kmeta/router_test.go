@@ -59,7 +59,7 @@ func (b *countingBackend) Close() error {
 
 func newTwoStores(t *testing.T) *twoStores {
 	ts := &twoStores{stores: map[string]*logstore.Store{"s1": openStore(t), "s2": openStore(t)}, dials: map[string]int{}, open: map[string]int{}}
-	ts.r = NewRouter(func(_ context.Context, addr string) (ring.Backend, error) {
+	ts.r = NewRouter(RouterOptions{Logger: quiet(), LeaderWait: -1, Dial: func(_ context.Context, addr string) (ring.Backend, error) {
 		st := ts.stores[addr]
 		if st == nil {
 			return nil, fmt.Errorf("no store at %s", addr)
@@ -73,7 +73,7 @@ func newTwoStores(t *testing.T) *twoStores {
 			ts.open[addr]--
 			ts.mu.Unlock()
 		}}, nil
-	}, quiet())
+	}})
 	t.Cleanup(func() { ts.r.Close() })
 	return ts
 }
@@ -370,7 +370,7 @@ func (nopBackend) Close() error { return nil }
 // Routing a request whose partitions share a leader costs no allocation:
 // one table load, map lookups, and the request passed through as it is.
 func TestRouterHotPathAllocs(t *testing.T) {
-	r := NewRouter(func(context.Context, string) (ring.Backend, error) { return nopBackend{}, nil }, quiet())
+	r := NewRouter(RouterOptions{Logger: quiet(), Dial: func(context.Context, string) (ring.Backend, error) { return nopBackend{}, nil }})
 	defer r.Close()
 	r.Update(snapshot(1, 1, 1, 2), bothStores)
 	ctx := context.Background()
@@ -395,7 +395,7 @@ func TestRouterHotPathAllocs(t *testing.T) {
 // BenchmarkRouterFanOutFetch measures what a fetch over two stores costs
 // the router beyond the stores' own work.
 func BenchmarkRouterFanOutFetch(b *testing.B) {
-	r := NewRouter(func(context.Context, string) (ring.Backend, error) { return &fixedBackend{}, nil }, quiet())
+	r := NewRouter(RouterOptions{Logger: quiet(), Dial: func(context.Context, string) (ring.Backend, error) { return &fixedBackend{}, nil }})
 	defer r.Close()
 	r.Update(snapshot(1, 1, 2), bothStores)
 	ctx := context.Background()
@@ -413,4 +413,54 @@ type fixedBackend struct{ nopBackend }
 
 func (fixedBackend) Fetch(_ context.Context, req *ring.FetchRequest) (ring.FetchResult, error) {
 	return ring.FetchResult{Partitions: make([]ring.FetchPartitionResult, len(req.Partitions))}, nil
+}
+
+// A call whose partition lost its leader waits for the metadata to name
+// the next one, and then goes there: the client never sees the failover.
+func TestRouterWaitsForTheNextLeader(t *testing.T) {
+	ts := newTwoStores(t)
+	ts.r.leaderWait = time.Minute // the test's own timeout bounds it
+	for _, st := range ts.stores {
+		if err := st.CreatePartition(rctx(t), "t", 0, logstore.PartitionConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.r.Update(snapshot(1, kafka.NoLeader), bothStores)
+	produced := make(chan error, 1)
+	go func() {
+		_, err := ts.r.Produce(rctx(t), &ring.ProduceRequest{Topic: "t", Partition: 0, Acks: 1, Records: logtest.Filler(1, 1, 10, 1)})
+		produced <- err
+	}()
+	fetched := make(chan error, 1)
+	go func() {
+		res, err := ts.r.Fetch(rctx(t), &ring.FetchRequest{MaxWait: time.Minute, MinBytes: 1,
+			Partitions: []ring.FetchPartition{{Topic: "t", Partition: 0, MaxBytes: 1 << 20}}})
+		if err == nil {
+			err = res.Partitions[0].Err
+			if err == nil && res.Partitions[0].Records.Size() == 0 {
+				err = errors.New("no records")
+			}
+			res.Release()
+		}
+		fetched <- err
+	}()
+	// An unrelated change wakes the waiters, which find no leader yet
+	// and wait again.
+	ts.r.Update(snapshot(2, kafka.NoLeader), bothStores)
+	ts.r.Update(snapshot(3, 2), bothStores)
+	if err := <-produced; err != nil {
+		t.Fatalf("produce across the leader change: %v", err)
+	}
+	if err := <-fetched; err != nil {
+		t.Fatalf("fetch across the leader change: %v", err)
+	}
+	if got := hw(t, ts.stores["s2"], 0); got != 1 {
+		t.Fatalf("the new leader holds %d records, want 1", got)
+	}
+	// Without a wait budget the same call fails at once.
+	ts.r.leaderWait = -1
+	ts.r.Update(snapshot(4, kafka.NoLeader), bothStores)
+	if _, err := ts.r.DescribePartition(rctx(t), "t", 0); !errors.Is(err, ring.ErrNotLeader) {
+		t.Fatalf("without a wait: %v, want ErrNotLeader", err)
+	}
 }
