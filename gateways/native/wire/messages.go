@@ -1,0 +1,444 @@
+package wire
+
+import "fmt"
+
+// Every request payload starts with its correlation id; every response
+// payload with Head. The message types below are the rest of each payload,
+// in PROTOCOL.md's order. Decoders never copy record bytes: Records fields
+// alias the payload they were decoded from.
+
+// Head opens every response: the request's correlation id, a Kafka error
+// code (0: none), how long the client should hold back (throttle), the node
+// the client should rather ask (leader hint, -1: none) and a message for
+// humans, empty on success.
+type Head struct {
+	Corr       uint32
+	Code       int16
+	ThrottleMs int32
+	LeaderHint int32
+	Message    string
+}
+
+// AppendHead appends h.
+func AppendHead(b []byte, h Head) []byte {
+	b = AppendU32(b, h.Corr)
+	b = AppendI16(b, h.Code)
+	b = AppendI32(b, h.ThrottleMs)
+	b = AppendI32(b, h.LeaderHint)
+	return AppendStr(b, h.Message)
+}
+
+// ReadHead reads a response head.
+func ReadHead(r *Reader) Head {
+	return Head{Corr: r.U32("corr"), Code: r.I16("error code"), ThrottleMs: r.I32("throttle ms"),
+		LeaderHint: r.I32("leader hint"), Message: r.Str("error message")}
+}
+
+// Handshake is the first request on a connection.
+type Handshake struct {
+	Version       uint16 // protocol revision the client speaks (1)
+	Features      uint64 // Feature* bits the client wants
+	MaxFrameBytes uint32 // largest frame the client accepts; 0: no wish
+	ClientID      string
+	AuthMechanism string // "" until the security issue fills it
+	Auth          []byte
+}
+
+func (m *Handshake) Append(b []byte) []byte {
+	b = AppendU16(b, m.Version)
+	b = AppendU64(b, m.Features)
+	b = AppendU32(b, m.MaxFrameBytes)
+	b = AppendStr(b, m.ClientID)
+	b = AppendStr(b, m.AuthMechanism)
+	return AppendBytes(b, m.Auth)
+}
+
+func (m *Handshake) Decode(r *Reader) error {
+	m.Version = r.U16("version")
+	m.Features = r.U64("features")
+	m.MaxFrameBytes = r.U32("max frame bytes")
+	m.ClientID = r.Str("client id")
+	m.AuthMechanism = r.Str("auth mechanism")
+	m.Auth = r.Bytes("auth bytes")
+	return r.End("Handshake")
+}
+
+// HandshakeResponse is the server's half.
+type HandshakeResponse struct {
+	Version       uint16
+	Features      uint64 // the bits both sides have
+	MaxFrameBytes uint32 // largest request frame the server reads
+	ClusterID     string
+	NodeID        int32
+}
+
+func (m *HandshakeResponse) Append(b []byte) []byte {
+	b = AppendU16(b, m.Version)
+	b = AppendU64(b, m.Features)
+	b = AppendU32(b, m.MaxFrameBytes)
+	b = AppendStr(b, m.ClusterID)
+	return AppendI32(b, m.NodeID)
+}
+
+func (m *HandshakeResponse) Decode(r *Reader) error {
+	m.Version = r.U16("version")
+	m.Features = r.U64("features")
+	m.MaxFrameBytes = r.U32("max frame bytes")
+	m.ClusterID = r.Str("cluster id")
+	m.NodeID = r.I32("node id")
+	return r.End("HandshakeResponse")
+}
+
+// Lookup asks for topics by name.
+type Lookup struct{ Names []string }
+
+func (m *Lookup) Append(b []byte) []byte {
+	b = AppendU16(b, uint16(len(m.Names)))
+	for _, n := range m.Names {
+		b = AppendStr(b, n)
+	}
+	return b
+}
+
+func (m *Lookup) Decode(r *Reader) error {
+	n := r.Count("topic count", 2)
+	m.Names = m.Names[:0]
+	for range n {
+		m.Names = append(m.Names, r.Str("topic name"))
+	}
+	return r.End("Lookup")
+}
+
+// TopicInfo is a topic as Lookup, ListTopics and CreateTopic answer it.
+type TopicInfo struct {
+	Code              int16 // per topic: UNKNOWN_TOPIC_OR_PARTITION for a missing one
+	Name              string
+	ID                [16]byte
+	Partitions        int32
+	ReplicationFactor int16
+}
+
+const topicInfoMin = 2 + 2 + 16 + 4 + 2
+
+func appendTopicInfo(b []byte, t *TopicInfo) []byte {
+	b = AppendI16(b, t.Code)
+	b = AppendStr(b, t.Name)
+	b = append(b, t.ID[:]...)
+	b = AppendI32(b, t.Partitions)
+	return AppendI16(b, t.ReplicationFactor)
+}
+
+func readTopicInfo(r *Reader) TopicInfo {
+	return TopicInfo{Code: r.I16("topic error code"), Name: r.Str("topic name"), ID: r.ID("topic id"),
+		Partitions: r.I32("partition count"), ReplicationFactor: r.I16("replication factor")}
+}
+
+// Topics answers Lookup and ListTopics.
+type Topics struct{ Topics []TopicInfo }
+
+func (m *Topics) Append(b []byte) []byte {
+	b = AppendU32(b, uint32(len(m.Topics)))
+	for i := range m.Topics {
+		b = appendTopicInfo(b, &m.Topics[i])
+	}
+	return b
+}
+
+func (m *Topics) Decode(r *Reader) error {
+	n := r.U32("topic count")
+	if r.Err() == nil && uint64(n)*topicInfoMin > uint64(r.Len()) {
+		return fmt.Errorf("%w: %d topics cannot fit in %d bytes", ErrMalformed, n, r.Len())
+	}
+	m.Topics = m.Topics[:0]
+	for range n {
+		m.Topics = append(m.Topics, readTopicInfo(r))
+	}
+	return r.End("Topics")
+}
+
+// Produce appends RecordBatch v2 bytes, exactly as stored, to one
+// partition.
+type Produce struct {
+	TopicID   [16]byte
+	Partition int32
+	Acks      int8 // 0, 1 or -1 (all)
+	TimeoutMs int32
+	Records   []byte
+}
+
+func (m *Produce) Append(b []byte) []byte {
+	b = append(b, m.TopicID[:]...)
+	b = AppendI32(b, m.Partition)
+	b = append(b, byte(m.Acks))
+	b = AppendI32(b, m.TimeoutMs)
+	return AppendBytes(b, m.Records)
+}
+
+func (m *Produce) Decode(r *Reader) error {
+	m.TopicID = r.ID("topic id")
+	m.Partition = r.I32("partition")
+	m.Acks = int8(r.U8("acks"))
+	m.TimeoutMs = r.I32("timeout ms")
+	m.Records = r.Bytes("records")
+	return r.End("Produce")
+}
+
+// ProduceResponse: where the batches landed.
+type ProduceResponse struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 for CreateTime topics
+	LogStartOffset int64
+}
+
+func (m *ProduceResponse) Append(b []byte) []byte {
+	b = AppendI64(b, m.BaseOffset)
+	b = AppendI64(b, m.LogAppendTime)
+	return AppendI64(b, m.LogStartOffset)
+}
+
+func (m *ProduceResponse) Decode(r *Reader) error {
+	m.BaseOffset = r.I64("base offset")
+	m.LogAppendTime = r.I64("log append time")
+	m.LogStartOffset = r.I64("log start offset")
+	return r.End("ProduceResponse")
+}
+
+// FetchPartition is one partition of a Fetch.
+type FetchPartition struct {
+	TopicID   [16]byte
+	Partition int32
+	Offset    int64
+	MaxBytes  int32
+}
+
+const fetchPartitionSize = 16 + 4 + 8 + 4
+
+// Fetch reads partitions from offsets, long-polling up to MaxWaitMs for
+// MinBytes.
+type Fetch struct {
+	MaxWaitMs  int32
+	MinBytes   int32
+	MaxBytes   int32
+	Partitions []FetchPartition
+}
+
+func (m *Fetch) Append(b []byte) []byte {
+	b = AppendI32(b, m.MaxWaitMs)
+	b = AppendI32(b, m.MinBytes)
+	b = AppendI32(b, m.MaxBytes)
+	b = AppendU16(b, uint16(len(m.Partitions)))
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		b = append(b, p.TopicID[:]...)
+		b = AppendI32(b, p.Partition)
+		b = AppendI64(b, p.Offset)
+		b = AppendI32(b, p.MaxBytes)
+	}
+	return b
+}
+
+// Decode reuses m.Partitions' backing array.
+func (m *Fetch) Decode(r *Reader) error {
+	m.MaxWaitMs = r.I32("max wait ms")
+	m.MinBytes = r.I32("min bytes")
+	m.MaxBytes = r.I32("max bytes")
+	n := r.Count("partition count", fetchPartitionSize)
+	m.Partitions = m.Partitions[:0]
+	for range n {
+		m.Partitions = append(m.Partitions, FetchPartition{TopicID: r.ID("topic id"), Partition: r.I32("partition"),
+			Offset: r.I64("offset"), MaxBytes: r.I32("partition max bytes")})
+	}
+	return r.End("Fetch")
+}
+
+// FetchedPartition is one partition of a FetchResponse.
+type FetchedPartition struct {
+	TopicID        [16]byte
+	Partition      int32
+	Code           int16
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        []byte
+}
+
+// FetchedPartitionHeadSize is the bytes before a partition's records,
+// including their u32 length: the server writes that head and then the
+// records from the segment file.
+const FetchedPartitionHeadSize = 16 + 4 + 2 + 8 + 8 + 4
+
+// AppendFetchedHead appends a partition's head, with a records length of n;
+// the n record bytes follow it on the wire.
+func AppendFetchedHead(b []byte, p *FetchedPartition, n int) []byte {
+	b = append(b, p.TopicID[:]...)
+	b = AppendI32(b, p.Partition)
+	b = AppendI16(b, p.Code)
+	b = AppendI64(b, p.HighWatermark)
+	b = AppendI64(b, p.LogStartOffset)
+	return AppendU32(b, uint32(n))
+}
+
+// FetchResponse is the partitions fetched, in request order.
+type FetchResponse struct{ Partitions []FetchedPartition }
+
+func (m *FetchResponse) Append(b []byte) []byte {
+	b = AppendU16(b, uint16(len(m.Partitions)))
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		b = AppendFetchedHead(b, p, len(p.Records))
+		b = append(b, p.Records...)
+	}
+	return b
+}
+
+func (m *FetchResponse) Decode(r *Reader) error {
+	n := r.Count("partition count", FetchedPartitionHeadSize)
+	m.Partitions = m.Partitions[:0]
+	for range n {
+		m.Partitions = append(m.Partitions, FetchedPartition{TopicID: r.ID("topic id"), Partition: r.I32("partition"),
+			Code: r.I16("error code"), HighWatermark: r.I64("high watermark"), LogStartOffset: r.I64("log start offset"),
+			Records: r.Bytes("records")})
+	}
+	return r.End("FetchResponse")
+}
+
+// ListOffsets finds an offset by time: Unix milliseconds, or -1 (latest),
+// -2 (earliest).
+type ListOffsets struct {
+	TopicID   [16]byte
+	Partition int32
+	Timestamp int64
+}
+
+func (m *ListOffsets) Append(b []byte) []byte {
+	b = append(b, m.TopicID[:]...)
+	b = AppendI32(b, m.Partition)
+	return AppendI64(b, m.Timestamp)
+}
+
+func (m *ListOffsets) Decode(r *Reader) error {
+	m.TopicID = r.ID("topic id")
+	m.Partition = r.I32("partition")
+	m.Timestamp = r.I64("timestamp")
+	return r.End("ListOffsets")
+}
+
+// OffsetAt answers ListOffsets: the first offset whose timestamp is at or
+// after the one asked (-1 when none is), and that record's timestamp.
+type OffsetAt struct {
+	Offset    int64
+	Timestamp int64
+}
+
+func (m *OffsetAt) Append(b []byte) []byte {
+	b = AppendI64(b, m.Offset)
+	return AppendI64(b, m.Timestamp)
+}
+
+func (m *OffsetAt) Decode(r *Reader) error {
+	m.Offset = r.I64("offset")
+	m.Timestamp = r.I64("timestamp")
+	return r.End("OffsetAt")
+}
+
+// Config is a topic config's key and value.
+type Config struct{ Key, Value string }
+
+// CreateTopic creates a topic.
+type CreateTopic struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	Configs           []Config
+}
+
+func (m *CreateTopic) Append(b []byte) []byte {
+	b = AppendStr(b, m.Name)
+	b = AppendI32(b, m.Partitions)
+	b = AppendI16(b, m.ReplicationFactor)
+	b = AppendU16(b, uint16(len(m.Configs)))
+	for _, c := range m.Configs {
+		b = AppendStr(b, c.Key)
+		b = AppendStr(b, c.Value)
+	}
+	return b
+}
+
+func (m *CreateTopic) Decode(r *Reader) error {
+	m.Name = r.Str("topic name")
+	m.Partitions = r.I32("partitions")
+	m.ReplicationFactor = r.I16("replication factor")
+	n := r.Count("config count", 4)
+	m.Configs = m.Configs[:0]
+	for range n {
+		m.Configs = append(m.Configs, Config{Key: r.Str("config key"), Value: r.Str("config value")})
+	}
+	return r.End("CreateTopic")
+}
+
+// TopicName is the body of DeleteTopic and Describe.
+type TopicName struct{ Name string }
+
+func (m *TopicName) Append(b []byte) []byte { return AppendStr(b, m.Name) }
+
+func (m *TopicName) Decode(r *Reader) error {
+	m.Name = r.Str("topic name")
+	return r.End("topic name")
+}
+
+// PartitionState is one partition of a Describe answer.
+type PartitionState struct {
+	Partition      int32
+	Code           int16
+	Leader         int32
+	LeaderEpoch    int32
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+const partitionStateSize = 4 + 2 + 4 + 4 + 8 + 8
+
+// Description answers Describe: the topic and its partitions' logs.
+type Description struct {
+	Topic      TopicInfo
+	Configs    []Config
+	Partitions []PartitionState
+}
+
+func (m *Description) Append(b []byte) []byte {
+	b = appendTopicInfo(b, &m.Topic)
+	b = AppendU16(b, uint16(len(m.Configs)))
+	for _, c := range m.Configs {
+		b = AppendStr(b, c.Key)
+		b = AppendStr(b, c.Value)
+	}
+	b = AppendU32(b, uint32(len(m.Partitions)))
+	for _, p := range m.Partitions {
+		b = AppendI32(b, p.Partition)
+		b = AppendI16(b, p.Code)
+		b = AppendI32(b, p.Leader)
+		b = AppendI32(b, p.LeaderEpoch)
+		b = AppendI64(b, p.LogStartOffset)
+		b = AppendI64(b, p.HighWatermark)
+	}
+	return b
+}
+
+func (m *Description) Decode(r *Reader) error {
+	m.Topic = readTopicInfo(r)
+	n := r.Count("config count", 4)
+	m.Configs = m.Configs[:0]
+	for range n {
+		m.Configs = append(m.Configs, Config{Key: r.Str("config key"), Value: r.Str("config value")})
+	}
+	np := r.U32("partition count")
+	if r.Err() == nil && uint64(np)*partitionStateSize > uint64(r.Len()) {
+		return fmt.Errorf("%w: %d partitions cannot fit in %d bytes", ErrMalformed, np, r.Len())
+	}
+	m.Partitions = m.Partitions[:0]
+	for range np {
+		m.Partitions = append(m.Partitions, PartitionState{Partition: r.I32("partition"), Code: r.I16("error code"),
+			Leader: r.I32("leader"), LeaderEpoch: r.I32("leader epoch"), LogStartOffset: r.I64("log start offset"),
+			HighWatermark: r.I64("high watermark")})
+	}
+	return r.End("Description")
+}
