@@ -43,7 +43,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // decompressed copy).
 type Record struct {
 	Offset    int64
-	Timestamp int64 // Unix milliseconds
+	Timestamp int64  // Unix milliseconds
 	Key       []byte // nil: no key
 	Value     []byte // nil: a tombstone
 	Headers   []Header
