@@ -28,10 +28,11 @@ type DialFunc func(ctx context.Context, addr string) (ring.Backend, error)
 // Router is a ring.Backend over every store of the cluster: each call goes
 // to the ring client of the store that leads its partition, as the latest
 // metadata snapshot says (Topic.Parts[p].Leader, a store node id). It
-// never guesses a leader it has not seen in a snapshot: a partition
-// without a leader, or led by a store that is not live, fails with
-// ring.ErrNotLeader, which Kafka clients take as "refresh your metadata and
-// retry".
+// never guesses a leader it has not seen in a snapshot: a call whose
+// partition has no leader, or is led by a store that is not live or
+// cannot be reached, waits (RouterOptions.LeaderWait) for a snapshot that
+// names a reachable one, then fails with ring.ErrNotLeader, which Kafka
+// clients take as "refresh your metadata and retry".
 //
 // One ring client per store, dialled on first use and shared by every
 // call; it is replaced when the store's ring address or version changes
