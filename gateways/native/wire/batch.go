@@ -256,8 +256,7 @@ type Decoder struct {
 }
 
 // Records appends the records of one batch (from NextBatch) to dst. They
-// alias batch, or the Decoder's buffer for a compressed batch, until the
-// next call.
+// alias batch, or for a compressed batch a buffer of their own.
 func (d *Decoder) Records(dst []Record, info *BatchInfo, batch []byte) ([]Record, error) {
 	body := batch[BatchHeaderSize:]
 	if c := info.Compression(); c != CompressionNone {
@@ -265,7 +264,9 @@ func (d *Decoder) Records(dst []Record, info *BatchInfo, batch []byte) ([]Record
 		if err := d.decompress(c, body); err != nil {
 			return dst, fmt.Errorf("%w: batch at offset %d: %v", ErrBadBatch, info.BaseOffset, err)
 		}
-		body = d.buf.Bytes()
+		// A copy: the records must outlive the next batch's
+		// decompression into the same buffer.
+		body = bytes.Clone(d.buf.Bytes())
 	}
 	r := body
 	for i := int32(0); i < info.RecordCount; i++ {

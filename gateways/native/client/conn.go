@@ -1,0 +1,191 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/aerostream/aerostream/gateways/native/wire"
+)
+
+// conn is one connection to a gateway. Requests are pipelined: each
+// carries a correlation id, a writer serialises frames, and one reader
+// goroutine hands each response to the request waiting for that id. A
+// request whose ctx ends stops waiting; its late response is dropped.
+type conn struct {
+	nc      net.Conn
+	maxRead int
+
+	wmu  sync.Mutex // guards writes and wbuf
+	wbuf []byte
+
+	mu struct {
+		sync.Mutex
+		next    uint32
+		pending map[uint32]chan frame
+		err     error // set once the reader stops
+	}
+	done chan struct{}
+}
+
+type frame struct {
+	op      wire.Opcode
+	payload []byte
+}
+
+func dialConn(ctx context.Context, addr string, maxRead int) (*conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := &conn{nc: nc, maxRead: maxRead, done: make(chan struct{})}
+	c.mu.pending = map[uint32]chan frame{}
+	go c.readLoop()
+	return c, nil
+}
+
+func (c *conn) readLoop() {
+	defer close(c.done)
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var h [wire.HeaderSize]byte
+	var err error
+	for {
+		if _, err = io.ReadFull(br, h[:]); err != nil {
+			break
+		}
+		var op wire.Opcode
+		var n int
+		op, n, err = wire.ParseHeader(h[:], c.maxRead)
+		if err != nil {
+			break
+		}
+		p := make([]byte, n)
+		if _, err = io.ReadFull(br, p); err != nil {
+			break
+		}
+		if n < 4 {
+			err = fmt.Errorf("%w: response without a correlation id", wire.ErrMalformed)
+			break
+		}
+		corr := uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
+		c.mu.Lock()
+		ch, ok := c.mu.pending[corr]
+		delete(c.mu.pending, corr)
+		c.mu.Unlock()
+		if ok {
+			ch <- frame{op: op, payload: p}
+		} else if op == wire.OpError {
+			// The gateway refused a frame it could not tie to a request
+			// and is closing: say why to everyone waiting.
+			r := wire.NewReader(p)
+			h := wire.ReadHead(&r)
+			err = &Error{Code: h.Code, Message: h.Message}
+			break
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		err = ErrClosed
+	}
+	c.mu.Lock()
+	c.mu.err = err
+	for id, ch := range c.mu.pending {
+		close(ch)
+		delete(c.mu.pending, id)
+	}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// send writes a request built by fill and returns the channel its response
+// arrives on (closed if the connection dies first), or nil for a request
+// that gets none (acks=0).
+func (c *conn) send(op wire.Opcode, noResponse bool, fill func([]byte) []byte) (uint32, chan frame, error) {
+	c.mu.Lock()
+	if c.mu.err != nil {
+		err := c.mu.err
+		c.mu.Unlock()
+		return 0, nil, err
+	}
+	c.mu.next++
+	corr := c.mu.next
+	var ch chan frame
+	if !noResponse {
+		ch = make(chan frame, 1)
+		c.mu.pending[corr] = ch
+	}
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	b := wire.AppendHeader(c.wbuf[:0], op, 0)
+	b = wire.AppendU32(b, corr)
+	b = fill(b)
+	wire.PutLength(b)
+	_, err := c.nc.Write(b)
+	if cap(b) <= 1<<20 {
+		c.wbuf = b
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		c.forget(corr)
+		_ = c.nc.Close()
+		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return corr, ch, nil
+}
+
+func (c *conn) forget(corr uint32) {
+	c.mu.Lock()
+	delete(c.mu.pending, corr)
+	c.mu.Unlock()
+}
+
+// roundTrip sends a request and decodes its response's head; the rest of
+// the payload is returned in r. A non-zero error code comes back as an
+// *Error.
+func (c *conn) roundTrip(ctx context.Context, op wire.Opcode, fill func([]byte) []byte) (wire.Reader, error) {
+	corr, ch, err := c.send(op, false, fill)
+	if err != nil {
+		return wire.Reader{}, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return wire.Reader{}, c.closedErr()
+		}
+		r := wire.NewReader(f.payload)
+		h := wire.ReadHead(&r)
+		if err := r.Err(); err != nil {
+			return r, err
+		}
+		if h.Code != 0 {
+			return r, &Error{Code: h.Code, Message: h.Message, LeaderHint: h.LeaderHint, ThrottleMs: h.ThrottleMs}
+		}
+		return r, nil
+	case <-ctx.Done():
+		c.forget(corr)
+		return wire.Reader{}, ctx.Err()
+	}
+}
+
+func (c *conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.err != nil {
+		return c.mu.err
+	}
+	return ErrClosed
+}
+
+func (c *conn) close() error {
+	err := c.nc.Close()
+	<-c.done
+	return err
+}

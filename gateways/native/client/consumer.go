@@ -1,0 +1,223 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/aerostream/aerostream/gateways/native/wire"
+)
+
+// Message is a consumed record.
+type Message struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte // nil: no key
+	Value     []byte // nil: a tombstone
+	Headers   []wire.Header
+}
+
+// Start positions for ConsumerOptions.Start and Seek.
+const (
+	// StartEarliest reads from each partition's log start.
+	StartEarliest int64 = -2
+	// StartLatest reads only records produced from now on.
+	StartLatest int64 = -1
+)
+
+// ConsumerOptions configure a Consumer.
+type ConsumerOptions struct {
+	Topic string
+	// Partitions to read; nil reads all of them.
+	Partitions []int32
+	// Start is an offset (>= 0), StartEarliest or StartLatest (the
+	// default: 0 means offset 0 only with StartSet).
+	Start    int64
+	StartSet bool
+	// StartTime, when not zero, starts each partition at the first record
+	// at or after it, overriding Start.
+	StartTime time.Time
+	// MaxWait is how long one poll waits for records; default 500ms.
+	MaxWait time.Duration
+	// MaxBytes bounds one poll's bytes; default 4 MiB, and per partition
+	// 1 MiB.
+	MaxBytes int32
+}
+
+// Consumer reads partitions of one topic from positions it keeps, on a
+// connection of its own. It is not safe for concurrent use.
+type Consumer struct {
+	cl    *Client
+	c     *conn
+	topic TopicInfo
+	opts  ConsumerOptions
+	pos   map[int32]int64
+	hw    map[int32]int64
+	order []int32
+	dec   wire.Decoder
+	recs  []wire.Record
+}
+
+// NewConsumer opens a consumer on a new connection to cl's gateway and
+// resolves its start positions.
+func NewConsumer(ctx context.Context, cl *Client, opts ConsumerOptions) (*Consumer, error) {
+	t, err := cl.Topic(ctx, opts.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 500 * time.Millisecond
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 4 << 20
+	}
+	if !opts.StartSet && opts.Start == 0 {
+		opts.Start = StartLatest
+	}
+	parts := opts.Partitions
+	if parts == nil {
+		for p := range t.Partitions {
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range parts {
+		if p < 0 || p >= t.Partitions {
+			return nil, fmt.Errorf("topic %s has %d partitions, no partition %d: %w", t.Name, t.Partitions, p, &Error{Code: kerr.UnknownTopicOrPartition.Code, LeaderHint: -1})
+		}
+	}
+	c, _, err := dialHandshake(ctx, cl.addr, cl.opts)
+	if err != nil {
+		return nil, err
+	}
+	co := &Consumer{cl: cl, c: c, topic: t, opts: opts, pos: map[int32]int64{}, hw: map[int32]int64{}, order: parts}
+	for _, p := range parts {
+		var err error
+		if !opts.StartTime.IsZero() {
+			err = co.SeekTime(ctx, p, opts.StartTime)
+		} else {
+			err = co.Seek(ctx, p, opts.Start)
+		}
+		if err != nil {
+			_ = c.close()
+			return nil, err
+		}
+	}
+	return co, nil
+}
+
+// Seek moves partition p to offset (or StartEarliest / StartLatest).
+func (co *Consumer) Seek(ctx context.Context, p int32, offset int64) error {
+	if offset < 0 {
+		o, err := co.cl.ListOffset(ctx, co.topic.Name, p, offset)
+		if err != nil {
+			return err
+		}
+		offset = o
+	}
+	co.pos[p] = offset
+	return nil
+}
+
+// SeekTime moves partition p to its first record at or after t, or to its
+// end when no record is that late.
+func (co *Consumer) SeekTime(ctx context.Context, p int32, t time.Time) error {
+	o, err := co.cl.OffsetForTime(ctx, co.topic.Name, p, t)
+	if err != nil {
+		return err
+	}
+	if o < 0 {
+		return co.Seek(ctx, p, StartLatest)
+	}
+	co.pos[p] = o
+	return nil
+}
+
+// Position is the next offset the consumer reads from partition p.
+func (co *Consumer) Position(p int32) int64 { return co.pos[p] }
+
+// CaughtUp reports whether, as of the last poll, every partition's position
+// had reached its high watermark.
+func (co *Consumer) CaughtUp() bool {
+	for _, p := range co.order {
+		hw, ok := co.hw[p]
+		if !ok || co.pos[p] < hw {
+			return false
+		}
+	}
+	return true
+}
+
+// Poll fetches once, waiting up to MaxWait for records, and returns those
+// it got (perhaps none). The messages' bytes are the Consumer's until the
+// next Poll. A partition whose position fell below its log start
+// (retention) moves to the log start.
+func (co *Consumer) Poll(ctx context.Context) ([]Message, error) {
+	req := wire.Fetch{MaxWaitMs: int32(co.opts.MaxWait / time.Millisecond), MinBytes: 1, MaxBytes: co.opts.MaxBytes}
+	for _, p := range co.order {
+		req.Partitions = append(req.Partitions, wire.FetchPartition{TopicID: co.topic.ID, Partition: p, Offset: co.pos[p], MaxBytes: min(co.opts.MaxBytes, 1<<20)})
+	}
+	r, err := co.c.roundTrip(ctx, wire.OpFetch, req.Append)
+	if err != nil {
+		return nil, err
+	}
+	var resp wire.FetchResponse
+	if err := resp.Decode(&r); err != nil {
+		return nil, err
+	}
+	var out []Message
+	for _, fp := range resp.Partitions {
+		if fp.Code != 0 {
+			e := &Error{Code: fp.Code, LeaderHint: -1}
+			if fp.Code == kerr.OffsetOutOfRange.Code {
+				if err := co.Seek(ctx, fp.Partition, StartEarliest); err != nil {
+					return out, err
+				}
+				continue
+			}
+			return out, fmt.Errorf("partition %d: %w", fp.Partition, e)
+		}
+		co.hw[fp.Partition] = fp.HighWatermark
+		rest := fp.Records
+		for {
+			info, batch, next, ok, err := wire.NextBatch(rest)
+			if err != nil {
+				return out, fmt.Errorf("partition %d: %w", fp.Partition, err)
+			}
+			if !ok {
+				break
+			}
+			rest = next
+			if info.Control() {
+				co.pos[fp.Partition] = max(co.pos[fp.Partition], info.BaseOffset+int64(info.LastOffsetDelta)+1)
+				continue
+			}
+			co.recs, err = co.dec.Records(co.recs[:0], &info, batch)
+			if err != nil {
+				return out, err
+			}
+			for _, rec := range co.recs {
+				if rec.Offset < co.pos[fp.Partition] {
+					continue // a batch starts before the position asked
+				}
+				out = append(out, Message{Topic: co.topic.Name, Partition: fp.Partition, Offset: rec.Offset,
+					Timestamp: time.UnixMilli(rec.Timestamp), Key: rec.Key, Value: rec.Value, Headers: rec.Headers})
+			}
+			co.pos[fp.Partition] = max(co.pos[fp.Partition], info.BaseOffset+int64(info.LastOffsetDelta)+1)
+		}
+	}
+	return out, nil
+}
+
+// Close closes the consumer's connection.
+func (co *Consumer) Close() error {
+	err := co.c.close()
+	if errors.Is(err, ErrClosed) {
+		return nil
+	}
+	return err
+}

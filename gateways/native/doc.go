@@ -1,0 +1,34 @@
+// Package native is AeroStream's native protocol gateway (PROTOCOL.md in
+// this folder is the spec, kept exact): the second front door, on :9091,
+// beside the Kafka one. It serves the same topics, ids and log as the
+// Kafka gateway: produce carries RecordBatch v2 exactly as the store keeps
+// it, and fetch returns the segment files' bytes with sendfile(2).
+//
+// # What it owns
+//
+//   - The protocol's server side, one Session per connection on the
+//     shared plumbing (gateways.Server): the handshake, topic lookups by
+//     name (the hot path then carries 16-byte topic ids, the same ids
+//     Kafka clients see), produce, fetch with long poll, list offsets by
+//     time, and topic admin through Cluster.
+//   - Its error mapping (errors.go): Kafka's codes, one table.
+//
+// The codec lives in wire/, shared with the Go SDK in client/, which
+// imports no server code.
+//
+// # Not built yet
+//
+// The spec's server-push Subscribe with credit-based flow control,
+// offsets committed to __consumer_offsets, consumer groups with
+// server-assigned partitions and producer id allocation are not served:
+// their opcodes are unknown to this gateway (PROTOCOL.md lists them as
+// reserved), and the SDK's consumer follows by long-polling Fetch.
+//
+// # Imports
+//
+// native imports the shared plumbing (gateways), the ring client
+// (logstore/ring), the controller (its sentinels, for the error table) and
+// franz-go's kerr (the codes). It must not import logstore internals,
+// catalog, another gateway, or tools; metadata comes through Cluster, which
+// tools/ implements over the Kafka gateway's metadata (kmeta).
+package native
