@@ -164,8 +164,8 @@ func (c *coordinator) run(ctx context.Context) {
 func (c *coordinator) load(ctx context.Context) error {
 	t, err := c.g.cluster.Topic(ctx, offsetsTopic)
 	if errors.Is(err, ErrUnknownTopic) {
-		t, err = c.g.cluster.CreateTopic(ctx, CreateTopic{
-			Name: offsetsTopic, Partitions: c.g.opts.OffsetsPartitions, ReplicationFactor: 1, Internal: true,
+		t, err = c.g.createInternal(ctx, CreateTopic{
+			Name: offsetsTopic, Partitions: c.g.opts.OffsetsPartitions,
 			// Kept forever: the store has no compaction, and a commit
 			// must not expire under a group that is still there.
 			Configs: map[string]*string{"retention.ms": ptr("-1"), "retention.bytes": ptr("-1")},

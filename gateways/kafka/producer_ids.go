@@ -71,8 +71,8 @@ func (l *logProducerIDs) AllocateProducerIDs(ctx context.Context, n int) ([]int6
 func (l *logProducerIDs) load(ctx context.Context) (int64, error) {
 	_, err := l.g.cluster.Topic(ctx, producerIDsTopic)
 	if errors.Is(err, ErrUnknownTopic) {
-		_, err = l.g.cluster.CreateTopic(ctx, CreateTopic{
-			Name: producerIDsTopic, Partitions: 1, ReplicationFactor: 1, Internal: true,
+		_, err = l.g.createInternal(ctx, CreateTopic{
+			Name: producerIDsTopic, Partitions: 1,
 			Configs: map[string]*string{"retention.ms": ptr("-1"), "retention.bytes": ptr("-1")},
 		})
 		if errors.Is(err, ErrTopicExists) {

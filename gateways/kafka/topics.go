@@ -3,6 +3,7 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -21,6 +22,26 @@ const offsetsTopic = "__consumer_offsets"
 // write or delete them. A Cluster marks them Internal.
 func IsInternalTopic(name string) bool {
 	return name == offsetsTopic || name == producerIDsTopic
+}
+
+// internalRF is the replication factor the gateway asks for its internal
+// topics: Kafka's offsets.topic.replication.factor default.
+const internalRF = 3
+
+// createInternal creates an internal topic with as many replicas, up to
+// internalRF, as the cluster has stores for: committed offsets and
+// producer ids must survive the loss of a store where data does, while a
+// one-store cluster (serve) still gets its topics. A refusal for the
+// replication factor is the controller saying how many stores are live.
+func (g *Gateway) createInternal(ctx context.Context, ct CreateTopic) (Topic, error) {
+	ct.Internal = true
+	for rf := int16(internalRF); ; rf-- {
+		ct.ReplicationFactor = rf
+		t, err := g.cluster.CreateTopic(ctx, ct)
+		if rf == 1 || !errors.Is(err, ErrInvalidReplicationFactor) {
+			return t, err
+		}
+	}
 }
 
 // ValidTopicName reports whether Kafka allows name: 1-249 characters of
