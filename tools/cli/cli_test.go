@@ -388,6 +388,13 @@ func TestServeOpensOnlyWhatExists(t *testing.T) {
 		c.Close()
 	}
 	delete(free, "kafka")
+	// And the native gateway.
+	if c, err := net.Dial("tcp", free["native"]); err != nil {
+		t.Errorf("native listener %s: %v", free["native"], err)
+	} else {
+		c.Close()
+	}
+	delete(free, "native")
 	for name, addr := range free {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -397,11 +404,6 @@ func TestServeOpensOnlyWhatExists(t *testing.T) {
 		ln.Close()
 	}
 	log := p.logText()
-	for _, part := range []string{"native gateway"} {
-		if !strings.Contains(log, `"part":"`+part+`"`) {
-			t.Errorf("log does not say %s is absent:\n%s", part, log)
-		}
-	}
 	if !strings.Contains(log, `ring(in-process)`) {
 		t.Errorf("log does not list the in-process ring:\n%s", log)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/controller"
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
+	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
 	"github.com/aerostream/aerostream/replica"
@@ -78,7 +79,8 @@ the listen address with 127.0.0.1 for an unspecified host), tiered storage
 dir) and the HTTP admin API on listeners.http (/v1/tier, /metrics, and
 /debug/pprof with admin.pprof). The HTTP admin API and the controller have
 no authentication and listen on loopback unless configured otherwise. The
-native gateway is not built yet: serve does not open its port.
+native-protocol gateway (gateways/native/PROTOCOL.md) listens on
+listeners.native, on the same topics and metadata as the Kafka gateway.
 
 If a part dies (a listener's serve loop, the gateway, tierd, the
 controller agent), serve logs why and exits non-zero rather than run
@@ -88,9 +90,6 @@ SIGINT or SIGTERM drains connections and stops cleanly; a second signal
 stops at once.`,
 	inProcess:  true,
 	controller: true,
-	absent: []absentPart{
-		{"native gateway", "listeners.native"},
-	},
 }
 
 // daemonGCPercent is the Go GC target of the daemons when GOGC is not set.
@@ -241,7 +240,7 @@ type daemon struct {
 	// closers undo bind, open and start, run last to first by close.
 	closers []closer
 
-	ringLn, ctlLn, httpLn, kafkaLn net.Listener
+	ringLn, ctlLn, httpLn, kafkaLn, nativeLn net.Listener
 	// httpDefault: listeners.http was left at its default; httpMoved: that
 	// port was taken, so a free loopback port serves instead.
 	httpDefault, httpMoved bool
@@ -337,6 +336,9 @@ func (d *daemon) bind() error {
 	}
 	if kind.inProcess {
 		if d.kafkaLn, err = bind("listeners.kafka", cfg.Listeners.Kafka); err != nil {
+			return err
+		}
+		if d.nativeLn, err = bind("listeners.native", cfg.Listeners.Native); err != nil {
 			return err
 		}
 	}
@@ -486,14 +488,23 @@ func (d *daemon) start(ctx context.Context) error {
 			attrs = append(attrs, "controllers", cfg.Controller.Join)
 		}
 	}
+	var kafkaMeta *kmeta.Cluster
 	if d.kafkaLn != nil {
 		gw, err := newKafkaGateway(cfg, d.kafkaLn, d.backend, d.ctl, d.reg, logger)
 		if err != nil {
 			return err
 		}
 		gw.start(ctx, d.sup)
+		kafkaMeta = gw.cluster
 		parts = append(parts, "kafka")
 		attrs = append(attrs, "kafka_addr", listenerAddr(d.kafkaLn), "kafka_advertised", gw.advertised)
+	}
+	if d.nativeLn != nil {
+		if err := startNative(ctx, d.sup, cfg, d.nativeLn, d.backend, d.ctl, kafkaMeta, logger); err != nil {
+			return err
+		}
+		parts = append(parts, "native")
+		attrs = append(attrs, "native_addr", listenerAddr(d.nativeLn))
 	}
 	for _, p := range d.kind.extra {
 		d.sup.start(ctx, p.name, p.run)

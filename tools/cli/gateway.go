@@ -17,6 +17,7 @@ import (
 
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore/ring"
 	"github.com/aerostream/aerostream/tools/config"
 )
@@ -45,7 +46,7 @@ stops cleanly.`
 func newGatewayCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gateway",
-		Short: "Run a gateway process (kafka)",
+		Short: "Run a gateway process (kafka or native)",
 	}
 	requireSubcommand(cmd)
 	var flags *config.Flags
@@ -64,7 +65,7 @@ func newGatewayCmd(env Env) *cobra.Command {
 	}
 	kafkaCmd.Flags().SortFlags = false
 	flags = config.AddFlags(kafkaCmd.Flags())
-	cmd.AddCommand(kafkaCmd)
+	cmd.AddCommand(kafkaCmd, newGatewayNativeCmd(env))
 	return cmd
 }
 
@@ -166,6 +167,8 @@ type kafkaGateway struct {
 	backend ring.Backend
 	serve   func(ctx context.Context) error
 	member  func(ctx context.Context) error
+	// cluster is its metadata, which serve's native gateway shares.
+	cluster *kmeta.Cluster
 }
 
 // start runs the gateway under sup: membership first, so that the wire
@@ -215,6 +218,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		backend:    backend,
 		serve:      func(ctx context.Context) error { return gw.Serve(ctx, ln) },
 		member:     cluster.Run,
+		cluster:    cluster,
 	}, nil
 }
 

@@ -1,0 +1,234 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerostream/aerostream/controller"
+	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
+	"github.com/aerostream/aerostream/gateways/native"
+	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// The native gateway: inside serve, beside the Kafka gateway and on the
+// same metadata (so both protocols see one set of topics and ids), and as
+// `aerostream gateway native`, a process of its own.
+
+// nativeCluster is native.Cluster over the Kafka gateway's metadata
+// (kmeta): the native gateway reads the same snapshot and writes through
+// the same controller client.
+type nativeCluster struct{ c *kmeta.Cluster }
+
+var _ native.Cluster = nativeCluster{}
+
+func (n nativeCluster) ClusterID() string { return n.c.ClusterID() }
+
+// kerrOf keeps kmeta's error text and adds the Kafka code both gateways
+// answer it with, which the native gateway's table reads first.
+func kerrOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", kafka.ErrorFor(err), err)
+}
+
+func toNativeTopic(t kafka.Topic) native.Topic {
+	nt := native.Topic{Name: t.Name, ID: t.ID, Partitions: t.Partitions, ReplicationFactor: t.ReplicationFactor,
+		Internal: t.Internal, Configs: t.Configs}
+	for p := range t.Partitions {
+		pm := t.Partition(p)
+		nt.Leaders = append(nt.Leaders, native.Leader{Node: pm.Leader, Epoch: pm.LeaderEpoch})
+	}
+	return nt
+}
+
+func (n nativeCluster) Topic(ctx context.Context, name string) (native.Topic, error) {
+	t, err := n.c.Topic(ctx, name)
+	if err != nil {
+		return native.Topic{}, kerrOf(err)
+	}
+	return toNativeTopic(t), nil
+}
+
+func (n nativeCluster) TopicByID(ctx context.Context, id [16]byte) (native.Topic, error) {
+	t, err := n.c.TopicByID(ctx, id)
+	if err != nil {
+		return native.Topic{}, kerrOf(err)
+	}
+	return toNativeTopic(t), nil
+}
+
+func (n nativeCluster) Topics(ctx context.Context) ([]native.Topic, error) {
+	ts, err := n.c.Topics(ctx)
+	if err != nil {
+		return nil, kerrOf(err)
+	}
+	out := make([]native.Topic, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, toNativeTopic(t))
+	}
+	return out, nil
+}
+
+func (n nativeCluster) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]*string) (native.Topic, error) {
+	if kafka.IsInternalTopic(name) {
+		return native.Topic{}, fmt.Errorf("%w: %s is the gateways' own", native.ErrInternalTopic, name)
+	}
+	t, err := n.c.CreateTopic(ctx, kafka.CreateTopic{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+	if err != nil {
+		return native.Topic{}, kerrOf(err)
+	}
+	return toNativeTopic(t), nil
+}
+
+func (n nativeCluster) DeleteTopic(ctx context.Context, name string) error {
+	return kerrOf(n.c.DeleteTopic(ctx, name))
+}
+
+// newNativeGateway builds the native gateway on ln over backend, with its
+// metadata from cluster.
+func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, logger *slog.Logger) (*native.Gateway, error) {
+	return native.New(native.Options{
+		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
+		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
+	})
+}
+
+const gatewayNativeLong = `Run a native binary-protocol gateway (gateways/native/PROTOCOL.md) as a
+process of its own: native clients (the Go SDK, "aerostream produce" and
+"aerostream consume") connect to listeners.native (--native-listen);
+topics and every store's shard ring come from the controllers of
+controller.join, with which the gateway registers under gateway.node_id
+(give it an id no Kafka gateway uses). Each partition goes to the store
+that leads it, over that store's ring.
+
+  aerostream gateway native --gateway.node_id 2001 \
+      --controller.join 127.0.0.1:8001 --native-listen 127.0.0.1:9091
+
+gateway.ring_addr (--gateway.ring_addr host:port or unix:/path) overrides
+the routing for a one-store setup. SIGINT or SIGTERM drains connections
+and stops cleanly.`
+
+func newGatewayNativeCmd(env Env) *cobra.Command {
+	var flags *config.Flags
+	cmd := &cobra.Command{
+		Use:   "native",
+		Short: "Run a native-protocol gateway that reaches the stores over their shard rings",
+		Long:  gatewayNativeLong,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			loaded, err := config.Load(config.Options{File: flags.File, Env: env.Environ, Flags: flags})
+			if err != nil {
+				return err
+			}
+			return runNativeGateway(cmd.Context(), env, loaded)
+		},
+	}
+	cmd.Flags().SortFlags = false
+	flags = config.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// runNativeGateway runs `aerostream gateway native` until a signal.
+func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error {
+	tuneGC()
+	cfg := loaded.Config
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if cfg.Listeners.Native == "" {
+		return errors.New("listeners.native is empty: a native gateway serves its clients there")
+	}
+	addrs := splitAddrs(cfg.Controller.Join)
+	if len(addrs) == 0 {
+		return errors.New("controller.join is empty: a gateway gets topics from the controllers")
+	}
+	ln, err := listen(cfg.Listeners.Native)
+	if err != nil {
+		return fmt.Errorf("listeners.native: %w", err)
+	}
+	defer ln.Close()
+	logger := newLogger(env, cfg)
+	slog.SetDefault(logger)
+	logger.Info("starting", "command", "gateway native", "version", Version(), "config_file", orNone(loaded.File))
+
+	var backend ring.Backend
+	if cfg.Gateway.RingAddr != "" {
+		for attempt := 0; ; attempt++ {
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+				return nil
+			}
+			if attempt%10 == 0 {
+				logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		defer backend.Close()
+	}
+	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+	defer api.Close()
+	// No Kafka address: the controller lists this node as a gateway, but
+	// Kafka clients never see it as a broker.
+	cluster := kmeta.New(kmeta.Options{API: api, Backend: backend, NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
+	defer cluster.Backend().Close()
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, logger)
+	if err != nil {
+		return err
+	}
+	sup := newSupervisor(logger)
+	defer sup.stop()
+	sup.start(ctx, "native gateway membership", cluster.Run)
+	sup.start(ctx, "native gateway", func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	routing := "by partition leader"
+	if cfg.Gateway.RingAddr != "" {
+		routing = "ring_addr override"
+	}
+	logger.Info("running", "command", "gateway native", "native_addr", listenerAddr(ln), "ring_addr", orNone(cfg.Gateway.RingAddr),
+		"routing", routing, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
+	err = sup.wait(ctx)
+	stop()
+	sup.stop()
+	if err != nil {
+		logger.Error("stopped", "err", err)
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// startNative starts serve's native gateway on ln beside the Kafka one,
+// on its metadata (cluster), or on metadata of its own when serve runs no
+// Kafka gateway.
+func startNative(ctx context.Context, sup *supervisor, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, cluster *kmeta.Cluster, logger *slog.Logger) error {
+	if cluster == nil {
+		cluster = kmeta.New(kmeta.Options{API: api, Backend: backend, NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
+		sup.start(ctx, "native gateway membership", cluster.Run)
+	}
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, logger)
+	if err != nil {
+		return err
+	}
+	sup.start(ctx, "native gateway", func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	return nil
+}

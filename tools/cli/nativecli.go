@@ -1,0 +1,408 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aerostream/aerostream/gateways/native/client"
+)
+
+// The native protocol's command-line client: create-topic, produce and
+// consume, as the seed product's CLI types them, against a native gateway
+// (--server, else AEROSTREAM_NATIVE_ADDR, else 127.0.0.1:9091).
+
+// nativeServer is where the native commands connect.
+func nativeServer(env Env, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	for _, kv := range env.Environ {
+		if v, ok := strings.CutPrefix(kv, "AEROSTREAM_NATIVE_ADDR="); ok && v != "" {
+			return v
+		}
+	}
+	return client.DefaultAddr
+}
+
+func dialNative(ctx context.Context, env Env, server string) (*client.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return client.Dial(dctx, nativeServer(env, server), client.Options{ClientID: "aerostream-cli"})
+}
+
+func addServerFlag(cmd *cobra.Command, server *string) {
+	cmd.Flags().StringVar(server, "server", "", "native gateway host:port (default $AEROSTREAM_NATIVE_ADDR, else "+client.DefaultAddr+")")
+}
+
+func parseInt32Arg(what, s string) (int32, error) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, usageError{fmt.Errorf("%s %q is not a number", what, s)}
+	}
+	return int32(v), nil
+}
+
+func newCreateTopicCmd(env Env) *cobra.Command {
+	var server string
+	var configs []string
+	cmd := &cobra.Command{
+		Use:   "create-topic NAME [PARTITIONS [REPLICATION_FACTOR]]",
+		Short: "Create a topic through the native gateway",
+		Example: `  aerostream create-topic orders 3 1
+  aerostream create-topic events 12 3 --config retention.ms=86400000`,
+		Args: needArgs("NAME [PARTITIONS [REPLICATION_FACTOR]]", 1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			parts, rf := int32(-1), int32(-1)
+			var err error
+			if len(args) > 1 {
+				if parts, err = parseInt32Arg("partition count", args[1]); err != nil {
+					return err
+				}
+			}
+			if len(args) > 2 {
+				if rf, err = parseInt32Arg("replication factor", args[2]); err != nil {
+					return err
+				}
+			}
+			cfg := map[string]string{}
+			for _, c := range configs {
+				k, v, ok := strings.Cut(c, "=")
+				if !ok {
+					return usageError{fmt.Errorf("--config %q: want key=value", c)}
+				}
+				cfg[k] = v
+			}
+			cl, err := dialNative(cmd.Context(), env, server)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			t, err := cl.CreateTopic(cmd.Context(), args[0], parts, int16(rf), cfg)
+			if err != nil {
+				return fmt.Errorf("create topic %s: %w", args[0], err)
+			}
+			_, err = fmt.Fprintf(env.Stdout, "created topic %s: %d partitions, replication factor %d\n", t.Name, t.Partitions, t.ReplicationFactor)
+			return err
+		},
+	}
+	addServerFlag(cmd, &server)
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "topic config key=value (repeatable)")
+	return cmd
+}
+
+func newProduceCmd(env Env) *cobra.Command {
+	var (
+		server, keySep, key, compression string
+		acks                             int
+	)
+	cmd := &cobra.Command{
+		Use:   "produce TOPIC [PARTITION [VALUE]]",
+		Short: "Produce records through the native gateway",
+		Long: `Produce one record (VALUE given) or one record per line of standard input.
+Without PARTITION, records with a key go to the partition of its hash (the
+one Kafka's Java clients pick), and records without one are spread over the
+partitions. --key-separator splits each input line into key and value at
+its first separator.`,
+		Example: `  aerostream produce orders 0 '{"order_id": "ORD-1001", "amount": 99.50}'
+  seq 1 10 | aerostream produce orders
+  printf 'k1:v1\nk2:v2\n' | aerostream produce orders --key-separator ':'`,
+		Args: needArgs("TOPIC [PARTITION [VALUE]]", 1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			part := int32(-1)
+			if len(args) > 1 {
+				p, err := parseInt32Arg("partition", args[1])
+				if err != nil {
+					return err
+				}
+				part = p
+			}
+			codec, err := parseCompression(compression)
+			if err != nil {
+				return err
+			}
+			if acks != 0 && acks != 1 && acks != -1 {
+				return usageError{fmt.Errorf("--acks %d: want 0, 1 or -1 (all)", acks)}
+			}
+			cl, err := dialNative(ctx, env, server)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if _, err := cl.Topic(ctx, args[0]); err != nil {
+				return err
+			}
+			p := client.NewProducer(cl, client.ProducerOptions{Acks: int8(acks), AcksSet: true, Compression: codec})
+			var (
+				failed   error
+				produced int
+			)
+			done := func(_ *client.Record, err error) {
+				if err != nil && failed == nil {
+					failed = err
+				}
+			}
+			send := func(k, v []byte) {
+				if k == nil && key != "" {
+					k = []byte(key)
+				}
+				p.Produce(ctx, &client.Record{Topic: args[0], Partition: part, Key: k, Value: v}, done)
+				produced++
+			}
+			if len(args) == 3 {
+				send(nil, []byte(args[2]))
+			} else {
+				sc := bufio.NewScanner(os.Stdin)
+				sc.Buffer(make([]byte, 64<<10), 16<<20)
+				for sc.Scan() {
+					line := sc.Bytes()
+					var k []byte
+					if keySep != "" {
+						if kk, vv, ok := bytes.Cut(line, []byte(keySep)); ok {
+							k, line = bytes.Clone(kk), vv
+						}
+					}
+					send(k, bytes.Clone(line))
+				}
+				if err := sc.Err(); err != nil {
+					return fmt.Errorf("reading standard input: %w", err)
+				}
+			}
+			if err := p.Close(ctx); err != nil {
+				return err
+			}
+			if failed != nil {
+				return fmt.Errorf("produce to %s: %w", args[0], failed)
+			}
+			if len(args) == 3 {
+				return nil
+			}
+			_, err = fmt.Fprintf(env.Stderr, "produced %d records to %s\n", produced, args[0])
+			return err
+		},
+	}
+	addServerFlag(cmd, &server)
+	cmd.Flags().StringVar(&keySep, "key-separator", "", "split each stdin line into key and value at this separator")
+	cmd.Flags().StringVarP(&key, "key", "k", "", "key for every record")
+	cmd.Flags().IntVar(&acks, "acks", -1, "0, 1 or -1 (all)")
+	cmd.Flags().StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	return cmd
+}
+
+func parseCompression(s string) (int16, error) {
+	switch s {
+	case "", "none":
+		return client.CompressionNone, nil
+	case "gzip":
+		return client.CompressionGzip, nil
+	case "snappy":
+		return client.CompressionSnappy, nil
+	case "lz4":
+		return client.CompressionLZ4, nil
+	case "zstd":
+		return client.CompressionZstd, nil
+	}
+	return 0, usageError{fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)}
+}
+
+func newConsumeCmd(env Env) *cobra.Command {
+	var (
+		server, group, fromTime, format, keySep string
+		follow, fromBeginning                   bool
+		count                                   int
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC [PARTITION [OFFSET]]",
+		Short: "Consume records through the native gateway",
+		Long: `Print the records of a topic (every partition, or PARTITION) from OFFSET,
+--from-beginning, --from-time, or by default: from the beginning, or with
+--follow from the end. Without --follow it stops once it has caught up
+with the log; with it, it waits for new records until Ctrl-C. -n stops
+after that many records.
+
+--format prints each record through a template: %t topic, %p partition,
+%o offset, %k key, %v value, %T timestamp (Unix ms), %K key size, %S value
+size, \n newline, \t tab, %% percent. The default is the value and a
+newline, or the key, --key-separator and the value when one is given.`,
+		Example: `  aerostream consume orders 0 0 --follow
+  aerostream consume orders --from-beginning -n 10
+  aerostream consume orders --from-time 2026-12-01T10:00:00Z --format '%p %o %k %v\n'`,
+		Args: needArgs("TOPIC [PARTITION [OFFSET]]", 1, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if group != "" {
+				return errors.New("--group: consumer groups are not served by the native gateway yet (gateways/native/PROTOCOL.md lists them as reserved); use a Kafka client with the group on :9092")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			opts := client.ConsumerOptions{Topic: args[0], Start: client.StartEarliest, StartSet: true}
+			if follow {
+				opts.Start = client.StartLatest
+			}
+			if fromBeginning {
+				opts.Start = client.StartEarliest
+			}
+			if len(args) > 1 {
+				p, err := parseInt32Arg("partition", args[1])
+				if err != nil {
+					return err
+				}
+				opts.Partitions = []int32{p}
+			}
+			if len(args) > 2 {
+				o, err := strconv.ParseInt(args[2], 10, 64)
+				if err != nil || o < 0 {
+					return usageError{fmt.Errorf("offset %q is not a non-negative number", args[2])}
+				}
+				opts.Start = o
+			}
+			if fromTime != "" {
+				t, err := time.Parse(time.RFC3339, fromTime)
+				if err != nil {
+					return usageError{fmt.Errorf("--from-time %q: want RFC 3339, like 2026-12-01T10:00:00Z", fromTime)}
+				}
+				opts.StartTime = t
+			}
+			if format == "" {
+				format = `%v\n`
+				if keySep != "" {
+					format = `%k` + strings.ReplaceAll(keySep, "%", "%%") + `%v\n`
+				}
+			}
+			tmpl, err := parseFormat(format)
+			if err != nil {
+				return usageError{err}
+			}
+			cl, err := dialNative(ctx, env, server)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			if follow {
+				opts.MaxWait = 5 * time.Second
+			}
+			co, err := client.NewConsumer(ctx, cl, opts)
+			if err != nil {
+				return err
+			}
+			defer co.Close()
+			w := bufio.NewWriter(env.Stdout)
+			defer w.Flush()
+			seen := 0
+			for {
+				msgs, err := co.Poll(ctx)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil // Ctrl-C
+					}
+					return err
+				}
+				for i := range msgs {
+					tmpl.write(w, &msgs[i])
+					seen++
+					if count > 0 && seen >= count {
+						return w.Flush()
+					}
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				if !follow && co.CaughtUp() {
+					return nil
+				}
+			}
+		},
+	}
+	addServerFlag(cmd, &server)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "wait for new records until Ctrl-C")
+	cmd.Flags().BoolVar(&fromBeginning, "from-beginning", false, "start at each partition's first record")
+	cmd.Flags().IntVarP(&count, "count", "n", 0, "stop after this many records")
+	cmd.Flags().StringVar(&group, "group", "", "consumer group (not served yet by the native gateway)")
+	cmd.Flags().StringVar(&fromTime, "from-time", "", "start at the first record at or after this RFC 3339 time")
+	cmd.Flags().StringVar(&format, "format", "", `output template (%t %p %o %k %v %T %K %S, \n \t %%)`)
+	cmd.Flags().StringVar(&keySep, "key-separator", "", "print the key, this separator and the value")
+	return cmd
+}
+
+// format is a parsed --format template: literal text and fields.
+type format []formatPart
+
+type formatPart struct {
+	lit   string
+	field byte // 0: lit
+}
+
+func parseFormat(s string) (format, error) {
+	var out format
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			out = append(out, formatPart{lit: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c == '%' || c == '\\') && i+1 < len(s) {
+			i++
+			n := s[i]
+			switch {
+			case c == '\\' && n == 'n':
+				lit.WriteByte('\n')
+			case c == '\\' && n == 't':
+				lit.WriteByte('\t')
+			case c == '\\' && n == '\\':
+				lit.WriteByte('\\')
+			case c == '%' && n == '%':
+				lit.WriteByte('%')
+			case c == '%' && strings.IndexByte("tpokvTKS", n) >= 0:
+				flush()
+				out = append(out, formatPart{field: n})
+			default:
+				return nil, fmt.Errorf("--format: unknown %c%c (want %%t %%p %%o %%k %%v %%T %%K %%S, \\n \\t %%%%)", c, n)
+			}
+			continue
+		}
+		lit.WriteByte(c)
+	}
+	flush()
+	return out, nil
+}
+
+func (f format) write(w io.Writer, m *client.Message) {
+	var num [24]byte
+	for _, p := range f {
+		switch p.field {
+		case 0:
+			_, _ = io.WriteString(w, p.lit)
+		case 't':
+			_, _ = io.WriteString(w, m.Topic)
+		case 'p':
+			_, _ = w.Write(strconv.AppendInt(num[:0], int64(m.Partition), 10))
+		case 'o':
+			_, _ = w.Write(strconv.AppendInt(num[:0], m.Offset, 10))
+		case 'k':
+			_, _ = w.Write(m.Key)
+		case 'v':
+			_, _ = w.Write(m.Value)
+		case 'T':
+			_, _ = w.Write(strconv.AppendInt(num[:0], m.Timestamp.UnixMilli(), 10))
+		case 'K':
+			_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(m.Key)), 10))
+		case 'S':
+			_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(m.Value)), 10))
+		}
+	}
+}
