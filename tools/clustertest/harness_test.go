@@ -352,7 +352,11 @@ func (c *cluster) cleanup() {
 			p.kill()
 		}
 	}
-	if c.t.Failed() {
+	if keep := os.Getenv("CLUSTERTEST_KEEP") != ""; c.t.Failed() || keep {
+		if keep && !c.t.Failed() {
+			c.t.Logf("cluster logs and data kept in %s (CLUSTERTEST_KEEP)", c.dir)
+			return
+		}
 		for _, p := range c.procs() {
 			if p != nil {
 				c.t.Logf("--- %s log (last 60 lines; all in %s):\n%s", p.name, p.logPath, tail(p.log(), 60))
