@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -303,10 +304,13 @@ func (f *fetcher) round(ctx context.Context, b ring.Backend, ws []work, log *slo
 		if r.Err != nil {
 			if errors.Is(r.Err, logstore.ErrOffsetOutOfRange) && r.LogStartOffset > w.offset {
 				// Truncating again cannot help: the leader no longer
-				// holds the records this replica needs next.
-				f.m.rlog.Log(log, slog.LevelError, "behind:"+w.key.String(),
-					"a follower's log ends before its leader's log start; it cannot catch up by fetching",
-					"topic", w.key.topic, "partition", w.key.partition, "local_log_end", w.offset, "leader_log_start", r.LogStartOffset)
+				// holds the records this replica needs next (retention
+				// deleted them), so the local log starts over at the
+				// leader's log start, as Kafka's truncateFullyAndStartAt.
+				if err := f.startOver(ctx, w, r.LogStartOffset, log); err != nil {
+					f.partitionError(w, err, log)
+				}
+				continue
 			}
 			f.partitionError(w, r.Err, log)
 			continue
@@ -315,6 +319,23 @@ func (f *fetcher) round(ctx context.Context, b ring.Backend, ws []work, log *slo
 			f.partitionError(w, err, log)
 		}
 	}
+	return nil
+}
+
+// startOver empties a follower's log and restarts it at the leader's log
+// start.
+func (f *fetcher) startOver(ctx context.Context, w *work, logStart int64, log *slog.Logger) error {
+	f.m.roleMu.RLock()
+	defer f.m.roleMu.RUnlock()
+	if !f.current(w) {
+		return nil
+	}
+	if err := f.m.opts.Store.TruncateFully(ctx, w.key.topic, w.key.partition, logStart); err != nil {
+		return fmt.Errorf("start the log over at %d: %w", logStart, err)
+	}
+	log.Warn("a follower's log ended before its leader's log start; its log starts over there",
+		"topic", w.key.topic, "partition", w.key.partition, "local_log_end", w.offset, "leader_log_start", logStart)
+	f.update(w, func(p *fpart) { p.offset, p.fails = logStart, 0 })
 	return nil
 }
 

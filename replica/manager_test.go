@@ -714,3 +714,29 @@ func TestLagTimeMax(t *testing.T) {
 		t.Errorf("bad value: %d, %v; want the default and an error naming it", n, err)
 	}
 }
+
+// TestFollowerBehindLeaderLogStartStartsOver: a follower whose log ends
+// before its leader's log start (retention deleted what it lacks) starts
+// its log over there and follows, instead of failing every fetch.
+func TestFollowerBehindLeaderLogStartStartsOver(t *testing.T) {
+	c := newCluster(t, 1, 2)
+	c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}})
+	c.start(1)
+	waitUntil(t, "store 1 to lead", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1}) })
+	for i := range 10 {
+		if _, err := produce(t, c.nodes[1].st, "t", 1, fmt.Sprint("v", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.nodes[1].st.DeleteRecords(context.Background(), "t", 0, 6); err != nil {
+		t.Fatal(err)
+	}
+	c.start(2)
+	waitUntil(t, "the follower to start at 6 and reach the leader's end", func() bool {
+		d := describe(t, c.nodes[2].st, "t")
+		return d.LogStartOffset == 6 && d.LogEndOffset == 10
+	})
+	if got := values(t, c.nodes[2].st, "t", 10); !slices.Equal(got, []string{"v6", "v7", "v8", "v9"}) {
+		t.Fatalf("follower holds %q, want v6..v9", got)
+	}
+}
