@@ -51,6 +51,7 @@ type fpart struct {
 	truncated bool // truncated by epoch; fetching from offset
 	offset    int64
 	hw        int64 // the leader's high watermark last handed to the store
+	logStart  int64 // the leader's log start last applied locally
 	lag       int64 // the leader's high watermark minus offset, last seen
 	fails     int
 	resumeAt  time.Time // paused until then, or until a new view
@@ -335,7 +336,7 @@ func (f *fetcher) startOver(ctx context.Context, w *work, logStart int64, log *s
 	}
 	log.Warn("a follower's log ended before its leader's log start; its log starts over there",
 		"topic", w.key.topic, "partition", w.key.partition, "local_log_end", w.offset, "leader_log_start", logStart)
-	f.update(w, func(p *fpart) { p.offset, p.fails = logStart, 0 })
+	f.update(w, func(p *fpart) { p.offset, p.logStart, p.fails = logStart, logStart, 0 })
 	return nil
 }
 
@@ -417,7 +418,30 @@ func (f *fetcher) append(ctx context.Context, w *work, r *logstore.FetchPartitio
 		p.offset, p.hw, p.fails = leo, r.HighWatermark, 0
 		p.lag = max(r.HighWatermark-leo, 0)
 	})
+	f.followLogStart(ctx, w, r.LogStartOffset, min(leo, r.HighWatermark))
 	return nil
+}
+
+// followLogStart moves the local log start up to the leader's (DeleteRecords
+// or retention there), as far as the local high watermark allows, so that
+// records deleted on the leader are not served again by this replica once
+// it leads.
+func (f *fetcher) followLogStart(ctx context.Context, w *work, leaderStart, localHW int64) {
+	to := min(leaderStart, localHW)
+	if to <= w.logStart {
+		return
+	}
+	f.m.roleMu.RLock()
+	defer f.m.roleMu.RUnlock()
+	if !f.current(w) {
+		return
+	}
+	if _, err := f.m.opts.Store.DeleteRecords(ctx, w.key.topic, w.key.partition, to); err != nil {
+		f.m.rlog.Log(f.m.log, slog.LevelWarn, "logstart:"+w.key.String(), "moving a follower's log start up to its leader's failed; retrying",
+			"topic", w.key.topic, "partition", w.key.partition, "to", to, "err", err)
+		return
+	}
+	f.update(w, func(p *fpart) { p.logStart = max(p.logStart, to) })
 }
 
 // wholeBatches cuts data to the whole batches in it, skipping any that end

@@ -34,6 +34,7 @@ type Store interface {
 	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (logstore.EpochEnd, error)
 	Truncate(ctx context.Context, topic string, partition int32, offset int64) error
 	TruncateFully(ctx context.Context, topic string, partition int32, offset int64) error
+	DeleteRecords(ctx context.Context, topic string, partition int32, before int64) (int64, error)
 	ReplicaStatuses(ctx context.Context) ([]logstore.ReplicaStatus, error)
 	SetLease(until time.Time)
 	DescribePartition(ctx context.Context, topic string, partition int32) (logstore.PartitionInfo, error)

@@ -739,4 +739,15 @@ func TestFollowerBehindLeaderLogStartStartsOver(t *testing.T) {
 	if got := values(t, c.nodes[2].st, "t", 10); !slices.Equal(got, []string{"v6", "v7", "v8", "v9"}) {
 		t.Fatalf("follower holds %q, want v6..v9", got)
 	}
+
+	// And a DeleteRecords on the leader reaches the follower's log start.
+	if _, err := c.nodes[1].st.DeleteRecords(context.Background(), "t", 0, 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produce(t, c.nodes[1].st, "t", 1, "v10"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the follower's log start to follow the leader's to 9", func() bool {
+		return describe(t, c.nodes[2].st, "t").LogStartOffset == 9
+	})
 }
