@@ -23,6 +23,11 @@ type faultKind string
 const (
 	faultKill  faultKind = "kill -9"
 	faultPause faultKind = "SIGSTOP"
+	// faultDouble is a plan entry, two faults: kill -9 a store, then,
+	// while it is down, pause the store that took over its leadership, so
+	// that a partition runs on its last in-sync replica and the killed
+	// store comes back to a log that moved on twice.
+	faultDouble faultKind = "kill -9, then SIGSTOP of the successor"
 )
 
 // fault is one injected fault, as the report lists it.
@@ -79,20 +84,22 @@ type nemesis struct {
 	failoverMax time.Duration
 }
 
-// run injects n.faults faults, half kills and half pauses in a seeded
-// order, and returns them. At least half target a partition's leader.
+// run injects n.faults faults in a seeded order and returns them: one in
+// six in double faults, the rest half kills and half pauses. At least half
+// target a partition's leader.
 func (n *nemesis) run(ctx context.Context) []fault {
-	kinds := make([]faultKind, n.faults)
-	for i := range kinds {
-		kinds[i] = faultPause
-		if i%2 == 0 {
-			kinds[i] = faultKill
-		}
+	var kinds []faultKind
+	doubles := n.faults / 12
+	for i := 0; i < doubles; i++ {
+		kinds = append(kinds, faultDouble)
+	}
+	for i := 0; i < n.faults-2*doubles; i++ {
+		kinds = append(kinds, []faultKind{faultKill, faultPause}[i%2])
 	}
 	n.rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 	var done []fault
 	unhealed := 0
-	for i := 0; i < n.faults; i++ {
+	for _, kind := range kinds {
 		if ctx.Err() != nil || time.Now().After(n.deadline) {
 			n.t.Logf("nemesis: stopped after %d faults (time bound)", len(done))
 			break
@@ -115,12 +122,14 @@ func (n *nemesis) run(ctx context.Context) []fault {
 			continue
 		case <-time.After(time.Duration(200+n.rng.Intn(1800)) * time.Millisecond):
 		}
-		f := n.inject(i+1, kinds[i])
+		fs := n.inject(len(done)+1, kind)
 		if note != "" {
-			f.note = strings.TrimSpace(f.note + " " + note)
+			fs[0].note = strings.TrimSpace(fs[0].note + " " + note)
 		}
-		n.t.Log(f.String())
-		done = append(done, f)
+		for _, f := range fs {
+			n.t.Log(f.String())
+		}
+		done = append(done, fs...)
 	}
 	return done
 }
@@ -134,13 +143,18 @@ func (n *nemesis) healed() (bool, string) {
 	return n.c.healthy(n.topic, n.rf)
 }
 
-func (n *nemesis) inject(num int, kind faultKind) fault {
+// inject injects one plan entry: one fault, or two for faultDouble.
+func (n *nemesis) inject(num int, kind faultKind) []fault {
 	md, err := n.c.metadata()
 	if err != nil {
 		n.t.Logf("nemesis: controller metadata: %v", err)
 	}
 	lead, epochs := leaders(md, n.topic), leaderEpochs(md, n.topic)
 	f := fault{n: num, kind: kind, failover: map[int32]time.Duration{}, epochs: map[int32]int32{}}
+	if kind == faultDouble {
+		f.kind = faultKill
+	}
+	var extra []fault
 	// Three faults in four go to the leader of a random partition.
 	var parts []int32
 	for p := range lead {
@@ -165,7 +179,7 @@ func (n *nemesis) inject(num int, kind faultKind) fault {
 	}
 	s := n.c.stores[f.store]
 	switch kind {
-	case faultKill:
+	case faultKill, faultDouble:
 		f.at = time.Now()
 		s.kill()
 		// The store stays down until every partition it led has a new
@@ -208,16 +222,60 @@ func (n *nemesis) inject(num int, kind faultKind) fault {
 		if len(pending) > 0 {
 			f.note = fmt.Sprintf("no write acknowledged on %v within %v of the kill", pending, n.failoverMax)
 		}
+		if kind == faultDouble {
+			extra = append(extra, n.pauseSuccessor(num+1, f))
+		}
 		f.down = time.Since(f.at)
 		s.start(n.t)
 	case faultPause:
 		f.at = time.Now()
-		s.signal(syscall.SIGSTOP)
-		pause := time.Duration(1000+n.rng.Intn(3000)) * time.Millisecond
-		time.Sleep(pause)
-		s.signal(syscall.SIGCONT)
+		n.pause(s)
 		f.down = time.Since(f.at)
 	}
+	return append([]fault{f}, extra...)
+}
+
+// pause stops a store for 1 to 4 s.
+func (n *nemesis) pause(s *proc) {
+	s.signal(syscall.SIGSTOP)
+	time.Sleep(time.Duration(1000+n.rng.Intn(3000)) * time.Millisecond)
+	s.signal(syscall.SIGCONT)
+}
+
+// pauseSuccessor pauses, while the store of killed is still down, the
+// store that now leads the first partition killed led (or any partition).
+func (n *nemesis) pauseSuccessor(num int, killed fault) fault {
+	f := fault{n: num, kind: faultPause, failover: map[int32]time.Duration{}, epochs: map[int32]int32{}}
+	md, err := n.c.metadata()
+	if err != nil {
+		f.note = fmt.Sprintf("no successor paused: controller metadata: %v", err)
+		return f
+	}
+	lead := leaders(md, n.topic)
+	var parts []int32
+	for p := range lead {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	parts = append(slices.Clone(killed.leaderOf), parts...)
+	for _, p := range parts {
+		if l := lead[p]; l != killed.store && n.c.stores[l] != nil {
+			f.store, f.chosenAs = l, fmt.Sprintf("leader of p%d after store %d was killed, while it is down", p, killed.store)
+			break
+		}
+	}
+	if f.store == 0 {
+		f.note = "no successor paused: no partition has a live leader"
+		return f
+	}
+	for _, p := range parts[len(killed.leaderOf):] {
+		if lead[p] == f.store {
+			f.leaderOf = append(f.leaderOf, p)
+		}
+	}
+	f.at = time.Now()
+	n.pause(n.c.stores[f.store])
+	f.down = time.Since(f.at)
 	return f
 }
 

@@ -201,7 +201,9 @@ type probe struct {
 	mu   sync.Mutex
 	acks map[int32][]probeAck // per partition, in order
 	wg   sync.WaitGroup
-	stop context.CancelFunc
+	// stop ends the loops after their write in flight; abort fails that
+	// write, for when it does not finish.
+	stop, abort context.CancelFunc
 }
 
 func startProbe(t *testing.T, c *cluster, topic string, partitions int32, hist *history) *probe {
@@ -218,26 +220,27 @@ func startProbe(t *testing.T, c *cluster, topic string, partitions int32, hist *
 	}
 	pr := &probe{cl: cl, hist: hist, acks: map[int32][]probeAck{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	pr.stop = cancel
+	produceCtx, abort := context.WithCancel(context.Background())
+	pr.stop, pr.abort = cancel, abort
 	for part := int32(0); part < partitions; part++ {
 		pr.wg.Add(1)
 		go func() {
 			defer pr.wg.Done()
-			pr.run(ctx, part)
+			pr.run(ctx, produceCtx, part)
 		}()
 	}
 	t.Cleanup(pr.close)
 	return pr
 }
 
-func (pr *probe) run(ctx context.Context, part int32) {
+func (pr *probe) run(ctx, produceCtx context.Context, part int32) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	name := fmt.Sprintf("probe-p%d", part)
 	for seq := int64(0); ; seq++ {
 		value := fmt.Sprintf("%s-%08d", name, seq)
 		sent := time.Now()
-		r, err := pr.cl.ProduceSync(ctx, &kgo.Record{Partition: part, Value: []byte(value)}).First()
+		r, err := pr.cl.ProduceSync(produceCtx, &kgo.Record{Partition: part, Value: []byte(value)}).First()
 		now := time.Now()
 		w := Write{Producer: name, Seq: seq, Value: value, Partition: part, Sent: sent, Done: now}
 		if err == nil {
@@ -277,9 +280,21 @@ func (pr *probe) firstAckAfter(part int32, t time.Time, ok func(probeAck) bool) 
 	return probeAck{}, false
 }
 
+// close stops the probe, giving the writes in flight up to 30 s.
 func (pr *probe) close() {
 	pr.stop()
-	pr.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		pr.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		pr.abort()
+		<-done
+	}
+	pr.abort()
 	pr.cl.Close()
 }
 
