@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients test-cluster
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients test-cluster test-native
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-cluster ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults
+test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-cluster test-native ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol
 
 test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -79,6 +79,14 @@ kafka-clients: ## install kcat (apt) and the Python Kafka clients (bin/kafka-ven
 test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kafka-python, confluent-kafka, separate gateway process
 	KAFKA_CLIENT_TESTS=1 KAFKA_PYTHON=$(CURDIR)/$(KAFKA_VENV)/bin/python \
 	  $(GO) test -count=1 -v -timeout 40m -run '^TestClient' ./gateways/kafka/
+
+# The native protocol end to end: the CLI lines as the README writes them,
+# the Go SDK against serve and against controller + store + `gateway
+# native` processes, and kcat on the Kafka port reading what the SDK wrote
+# (and the other way), the same bytes through either port. About a minute,
+# most of it building the binary.
+test-native: ## native protocol acceptance: CLI as written, SDK vs serve and separate processes, kcat cross-protocol
+	NATIVE_TESTS=1 $(GO) test -count=1 -v -timeout 10m ./tools/nativetest/
 
 # A controller, three stores and two `aerostream gateway kafka` processes on
 # loopback (tools/clustertest): the Jepsen-style run with its checker and

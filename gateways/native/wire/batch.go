@@ -69,7 +69,6 @@ type BatchBuilder struct {
 	maxTs    int64
 	comp     bytes.Buffer
 	zenc     *zstd.Encoder
-	varint   [binary.MaxVarintLen64]byte
 	recordHB []byte
 }
 
