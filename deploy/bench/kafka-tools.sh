@@ -10,8 +10,8 @@
 # or kafka3 (deploy/kafka-peer/cluster.sh, 3 KRaft brokers):
 #   deploy/bench/kafka-tools.sh BROKER(aero3|kafka3) STEP(start|perf|stop)
 #   perf    : topic $T (6 partitions, RF $RF=3, min.insync.replicas 2 or 1 at
-#             RF 1), ProducerPerformance acks=all 1 KiB: $NMAX records at full
-#             speed, then $RATE msg/s for $SECS s; last lines, and for each run
+#             RF 1), ProducerPerformance acks=all 1 KiB: $RATE msg/s for $SECS s,
+#             then $NMAX records at full speed; last lines, and for each run
 #             the brokers' CPU (% of one core) and RSS (MiB), summed over processes
 # Private ports and homes so other engineers' brokers are not touched.
 set -euo pipefail
@@ -110,8 +110,10 @@ perf)
 			--replication-factor $RF --config min.insync.replicas=$misr >/dev/null
 	fi
 	pp warmup --num-records 100000 --throughput -1 >/dev/null
-	pp max --num-records $NMAX --throughput -1
+	# The fixed rate first: after the max run the brokers' disks are
+	# still writing back gigabytes, which would land in its latencies.
 	pp "rate $RATE" --num-records $((RATE * SECS)) --throughput $RATE
+	pp max --num-records $NMAX --throughput -1
 	;;
 stop)
 	case $which in
