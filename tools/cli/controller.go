@@ -133,17 +133,18 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	cc := cfg.Controller
 	c, err := controller.Open(controller.Options{
-		NodeID:            cc.NodeID,
-		Dir:               filepath.Join(cfg.DataDir, "raft"),
-		Listener:          ln,
-		Advertise:         cc.Advertise,
-		Bootstrap:         bootstrap,
-		Join:              join,
-		SessionTimeout:    ms(cc.SessionTimeoutMs),
-		HeartbeatInterval: ms(cc.HeartbeatIntervalMs),
-		RaftTimeout:       ms(cc.RaftTimeoutMs),
-		TopicDefaults:     cfg.TopicDefaults.KafkaConfigs(),
-		Logger:            logger,
+		NodeID:                  cc.NodeID,
+		Dir:                     filepath.Join(cfg.DataDir, "raft"),
+		Listener:                ln,
+		Advertise:               cc.Advertise,
+		Bootstrap:               bootstrap,
+		Join:                    join,
+		SessionTimeout:          ms(cc.SessionTimeoutMs),
+		HeartbeatInterval:       ms(cc.HeartbeatIntervalMs),
+		RaftTimeout:             ms(cc.RaftTimeoutMs),
+		LeaderRebalanceInterval: rebalanceInterval(cc.LeaderRebalanceIntervalMs),
+		TopicDefaults:           cfg.TopicDefaults.KafkaConfigs(),
+		Logger:                  logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -154,6 +155,15 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 // storeDefaults is [topic_defaults] as a store applies it. The values
 // are integers checked against the registry by config.Validate, so
 // reading them cannot fail.
+// rebalanceInterval maps the config's 0 (off) onto the controller's
+// negative interval, since the controller reads 0 as its default.
+func rebalanceInterval(ms int64) time.Duration {
+	if ms == 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 func storeDefaults(td config.TopicDefaults) logstore.PartitionConfig {
 	pc, _ := partitionConfig(td.KafkaConfigs())
 	return pc

@@ -191,6 +191,9 @@ type Controller struct {
 	SessionTimeoutMs    int64  `toml:"session_timeout_ms" help:"a store or gateway silent this long is marked down"`
 	HeartbeatIntervalMs int64  `toml:"heartbeat_interval_ms" help:"how often stores and gateways heartbeat"`
 	RaftTimeoutMs       int64  `toml:"raft_timeout_ms" help:"Raft heartbeat and election timeout: a lost leader is replaced within about 2 to 3 times this"`
+	// LeaderRebalanceIntervalMs is Kafka's auto.leader.rebalance.enable and
+	// leader.imbalance.check.interval.seconds in one key.
+	LeaderRebalanceIntervalMs int64 `toml:"leader_rebalance_interval_ms" help:"how often the controller hands leadership back to each partition's preferred replica once it is in sync again; 0 turns preferred-leader rebalancing off"`
 }
 
 // Default returns the configuration used when nothing overrides it. The
@@ -253,10 +256,11 @@ func Default() Config {
 			MaxMessageBytes: int32(topicconfig.DefaultInt(topicconfig.MaxMessageBytes)),
 		},
 		Controller: Controller{
-			NodeID:              1,
-			SessionTimeoutMs:    2000,
-			HeartbeatIntervalMs: 500,
-			RaftTimeoutMs:       1000,
+			NodeID:                    1,
+			SessionTimeoutMs:          2000,
+			HeartbeatIntervalMs:       500,
+			RaftTimeoutMs:             1000,
+			LeaderRebalanceIntervalMs: 5000,
 		},
 	}
 }

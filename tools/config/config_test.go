@@ -85,6 +85,7 @@ func TestKeyNames(t *testing.T) {
 		"controller.session_timeout_ms":           "AEROSTREAM_CONTROLLER_SESSION_TIMEOUT_MS",
 		"controller.heartbeat_interval_ms":        "AEROSTREAM_CONTROLLER_HEARTBEAT_INTERVAL_MS",
 		"controller.raft_timeout_ms":              "AEROSTREAM_CONTROLLER_RAFT_TIMEOUT_MS",
+		"controller.leader_rebalance_interval_ms": "AEROSTREAM_CONTROLLER_LEADER_REBALANCE_INTERVAL_MS",
 		"tiered_storage.enabled":                  "AEROSTREAM_TIERED_STORAGE_ENABLED",
 		"tiered_storage.provider":                 "AEROSTREAM_TIERED_STORAGE_PROVIDER",
 		"tiered_storage.uploaders":                "AEROSTREAM_TIERED_STORAGE_UPLOADERS",
@@ -371,6 +372,7 @@ func TestBadValues(t *testing.T) {
 		{"advertise", "[controller]\nadvertise = \":8001\"\n", nil, "controller.advertise"},
 		{"heartbeat over session", "[controller]\nheartbeat_interval_ms = 10000\n", nil, "must be below controller.session_timeout_ms"},
 		{"raft timeout", "[controller]\nraft_timeout_ms = 5\n", nil, "controller.raft_timeout_ms = 5"},
+		{"leader rebalance", "[controller]\nleader_rebalance_interval_ms = -1\n", nil, "controller.leader_rebalance_interval_ms = -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Env: tc.env}

@@ -148,6 +148,9 @@ func (c *Config) validate() []fieldError {
 	if ctl.HeartbeatIntervalMs >= ctl.SessionTimeoutMs && ctl.SessionTimeoutMs > 0 {
 		bad("controller.heartbeat_interval_ms", "must be below controller.session_timeout_ms")
 	}
+	if ctl.LeaderRebalanceIntervalMs < 0 {
+		bad("controller.leader_rebalance_interval_ms", "must be 0 (off) or positive")
+	}
 	if ctl.RaftTimeoutMs < 10 {
 		bad("controller.raft_timeout_ms", "must be at least 10")
 	}
