@@ -11,6 +11,11 @@
 //     name (the hot path then carries 16-byte topic ids, the same ids
 //     Kafka clients see), produce, fetch with long poll, list offsets by
 //     time, and topic admin through Cluster.
+//   - Native consumer groups (groups.go): membership and partition
+//     assignment in this gateway's memory; committed offsets through
+//     Offsets, which tools/ wires to the Kafka gateways' coordinators, so
+//     they live in __consumer_offsets in Kafka's format and a group
+//     continues across protocols.
 //   - Its error mapping (errors.go): Kafka's codes, one table.
 //
 // The codec lives in wire/, shared with the Go SDK in client/, which
@@ -18,11 +23,10 @@
 //
 // # Not built yet
 //
-// The spec's server-push Subscribe with credit-based flow control,
-// offsets committed to __consumer_offsets, consumer groups with
-// server-assigned partitions and producer id allocation are not served:
-// their opcodes are unknown to this gateway (PROTOCOL.md lists them as
-// reserved), and the SDK's consumer follows by long-polling Fetch.
+// The spec's server-push Subscribe with credit-based flow control, group
+// describe/list on the server, AlterConfigs and producer id allocation are
+// not served: their opcodes are unknown to this gateway (PROTOCOL.md lists
+// them as reserved), and the SDK's consumer follows by long-polling Fetch.
 //
 // # Imports
 //

@@ -67,14 +67,18 @@ type Options struct {
 	DefaultReplicationFactor int16
 	// MaxWait caps a fetch's long poll; default 30s.
 	MaxWait time.Duration
+	// Offsets stores groups' committed offsets; nil answers offset
+	// requests with COORDINATOR_NOT_AVAILABLE.
+	Offsets Offsets
 }
 
 // Gateway serves the native protocol.
 type Gateway struct {
-	opts Options
-	log  *slog.Logger
-	srv  *gateways.Server
-	bufs sync.Pool // *[]byte response buffers
+	opts   Options
+	log    *slog.Logger
+	srv    *gateways.Server
+	bufs   sync.Pool // *[]byte response buffers
+	groups groups
 }
 
 // New checks opts and returns a Gateway.
@@ -98,6 +102,7 @@ func New(opts Options) (*Gateway, error) {
 		opts.MaxWait = 30 * time.Second
 	}
 	g := &Gateway{opts: opts, log: opts.Logger.With("component", "native-gateway")}
+	g.groups.init()
 	g.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	g.srv = &gateways.Server{Name: "native", Protocol: g, Logger: opts.Logger,
 		MaxFrameBytes: opts.MaxFrameBytes + wire.HeaderSize, MaxQueuedBytes: opts.MaxQueuedBytes}
@@ -219,6 +224,16 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp, err = s.listTopics(ctx, corr, &r)
 	case wire.OpDescribe:
 		resp, err = s.describe(ctx, corr, &r)
+	case wire.OpOffsetCommit:
+		resp, err = s.offsetCommit(ctx, corr, &r)
+	case wire.OpOffsetFetch:
+		resp, err = s.offsetFetch(ctx, corr, &r)
+	case wire.OpJoinGroup:
+		resp, err = s.joinGroup(ctx, corr, &r)
+	case wire.OpHeartbeat:
+		resp, err = s.heartbeat(corr, &r, false)
+	case wire.OpLeaveGroup:
+		resp, err = s.heartbeat(corr, &r, true)
 	}
 	if err != nil && errors.Is(err, wire.ErrMalformed) {
 		// The request's own bytes do not parse: answer what is wrong,

@@ -88,6 +88,36 @@ func (m *memCluster) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
+// memOffsets is an Offsets in memory, where tools/ wires the Kafka
+// gateways' coordinators.
+type memOffsets struct {
+	mu sync.Mutex
+	m  map[string]map[int32]int64
+}
+
+func (o *memOffsets) CommitOffsets(_ context.Context, group, topic string, offs map[int32]int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	k := group + "/" + topic
+	if o.m[k] == nil {
+		o.m[k] = map[int32]int64{}
+	}
+	for p, off := range offs {
+		o.m[k][p] = off
+	}
+	return nil
+}
+
+func (o *memOffsets) FetchOffsets(_ context.Context, group, topic string) (map[int32]int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[int32]int64{}
+	for p, off := range o.m[group+"/"+topic] {
+		out[p] = off
+	}
+	return out, nil
+}
+
 type env struct {
 	addr    string
 	gw      *native.Gateway
@@ -110,7 +140,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	b := ring.NewInProcess(st)
-	gw, err := native.New(native.Options{Backend: b, Cluster: &memCluster{b: b, ts: map[string]native.Topic{}}, Logger: quiet()})
+	gw, err := native.New(native.Options{Backend: b, Cluster: &memCluster{b: b, ts: map[string]native.Topic{}}, Logger: quiet(),
+		Offsets: &memOffsets{m: map[string]map[int32]int64{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

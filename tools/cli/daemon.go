@@ -488,19 +488,22 @@ func (d *daemon) start(ctx context.Context) error {
 			attrs = append(attrs, "controllers", cfg.Controller.Join)
 		}
 	}
-	var kafkaMeta *kmeta.Cluster
+	var (
+		kafkaMeta *kmeta.Cluster
+		kafkaAddr string
+	)
 	if d.kafkaLn != nil {
 		gw, err := newKafkaGateway(cfg, d.kafkaLn, d.backend, d.ctl, d.reg, logger)
 		if err != nil {
 			return err
 		}
 		gw.start(ctx, d.sup)
-		kafkaMeta = gw.cluster
+		kafkaMeta, kafkaAddr = gw.cluster, gw.advertised
 		parts = append(parts, "kafka")
 		attrs = append(attrs, "kafka_addr", listenerAddr(d.kafkaLn), "kafka_advertised", gw.advertised)
 	}
 	if d.nativeLn != nil {
-		if err := startNative(ctx, d.sup, cfg, d.nativeLn, d.backend, d.ctl, kafkaMeta, logger); err != nil {
+		if err := startNative(ctx, d.sup, cfg, d.nativeLn, d.backend, d.ctl, kafkaMeta, kafkaAddr, logger); err != nil {
 			return err
 		}
 		parts = append(parts, "native")

@@ -8,11 +8,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/gateways/kafka"
@@ -97,13 +102,110 @@ func (n nativeCluster) DeleteTopic(ctx context.Context, name string) error {
 	return kerrOf(n.c.DeleteTopic(ctx, name))
 }
 
-// newNativeGateway builds the native gateway on ln over backend, with its
-// metadata from cluster.
-func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, logger *slog.Logger) (*native.Gateway, error) {
+// kafkaOffsets is native.Offsets through the Kafka gateways' group
+// coordinators, as a Kafka client commits: so native commits land in
+// __consumer_offsets in the Kafka gateway's own format, with its
+// coordinator routing, and Kafka consumers of the group see them. seeds
+// names the Kafka gateways to bootstrap from.
+type kafkaOffsets struct {
+	seeds func(ctx context.Context) ([]string, error)
+
+	mu struct {
+		sync.Mutex
+		adm *kadm.Client
+		kc  *kgo.Client
+	}
+}
+
+var _ native.Offsets = (*kafkaOffsets)(nil)
+
+func (o *kafkaOffsets) admin(ctx context.Context) (*kadm.Client, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.adm != nil {
+		return o.mu.adm, nil
+	}
+	seeds, err := o.seeds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("%w: no Kafka gateway is live to coordinate groups", kerr.CoordinatorNotAvailable)
+	}
+	kc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("aerostream-native-gateway"))
+	if err != nil {
+		return nil, err
+	}
+	o.mu.kc, o.mu.adm = kc, kadm.NewClient(kc)
+	return o.mu.adm, nil
+}
+
+func (o *kafkaOffsets) CommitOffsets(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return err
+	}
+	var os kadm.Offsets
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	resp, err := adm.CommitOffsets(ctx, group, os)
+	if err != nil {
+		return err
+	}
+	return resp.Error()
+}
+
+func (o *kafkaOffsets) FetchOffsets(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int64{}
+	for p, r := range resp[topic] {
+		if r.Err == nil && r.At >= 0 {
+			out[p] = r.At
+		}
+	}
+	return out, nil
+}
+
+func (o *kafkaOffsets) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.kc != nil {
+		o.mu.kc.Close()
+	}
+}
+
+// newNativeGateway builds the native gateway over backend, with its
+// metadata from cluster and its group offsets through the Kafka gateways
+// seeds names.
+func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, offsets *kafkaOffsets, logger *slog.Logger) (*native.Gateway, error) {
 	return native.New(native.Options{
 		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
 		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
+		Offsets: offsets,
 	})
+}
+
+// brokerSeeds lists the live Kafka gateways' addresses.
+func brokerSeeds(cluster *kmeta.Cluster) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		bs, err := cluster.Brokers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, b := range bs {
+			out = append(out, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))))
+		}
+		return out, nil
+	}
 }
 
 const gatewayNativeLong = `Run a native binary-protocol gateway (gateways/native/PROTOCOL.md) as a
@@ -192,7 +294,9 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	// Kafka clients never see it as a broker.
 	cluster := kmeta.New(kmeta.Options{API: api, Backend: backend, NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
 	defer cluster.Backend().Close()
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, logger)
+	offsets := &kafkaOffsets{seeds: brokerSeeds(cluster)}
+	defer offsets.close()
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, logger)
 	if err != nil {
 		return err
 	}
@@ -218,17 +322,27 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 }
 
 // startNative starts serve's native gateway on ln beside the Kafka one,
-// on its metadata (cluster), or on metadata of its own when serve runs no
-// Kafka gateway.
-func startNative(ctx context.Context, sup *supervisor, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, cluster *kmeta.Cluster, logger *slog.Logger) error {
+// on its metadata (cluster) and with its group coordinator at kafkaAddr,
+// or on metadata of its own when serve runs no Kafka gateway (committed
+// offsets are then not served).
+func startNative(ctx context.Context, sup *supervisor, cfg config.Config, ln net.Listener, backend ring.Backend, api controller.API, cluster *kmeta.Cluster, kafkaAddr string, logger *slog.Logger) error {
 	if cluster == nil {
 		cluster = kmeta.New(kmeta.Options{API: api, Backend: backend, NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
 		sup.start(ctx, "native gateway membership", cluster.Run)
 	}
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, logger)
+	offsets := &kafkaOffsets{seeds: func(context.Context) ([]string, error) {
+		if kafkaAddr == "" {
+			return nil, nil
+		}
+		return []string{kafkaAddr}, nil
+	}}
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, logger)
 	if err != nil {
 		return err
 	}
-	sup.start(ctx, "native gateway", func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	sup.start(ctx, "native gateway", func(ctx context.Context) error {
+		defer offsets.close()
+		return gw.Serve(ctx, ln)
+	})
 	return nil
 }

@@ -233,17 +233,23 @@ func newConsumeCmd(env Env) *cobra.Command {
 with the log; with it, it waits for new records until Ctrl-C. -n stops
 after that many records.
 
+--group reads as a member of a consumer group: the gateway assigns the
+partitions, each starts at the group's committed offset (shared with Kafka
+consumers of the group), and offsets are committed as records are printed.
+Ctrl-C commits and leaves the group.
+
 --format prints each record through a template: %t topic, %p partition,
 %o offset, %k key, %v value, %T timestamp (Unix ms), %K key size, %S value
 size, \n newline, \t tab, %% percent. The default is the value and a
 newline, or the key, --key-separator and the value when one is given.`,
 		Example: `  aerostream consume orders 0 0 --follow
   aerostream consume orders --from-beginning -n 10
+  aerostream consume orders --group g1 --follow
   aerostream consume orders --from-time 2026-12-01T10:00:00Z --format '%p %o %k %v\n'`,
 		Args: needArgs("TOPIC [PARTITION [OFFSET]]", 1, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if group != "" {
-				return errors.New("--group: consumer groups are not served by the native gateway yet (gateways/native/PROTOCOL.md lists them as reserved); use a Kafka client with the group on :9092")
+			if group != "" && (len(args) > 1 || fromTime != "") {
+				return usageError{errors.New("--group: the group assigns the partitions and starts at its committed offsets; give no PARTITION, OFFSET or --from-time")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -293,33 +299,75 @@ newline, or the key, --key-separator and the value when one is given.`,
 			if follow {
 				opts.MaxWait = 5 * time.Second
 			}
-			co, err := client.NewConsumer(ctx, cl, opts)
-			if err != nil {
-				return err
+			var co consumer
+			if group != "" {
+				gopts := client.GroupOptions{Group: group, Topic: args[0], Start: client.StartEarliest}
+				if follow && !fromBeginning {
+					gopts.Start = client.StartLatest
+				}
+				gc, err := client.JoinGroup(ctx, cl, gopts)
+				if err != nil {
+					return err
+				}
+				co = groupConsumer{gc}
+			} else {
+				c, err := client.NewConsumer(ctx, cl, opts)
+				if err != nil {
+					return err
+				}
+				co = plainConsumer{c}
 			}
-			defer co.Close()
+			// Whatever ends the loop (Ctrl-C included), the group keeps
+			// what was printed and the member leaves at once, so its
+			// partitions move to the others without waiting out its
+			// session.
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := co.close(cctx); err != nil {
+					fmt.Fprintf(env.Stderr, "aerostream: leaving group %s: %v\n", group, err)
+				}
+			}()
 			w := bufio.NewWriter(env.Stdout)
 			defer w.Flush()
 			seen := 0
+			next := map[int32]int64{}
+			commit := func() error {
+				if len(next) == 0 {
+					return nil
+				}
+				cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				err := co.commit(cctx, next)
+				clear(next)
+				return err
+			}
 			for {
-				msgs, err := co.Poll(ctx)
+				msgs, err := co.poll(ctx)
 				if err != nil {
 					if ctx.Err() != nil {
-						return nil // Ctrl-C
+						return commit() // Ctrl-C
 					}
 					return err
 				}
 				for i := range msgs {
 					tmpl.write(w, &msgs[i])
+					next[msgs[i].Partition] = msgs[i].Offset + 1
 					seen++
 					if count > 0 && seen >= count {
-						return w.Flush()
+						if err := w.Flush(); err != nil {
+							return err
+						}
+						return commit()
 					}
 				}
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				if !follow && co.CaughtUp() {
+				if err := commit(); err != nil {
+					return fmt.Errorf("commit for group %s: %w", group, err)
+				}
+				if !follow && co.caughtUp() {
 					return nil
 				}
 			}
@@ -329,12 +377,37 @@ newline, or the key, --key-separator and the value when one is given.`,
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "wait for new records until Ctrl-C")
 	cmd.Flags().BoolVar(&fromBeginning, "from-beginning", false, "start at each partition's first record")
 	cmd.Flags().IntVarP(&count, "count", "n", 0, "stop after this many records")
-	cmd.Flags().StringVar(&group, "group", "", "consumer group (not served yet by the native gateway)")
+	cmd.Flags().StringVar(&group, "group", "", "read as a member of this consumer group: the group assigns partitions, and offsets are committed as records are printed")
 	cmd.Flags().StringVar(&fromTime, "from-time", "", "start at the first record at or after this RFC 3339 time")
 	cmd.Flags().StringVar(&format, "format", "", `output template (%t %p %o %k %v %T %K %S, \n \t %%)`)
 	cmd.Flags().StringVar(&keySep, "key-separator", "", "print the key, this separator and the value")
 	return cmd
 }
+
+// consumer is what consume reads through: a plain consumer, or a group
+// member that commits.
+type consumer interface {
+	poll(ctx context.Context) ([]client.Message, error)
+	caughtUp() bool
+	commit(ctx context.Context, next map[int32]int64) error
+	close(ctx context.Context) error
+}
+
+type plainConsumer struct{ c *client.Consumer }
+
+func (p plainConsumer) poll(ctx context.Context) ([]client.Message, error) { return p.c.Poll(ctx) }
+func (p plainConsumer) caughtUp() bool                                     { return p.c.CaughtUp() }
+func (p plainConsumer) commit(context.Context, map[int32]int64) error      { return nil }
+func (p plainConsumer) close(context.Context) error                        { return p.c.Close() }
+
+type groupConsumer struct{ g *client.GroupConsumer }
+
+func (g groupConsumer) poll(ctx context.Context) ([]client.Message, error) { return g.g.Poll(ctx) }
+func (g groupConsumer) caughtUp() bool                                     { return g.g.CaughtUp() }
+func (g groupConsumer) commit(ctx context.Context, next map[int32]int64) error {
+	return g.g.Commit(ctx, next)
+}
+func (g groupConsumer) close(ctx context.Context) error { return g.g.Close(ctx) }
 
 // format is a parsed --format template: literal text and fields.
 type format []formatPart

@@ -1,17 +1,17 @@
 // Package client is the Go SDK of AeroStream's native protocol
 // (gateways/native/PROTOCOL.md): a Client for admin calls and topic
 // lookups, a Producer that batches per partition, compresses and retries
-// idempotently, and a Consumer that follows partitions from an offset, the
-// log's start or end, or a time.
+// idempotently, a Consumer that follows partitions from an offset, the
+// log's start or end, or a time, and a GroupConsumer whose partitions the
+// gateway assigns and whose commits Kafka consumers of the group share.
 //
 // Every call that does I/O takes a context. Errors the gateway answers are
 // *Error values carrying Kafka's code; errors.Is matches them against
 // franz-go's kerr values and against this package's sentinels
 // (ErrUnknownTopic, ErrClosed, ErrUnreachable).
 //
-// Not built yet: consumer groups and committed offsets (the gateway does
-// not serve them yet), and the server-push subscription; the Consumer
-// follows by long-polling Fetch.
+// Not built yet: the server-push subscription; consumers follow by
+// long-polling Fetch.
 //
 // The package imports only the codec (gateways/native/wire), never server
 // code, so applications can import it alone.

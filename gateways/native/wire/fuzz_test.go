@@ -22,6 +22,9 @@ func FuzzDecode(f *testing.F) {
 	seed(OpListOffsets, &ListOffsets{Timestamp: -1})
 	seed(OpCreateTopic, &CreateTopic{Name: "t", Partitions: 3, Configs: []Config{{"a", "b"}}})
 	seed(OpDeleteTopic, &TopicName{Name: "t"})
+	seed(OpOffsetCommit, &OffsetCommit{Group: "g", Generation: -1, Offsets: []PartitionOffset{{1, 2}}})
+	seed(OpJoinGroup, &JoinGroup{Group: "g", SessionTimeoutMs: 10000})
+	seed(OpHeartbeat, &GroupMember{Group: "g", MemberID: "m"})
 	var bb BatchBuilder
 	bb.Add(1, []byte("k"), []byte("v"), nil)
 	batch, _ := bb.AppendBatch(nil)
@@ -47,13 +50,21 @@ func FuzzDecode(f *testing.F) {
 				m = &CreateTopic{}
 			case OpDeleteTopic, OpDescribe:
 				m = &TopicName{}
+			case OpOffsetCommit:
+				m = &OffsetCommit{}
+			case OpOffsetFetch:
+				m = &OffsetFetch{}
+			case OpJoinGroup:
+				m = &JoinGroup{}
+			case OpHeartbeat, OpLeaveGroup:
+				m = &GroupMember{}
 			}
 			if m != nil {
 				_ = m.Decode(&r)
 			}
 		}
 		// The response side, as the SDK decodes what a server sends.
-		for _, m := range []decoder{&HandshakeResponse{}, &Topics{}, &ProduceResponse{}, &FetchResponse{}, &OffsetAt{}, &Description{}} {
+		for _, m := range []decoder{&HandshakeResponse{}, &Topics{}, &ProduceResponse{}, &FetchResponse{}, &OffsetAt{}, &Description{}, &Offsets{}, &Assignment{}} {
 			r := NewReader(b)
 			ReadHead(&r)
 			_ = m.Decode(&r)

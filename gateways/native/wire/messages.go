@@ -442,3 +442,167 @@ func (m *Description) Decode(r *Reader) error {
 	}
 	return r.End("Description")
 }
+
+// PartitionOffset is a partition and an offset.
+type PartitionOffset struct {
+	Partition int32
+	Offset    int64
+}
+
+func appendOffsets(b []byte, os []PartitionOffset) []byte {
+	b = AppendU32(b, uint32(len(os)))
+	for _, o := range os {
+		b = AppendI32(b, o.Partition)
+		b = AppendI64(b, o.Offset)
+	}
+	return b
+}
+
+func readOffsets(r *Reader, dst []PartitionOffset) ([]PartitionOffset, error) {
+	n := r.U32("offset count")
+	if r.Err() == nil && uint64(n)*12 > uint64(r.Len()) {
+		return dst, fmt.Errorf("%w: %d offsets cannot fit in %d bytes", ErrMalformed, n, r.Len())
+	}
+	dst = dst[:0]
+	for range n {
+		dst = append(dst, PartitionOffset{Partition: r.I32("partition"), Offset: r.I64("offset")})
+	}
+	return dst, r.Err()
+}
+
+// OffsetCommit stores a group's offsets for a topic in __consumer_offsets,
+// where Kafka clients of the same group find them. MemberID and Generation
+// are the native group membership's ("" and -1 outside one).
+type OffsetCommit struct {
+	Group      string
+	TopicID    [16]byte
+	MemberID   string
+	Generation int32
+	Offsets    []PartitionOffset
+}
+
+func (m *OffsetCommit) Append(b []byte) []byte {
+	b = AppendStr(b, m.Group)
+	b = append(b, m.TopicID[:]...)
+	b = AppendStr(b, m.MemberID)
+	b = AppendI32(b, m.Generation)
+	return appendOffsets(b, m.Offsets)
+}
+
+func (m *OffsetCommit) Decode(r *Reader) error {
+	m.Group = r.Str("group")
+	m.TopicID = r.ID("topic id")
+	m.MemberID = r.Str("member id")
+	m.Generation = r.I32("generation")
+	var err error
+	if m.Offsets, err = readOffsets(r, m.Offsets); err != nil {
+		return err
+	}
+	return r.End("OffsetCommit")
+}
+
+// OffsetFetch asks for a group's committed offsets of a topic.
+type OffsetFetch struct {
+	Group   string
+	TopicID [16]byte
+}
+
+func (m *OffsetFetch) Append(b []byte) []byte {
+	b = AppendStr(b, m.Group)
+	return append(b, m.TopicID[:]...)
+}
+
+func (m *OffsetFetch) Decode(r *Reader) error {
+	m.Group = r.Str("group")
+	m.TopicID = r.ID("topic id")
+	return r.End("OffsetFetch")
+}
+
+// Offsets answers OffsetFetch: the partitions that have a commit.
+type Offsets struct{ Offsets []PartitionOffset }
+
+func (m *Offsets) Append(b []byte) []byte { return appendOffsets(b, m.Offsets) }
+
+func (m *Offsets) Decode(r *Reader) error {
+	var err error
+	if m.Offsets, err = readOffsets(r, m.Offsets); err != nil {
+		return err
+	}
+	return r.End("Offsets")
+}
+
+// JoinGroup joins (or, with a member id, rejoins) a native consumer group
+// reading one topic; the gateway assigns the partitions.
+type JoinGroup struct {
+	Group            string
+	TopicID          [16]byte
+	MemberID         string // "" for a new member
+	SessionTimeoutMs int32
+}
+
+func (m *JoinGroup) Append(b []byte) []byte {
+	b = AppendStr(b, m.Group)
+	b = append(b, m.TopicID[:]...)
+	b = AppendStr(b, m.MemberID)
+	return AppendI32(b, m.SessionTimeoutMs)
+}
+
+func (m *JoinGroup) Decode(r *Reader) error {
+	m.Group = r.Str("group")
+	m.TopicID = r.ID("topic id")
+	m.MemberID = r.Str("member id")
+	m.SessionTimeoutMs = r.I32("session timeout ms")
+	return r.End("JoinGroup")
+}
+
+// Assignment answers JoinGroup.
+type Assignment struct {
+	MemberID   string
+	Generation int32
+	Partitions []int32
+}
+
+func (m *Assignment) Append(b []byte) []byte {
+	b = AppendStr(b, m.MemberID)
+	b = AppendI32(b, m.Generation)
+	b = AppendU32(b, uint32(len(m.Partitions)))
+	for _, p := range m.Partitions {
+		b = AppendI32(b, p)
+	}
+	return b
+}
+
+func (m *Assignment) Decode(r *Reader) error {
+	m.MemberID = r.Str("member id")
+	m.Generation = r.I32("generation")
+	n := r.U32("partition count")
+	if r.Err() == nil && uint64(n)*4 > uint64(r.Len()) {
+		return fmt.Errorf("%w: %d partitions cannot fit in %d bytes", ErrMalformed, n, r.Len())
+	}
+	m.Partitions = m.Partitions[:0]
+	for range n {
+		m.Partitions = append(m.Partitions, r.I32("partition"))
+	}
+	return r.End("Assignment")
+}
+
+// GroupMember names a member of a group: the body of Heartbeat and
+// LeaveGroup.
+type GroupMember struct {
+	Group      string
+	MemberID   string
+	Generation int32
+}
+
+func (m *GroupMember) Append(b []byte) []byte {
+	b = AppendStr(b, m.Group)
+	b = AppendStr(b, m.MemberID)
+	return AppendI32(b, m.Generation)
+}
+
+func (m *GroupMember) Decode(r *Reader) error {
+	m.Group = r.Str("group")
+	m.MemberID = r.Str("member id")
+	m.Generation = r.I32("generation")
+	return r.End("GroupMember")
+}

@@ -29,15 +29,20 @@ const (
 type Opcode byte
 
 const (
-	OpHandshake   Opcode = 0x01
-	OpLookup      Opcode = 0x02
-	OpProduce     Opcode = 0x03
-	OpFetch       Opcode = 0x04
-	OpListOffsets Opcode = 0x05
-	OpCreateTopic Opcode = 0x06
-	OpDeleteTopic Opcode = 0x07
-	OpListTopics  Opcode = 0x08
-	OpDescribe    Opcode = 0x09
+	OpHandshake    Opcode = 0x01
+	OpLookup       Opcode = 0x02
+	OpProduce      Opcode = 0x03
+	OpFetch        Opcode = 0x04
+	OpListOffsets  Opcode = 0x05
+	OpCreateTopic  Opcode = 0x06
+	OpDeleteTopic  Opcode = 0x07
+	OpListTopics   Opcode = 0x08
+	OpDescribe     Opcode = 0x09
+	OpOffsetCommit Opcode = 0x0A
+	OpOffsetFetch  Opcode = 0x0B
+	OpJoinGroup    Opcode = 0x0C
+	OpHeartbeat    Opcode = 0x0D
+	OpLeaveGroup   Opcode = 0x0E
 	// OpError is sent by the server only, for a frame it cannot answer
 	// otherwise (bad header, unknown opcode); the server then closes.
 	OpError Opcode = 0x7F
@@ -46,7 +51,8 @@ const (
 var opNames = map[Opcode]string{
 	OpHandshake: "Handshake", OpLookup: "Lookup", OpProduce: "Produce", OpFetch: "Fetch",
 	OpListOffsets: "ListOffsets", OpCreateTopic: "CreateTopic", OpDeleteTopic: "DeleteTopic",
-	OpListTopics: "ListTopics", OpDescribe: "Describe", OpError: "Error",
+	OpListTopics: "ListTopics", OpDescribe: "Describe", OpOffsetCommit: "OffsetCommit", OpOffsetFetch: "OffsetFetch",
+	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpError: "Error",
 }
 
 func (o Opcode) String() string {
