@@ -24,6 +24,8 @@ type Record struct {
 	Headers   []wire.Header
 	Timestamp time.Time // zero: now
 	Offset    int64     // set once acknowledged
+	// Opaque is the caller's, carried untouched to the done callback.
+	Opaque any
 }
 
 // Compression codecs for ProducerOptions.
@@ -58,6 +60,9 @@ type ProducerOptions struct {
 	Retries int
 	// Timeout bounds one produce request at the gateway; default 30s.
 	Timeout time.Duration
+	// MaxBufferedBytes bounds the record bytes queued and in flight;
+	// Produce blocks while they are over it. Default 32 MiB.
+	MaxBufferedBytes int
 }
 
 // Producer batches records per partition and sends them to the gateway.
@@ -71,6 +76,8 @@ type Producer struct {
 		sync.Mutex
 		parts       map[tpKey]*partBuf
 		outstanding int
+		buffered    int           // bytes of the outstanding records
+		room        chan struct{} // closed when buffered drops under the bound
 		idle        chan struct{} // closed when outstanding drops to 0
 		rr          uint32
 		closed      bool
@@ -117,6 +124,9 @@ func NewProducer(cl *Client, opts ProducerOptions) *Producer {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	if opts.MaxBufferedBytes <= 0 {
+		opts.MaxBufferedBytes = 32 << 20
+	}
 	p := &Producer{cl: cl, opts: opts}
 	p.mu.parts = map[tpKey]*partBuf{}
 	return p
@@ -133,7 +143,8 @@ func newProducerID() int64 {
 }
 
 // Produce queues r; done (may be nil) is called once r is acknowledged or
-// has failed, from the producer's goroutine.
+// has failed, from the producer's goroutine, and must not call back into
+// the Producer. Produce blocks while MaxBufferedBytes are queued.
 func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, error)) {
 	fail := func(err error) {
 		if done != nil {
@@ -148,6 +159,21 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 	part := r.Partition
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for p.mu.buffered >= p.opts.MaxBufferedBytes && !p.mu.closed {
+		if p.mu.room == nil {
+			p.mu.room = make(chan struct{})
+		}
+		room := p.mu.room
+		p.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			p.mu.Lock()
+			fail(ctx.Err())
+			return
+		}
+		p.mu.Lock()
+	}
 	if p.mu.closed {
 		fail(ErrClosed)
 		return
@@ -182,6 +208,7 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 	pb.b.Add(ts.UnixMilli(), r.Key, r.Value, r.Headers)
 	pb.recs = append(pb.recs, pending{rec: r, done: done})
 	p.mu.outstanding++
+	p.mu.buffered += recordSize(r)
 	if pb.b.Len() >= p.opts.BatchBytes {
 		p.sendLocked(pb)
 	} else if pb.timer == nil && !pb.inflight {
@@ -240,6 +267,8 @@ func (p *Producer) sendLocked(pb *partBuf) {
 
 func (p *Producer) finishLocked(recs []pending, base int64, err error) {
 	for i, pr := range recs {
+		// Counted before done, which may reuse the record.
+		p.mu.buffered -= recordSize(pr.rec)
 		if err == nil {
 			pr.rec.Offset = base + int64(i)
 		}
@@ -248,6 +277,10 @@ func (p *Producer) finishLocked(recs []pending, base int64, err error) {
 		}
 	}
 	p.mu.outstanding -= len(recs)
+	if p.mu.buffered < p.opts.MaxBufferedBytes && p.mu.room != nil {
+		close(p.mu.room)
+		p.mu.room = nil
+	}
 	if p.mu.outstanding == 0 && p.mu.idle != nil {
 		close(p.mu.idle)
 		p.mu.idle = nil
@@ -344,6 +377,9 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.wg.Wait()
 	return err
 }
+
+// recordSize is what a record counts against MaxBufferedBytes.
+func recordSize(r *Record) int { return len(r.Key) + len(r.Value) + 32 }
 
 // murmur2 is Kafka's partitioner hash (the Java client's Utils.murmur2).
 func murmur2(data []byte) uint32 {
