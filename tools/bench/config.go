@@ -27,6 +27,9 @@ const (
 // DefaultConfig.
 type Config struct {
 	Brokers []string `json:"brokers"`
+	// Protocol is ProtocolKafka (the default, "") or ProtocolNative, which
+	// drives the native gateway at Brokers[0] through the Go SDK.
+	Protocol string `json:"protocol,omitempty"`
 
 	// Topics is how many topics the run uses. TopicNames, when set, names
 	// them (and Topics must then be 0 or len(TopicNames)); otherwise they are
@@ -180,6 +183,15 @@ func (c *Config) Validate() error {
 	case c.Progress <= 0:
 		return bad("progress interval must be positive")
 	}
+	switch c.Protocol {
+	case "", ProtocolKafka:
+		c.Protocol = ProtocolKafka
+	case ProtocolNative:
+		// Native consumers split the partitions as assign mode does.
+		c.ConsumeMode = ConsumeAssign
+	default:
+		return bad("protocol %q: want kafka or native", c.Protocol)
+	}
 	switch c.ConsumeMode {
 	case ConsumeGroup, ConsumeAssign:
 	default:
@@ -233,7 +245,11 @@ func (c *Config) String() string {
 	} else if c.Sustainable {
 		rate = "sustainable"
 	}
-	return fmt.Sprintf("%d topic(s) x %d partitions, %d producer(s)/topic, %d subscription(s) x %d consumer(s) (%s), %d B messages, rate %s, acks=%s, linger %s, batch %d B, buffer %d B, compression %s, warmup %s, duration %s, brokers %s",
+	proto := ""
+	if c.Protocol == ProtocolNative {
+		proto = "native protocol, "
+	}
+	return proto + fmt.Sprintf("%d topic(s) x %d partitions, %d producer(s)/topic, %d subscription(s) x %d consumer(s) (%s), %d B messages, rate %s, acks=%s, linger %s, batch %d B, buffer %d B, compression %s, warmup %s, duration %s, brokers %s",
 		c.Topics, c.Partitions, c.Producers, c.Subscriptions, c.Consumers, c.ConsumeMode,
 		c.MessageSize, rate, c.Acks, c.Linger, c.BatchBytes, c.BufferBytes, c.Compression, c.Warmup, c.Duration,
 		strings.Join(c.Brokers, ","))

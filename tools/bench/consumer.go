@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/aerostream/aerostream/gateways/native/client"
 )
 
 // subscription is one topic's consumer group (or, in assign mode, the set
@@ -25,7 +27,11 @@ type subscription struct {
 // consumer is one kgo client reading one subscription, driven by one
 // goroutine (run).
 type consumer struct {
-	cl  *kgo.Client
+	cl *kgo.Client // nil with the native driver
+	// The native driver's SDK consumer and its client.
+	nat   *client.Consumer
+	natCl *client.Client
+
 	sub *subscription
 	e2e *Recorder
 	log *logOnce
@@ -93,6 +99,10 @@ func newConsumer(cfg *Config, id int, sub *subscription, fromStart bool, log *lo
 const plausibleSkew = time.Hour
 
 func (c *consumer) run(ctx context.Context) {
+	if c.nat != nil {
+		c.runNative(ctx)
+		return
+	}
 	for {
 		fs := c.cl.PollFetches(ctx)
 		if fs.IsClientClosed() || ctx.Err() != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/aerostream/aerostream/gateways/native/client"
 )
 
 // compressionCodec maps the --compression flag to kgo's codec.
@@ -71,7 +73,12 @@ type producer struct {
 	pubLat  *Recorder
 	delay   *Recorder
 	promise func(*kgo.Record, error)
-	pool    sync.Pool // of *sentRecord, recycled once acknowledged
+	pool    sync.Pool // of *sentRecord (or *nativeRecord), recycled once acknowledged
+
+	// The native driver's SDK producer and its client; cl is nil then.
+	nat     *client.Producer
+	natCl   *client.Client
+	natDone func(*client.Record, error)
 
 	// sent counts records Produce took: it returns once the record is in
 	// the client's buffer, and blocks while the buffer is full.
@@ -158,11 +165,14 @@ func (p *producer) run(ctx context.Context, stop <-chan struct{}) {
 			}
 		}
 		now := time.Now()
-		r := p.record(ctx, now)
 		if p.pacer != nil {
 			p.delay.Record(now.Sub(due))
 		}
-		p.cl.Produce(ctx, r, p.promise)
+		if p.nat != nil {
+			p.produceNative(ctx, now)
+		} else {
+			p.cl.Produce(ctx, p.record(ctx, now), p.promise)
+		}
 		p.sent.Add(1)
 	}
 }

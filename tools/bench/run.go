@@ -31,6 +31,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err 
 		return nil, err
 	}
 	fmt.Fprintf(progress, "bench: %s\n", cfg.String())
+	if cfg.Protocol == ProtocolNative {
+		return runNative(ctx, cfg, progress)
+	}
 
 	admCl, err := kgo.NewClient(
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -69,7 +72,45 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err 
 	if err := r.startConsumers(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.startProducers(); err != nil {
+	if err := r.startProducers(ctx); err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+// runNative is Run through the native protocol: topics through the native
+// gateway's admin, producers and consumers on the Go SDK.
+func runNative(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err error) {
+	adm, err := dialNative(ctx, &cfg, "aerostream-bench-admin")
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	tctx, cancel := context.WithTimeout(ctx, topicReadyTimeout)
+	ts, err := nativeEnsureTopics(tctx, adm, &cfg, cfg.topicNames())
+	cancel()
+	if ts != nil && cfg.DeleteTopics {
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
+			defer cancel()
+			if derr := nativeDeleteCreated(dctx, adm, ts); derr != nil {
+				fmt.Fprintf(progress, "bench: %v\n", derr)
+				if err == nil {
+					err = derr
+				}
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "bench: topics ready: %v (created %d)\n", ts.names, len(ts.created))
+	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress), wire: newWireCounter()}
+	defer r.close()
+	if err := r.startConsumers(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.startProducers(ctx); err != nil {
 		return nil, err
 	}
 	return r.run(ctx)
@@ -104,7 +145,13 @@ func (r *runner) startConsumers(ctx context.Context) error {
 			sub := &subscription{topic: t, group: fmt.Sprintf("%s-sub-%03d", t, s), partitions: r.ts.partitions[t]}
 			r.subs = append(r.subs, sub)
 			for c := 0; c < r.cfg.Consumers; c++ {
-				cons, err := newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log, r.wire)
+				var cons *consumer
+				var err error
+				if r.cfg.Protocol == ProtocolNative {
+					cons, err = newNativeConsumer(ctx, &r.cfg, id, sub, r.ts.allCreated(), r.log)
+				} else {
+					cons, err = newConsumer(&r.cfg, id, sub, r.ts.allCreated(), r.log, r.wire)
+				}
 				id++
 				if err != nil {
 					return err
@@ -160,11 +207,17 @@ func (r *runner) startConsumers(ctx context.Context) error {
 	}
 }
 
-func (r *runner) startProducers() error {
+func (r *runner) startProducers(ctx context.Context) error {
 	id := 0
 	for _, t := range r.ts.names {
 		for i := 0; i < r.cfg.Producers; i++ {
-			p, err := newProducer(&r.cfg, id, t, r.wire)
+			var p *producer
+			var err error
+			if r.cfg.Protocol == ProtocolNative {
+				p, err = newNativeProducer(ctx, &r.cfg, id, t)
+			} else {
+				p, err = newProducer(&r.cfg, id, t, r.wire)
+			}
 			if err != nil {
 				return err
 			}
@@ -442,7 +495,11 @@ func (r *runner) stopProducers() {
 	fctx, cancel := context.WithTimeout(context.Background(), r.cfg.Drain)
 	defer cancel()
 	for _, p := range r.producers {
-		if err := p.cl.Flush(fctx); err != nil {
+		flush := func(ctx context.Context) error { return p.cl.Flush(ctx) }
+		if p.nat != nil {
+			flush = p.nat.Flush
+		}
+		if err := flush(fctx); err != nil {
 			fmt.Fprintf(r.progress, "bench: flushing producers: %v\n", err)
 			break
 		}
@@ -456,6 +513,13 @@ func (r *runner) stopProducers() {
 func (r *runner) close() {
 	r.stopProducers()
 	for _, p := range r.producers {
+		if p.nat != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), r.cfg.Drain)
+			_ = p.nat.Close(cctx)
+			cancel()
+			_ = p.natCl.Close()
+			continue
+		}
 		p.cl.Close()
 	}
 	if r.consCancel != nil {
@@ -463,6 +527,11 @@ func (r *runner) close() {
 	}
 	r.consWG.Wait()
 	for _, c := range r.consumers {
+		if c.nat != nil {
+			_ = c.nat.Close()
+			_ = c.natCl.Close()
+			continue
+		}
 		c.cl.Close()
 	}
 }

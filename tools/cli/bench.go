@@ -41,6 +41,11 @@ stdout and, with --json, the full result (rates, p50/p95/p99/p99.9/max
 latencies, per-second series) to a file. With --broker-pid the run also
 reports that local process's CPU and RSS over the measured phase.
 
+--protocol native runs the same workload through the native protocol and
+its Go SDK against the native gateway at --brokers (topics are created and
+deleted there too; consumers split the partitions as in assign mode), so
+one machine can compare both doors of the same broker.
+
 Topics that do not exist are created (replication factor
 --replication-factor) and, unless --delete-topics=false, deleted at the
 end; topics that existed are never deleted. Without --topic-names the
@@ -99,6 +104,7 @@ signal exits at once.`,
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.StringSliceVarP(&cfg.Brokers, "brokers", "b", cfg.Brokers, "bootstrap servers, host:port, comma separated")
+	f.StringVar(&cfg.Protocol, "protocol", "kafka", "kafka, or native: the native gateway at the first --brokers address (e.g. 127.0.0.1:9091) through the Go SDK")
 	f.IntVar(&cfg.Topics, "topics", cfg.Topics, "number of topics")
 	f.StringSliceVar(&cfg.TopicNames, "topic-names", nil, "use these topics (comma separated) instead of fresh ones")
 	f.StringToStringVar(&cfg.TopicConfigs, "topic-config", nil, "configs of the topics the run creates, key=value (repeatable), e.g. retention.bytes=1073741824")
