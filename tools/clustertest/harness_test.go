@@ -589,6 +589,25 @@ func leaderEpochs(md controller.MetadataResponse, topic string) map[int32]int32 
 	return out
 }
 
+// kafkaLeaders describes which gateway each partition of topic names as
+// its leader in Kafka Metadata, as seen through gw.
+func (c *cluster) kafkaLeaders(gw int32, topic string) string {
+	cl := c.kgoClient(gw)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		return err.Error()
+	}
+	td := md.Topics[topic]
+	var parts []string
+	for _, p := range td.Partitions.Sorted() {
+		parts = append(parts, fmt.Sprintf("p%d->%d", p.Partition, p.Leader))
+	}
+	return strings.Join(parts, " ")
+}
+
 // waitTopicKafka waits until the gateway's Kafka Metadata shows every
 // partition of topic with a leader and no error.
 func (c *cluster) waitTopicKafka(gw int32, topic string, partitions int, timeout time.Duration) {

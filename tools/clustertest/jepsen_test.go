@@ -41,6 +41,7 @@ func TestClusterJepsen(t *testing.T) {
 	c := newCluster(t, bin, storeIDs, gatewayIDs)
 	c.createTopic(jepsenTopic, jepsenPartitions, jepsenRF, jepsenMinISR)
 	t.Logf("placement: %s", placement(c.mustMetadata(), jepsenTopic))
+	t.Logf("gateway leading each partition in Kafka Metadata: %s", c.kafkaLeaders(gatewayIDs[0], jepsenTopic))
 
 	w := startWorkload(t, c, jepsenTopic, jepsenPartitions, 4, 200)
 	pr := startProbe(t, c, jepsenTopic, jepsenPartitions, w.hist)

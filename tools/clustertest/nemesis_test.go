@@ -47,7 +47,11 @@ type fault struct {
 	// live as the first ack after the controller showed a new leader;
 	// successorFailover makes it exact from the epochs in the log.
 	failover map[int32]time.Duration
-	note     string
+	// elected is when the controller's metadata first showed each
+	// partition's new leader, after the kill: a slow failover with an
+	// early election lies in the data path, not the controller.
+	elected map[int32]time.Duration
+	note    string
 }
 
 func (f fault) String() string {
@@ -56,11 +60,14 @@ func (f fault) String() string {
 	if f.kind == faultKill && len(f.leaderOf) > 0 {
 		var parts []string
 		for _, p := range f.leaderOf {
+			part := fmt.Sprintf("p%d none", p)
 			if d, ok := f.failover[p]; ok {
-				parts = append(parts, fmt.Sprintf("p%d %v", p, d.Round(time.Millisecond)))
-			} else {
-				parts = append(parts, fmt.Sprintf("p%d none", p))
+				part = fmt.Sprintf("p%d %v", p, d.Round(time.Millisecond))
 			}
+			if e, ok := f.elected[p]; ok {
+				part += fmt.Sprintf(" (elected by %v)", e.Round(10*time.Millisecond))
+			}
+			parts = append(parts, part)
 		}
 		fmt.Fprintf(&b, "; failover %s", strings.Join(parts, ", "))
 	}
@@ -150,7 +157,7 @@ func (n *nemesis) inject(num int, kind faultKind) []fault {
 		n.t.Logf("nemesis: controller metadata: %v", err)
 	}
 	lead, epochs := leaders(md, n.topic), leaderEpochs(md, n.topic)
-	f := fault{n: num, kind: kind, failover: map[int32]time.Duration{}, epochs: map[int32]int32{}}
+	f := fault{n: num, kind: kind, failover: map[int32]time.Duration{}, epochs: map[int32]int32{}, elected: map[int32]time.Duration{}}
 	if kind == faultDouble {
 		f.kind = faultKill
 	}
@@ -196,6 +203,7 @@ func (n *nemesis) inject(num int, kind faultKind) []fault {
 					for _, p := range pending {
 						if _, ok := elected[p]; !ok && lead[p] != f.store && lead[p] >= 0 && epochs[p] > f.epochs[p] {
 							elected[p] = time.Now()
+							f.elected[p] = elected[p].Sub(f.at)
 						}
 					}
 				}
