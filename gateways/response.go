@@ -116,18 +116,28 @@ type connWriter struct {
 	bw  *bufio.Writer
 }
 
-// loop writes responses in order until out is closed. After a write error it
-// closes the socket (which ends the read goroutine) and only releases what
-// is still queued.
-func (w *connWriter) loop(out <-chan *Response, cancel func()) {
+// loop writes responses in order until out is closed, and pushed ones
+// (Conn.Push) as they come. After a write error it closes the socket
+// (which ends the read goroutine) and only releases what is still queued.
+func (w *connWriter) loop(out <-chan *Response, push <-chan *Response, cancel func()) {
 	w.bw = bufio.NewWriterSize(w.nc, 64<<10)
 	var failed error
-	for r := range out {
+	for {
+		var r *Response
+		select {
+		case r0, ok := <-out:
+			if !ok {
+				w.drainPushed(push)
+				return
+			}
+			r = r0
+		case r = <-push:
+		}
 		if failed == nil {
 			failed = w.write(r)
 			// Flush when nothing else is queued, so small responses
 			// to pipelined requests share a write.
-			if failed == nil && (len(out) == 0 || r.closeAfter) {
+			if failed == nil && (len(out)+len(push) == 0 || r.closeAfter) {
 				failed = w.bw.Flush()
 			}
 			if failed == nil && r.closeAfter {
@@ -142,6 +152,19 @@ func (w *connWriter) loop(out <-chan *Response, cancel func()) {
 			}
 		}
 		r.release()
+	}
+}
+
+// drainPushed releases what was pushed but not written: the connection is
+// closing, and a pusher that sees the writer gone releases its own.
+func (w *connWriter) drainPushed(push <-chan *Response) {
+	for {
+		select {
+		case r := <-push:
+			r.release()
+		default:
+			return
+		}
 	}
 }
 

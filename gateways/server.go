@@ -64,6 +64,34 @@ type Conn struct {
 	Log    *slog.Logger // carries the remote address and connection id
 
 	principal atomic.Pointer[Principal]
+
+	// push and writerDone are the write goroutine's second queue and its
+	// end, for Push.
+	push       chan *Response
+	writerDone <-chan struct{}
+}
+
+// ErrConnClosed: Push on a connection whose writer has stopped.
+var ErrConnClosed = errors.New("connection closed")
+
+// Push queues a response the client did not ask for right now (a
+// protocol's server-push stream), from any goroutine. It waits while the
+// writer's queue is full, until ctx ends, and fails with ErrConnClosed once
+// the connection's writer has stopped; a failed Push releases resp. Pushed
+// responses are written between the read goroutine's responses, in the
+// order they were pushed. A Session stops its pushers by the time its Close
+// returns.
+func (c *Conn) Push(ctx context.Context, resp *Response) error {
+	select {
+	case c.push <- resp:
+		return nil
+	case <-c.writerDone:
+		resp.release()
+		return ErrConnClosed
+	case <-ctx.Done():
+		resp.release()
+		return ctx.Err()
+	}
 }
 
 // Principal returns who the connection acts for.
@@ -268,10 +296,14 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *b
 
 	out := make(chan *Response, cfg.queueDepth)
 	writerDone := make(chan struct{})
+	c.push, c.writerDone = make(chan *Response, cfg.queueDepth), writerDone
+	// Runs after the Session's Close, by which its pushers have stopped:
+	// what one pushed while the writer was stopping is released here.
+	defer (&connWriter{}).drainPushed(c.push)
 	w := &connWriter{srv: s, nc: nc, log: c.Log}
 	go func() {
 		defer close(writerDone)
-		w.loop(out, cancel)
+		w.loop(out, c.push, cancel)
 	}()
 
 	sess, err := s.newSession(c)
