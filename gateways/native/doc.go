@@ -16,6 +16,9 @@
 //     Offsets, which tools/ wires to the Kafka gateways' coordinators, so
 //     they live in __consumer_offsets in Kafka's format and a group
 //     continues across protocols.
+//   - Subscribe (subscribe.go): a server-push stream per subscription, one
+//     goroutine each, pushing through gateways.Conn.Push within a credit
+//     window the client gives back.
 //   - Its error mapping (errors.go): Kafka's codes, one table.
 //
 // The codec lives in wire/, shared with the Go SDK in client/, which
@@ -23,10 +26,9 @@
 //
 // # Not built yet
 //
-// The spec's server-push Subscribe with credit-based flow control, group
-// describe/list on the server, AlterConfigs and producer id allocation are
-// not served: their opcodes are unknown to this gateway (PROTOCOL.md lists
-// them as reserved), and the SDK's consumer follows by long-polling Fetch.
+// Group describe/list on the server, AlterConfigs and producer id
+// allocation are not served: their opcodes are unknown to this gateway
+// (PROTOCOL.md lists them as reserved).
 //
 // # Imports
 //

@@ -70,6 +70,9 @@ type Options struct {
 	// Offsets stores groups' committed offsets; nil answers offset
 	// requests with COORDINATOR_NOT_AVAILABLE.
 	Offsets Offsets
+	// StallTimeout closes a connection one of whose subscriptions has had
+	// no credit for this long; default 2 minutes.
+	StallTimeout time.Duration
 }
 
 // Gateway serves the native protocol.
@@ -100,6 +103,9 @@ func New(opts Options) (*Gateway, error) {
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = 30 * time.Second
+	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = 2 * time.Minute
 	}
 	g := &Gateway{opts: opts, log: opts.Logger.With("component", "native-gateway")}
 	g.groups.init()
@@ -133,6 +139,11 @@ type session struct {
 	fetch     wire.Fetch
 	ringParts []ring.FetchPartition
 	produce   wire.Produce
+
+	// connCtx is the connection's context (Handle's), which outlives the
+	// request that starts a subscription.
+	connCtx       context.Context
+	subscriptions subscriptions
 }
 
 // empty is the frame ReadFrame returns for a header it refused, so that
@@ -173,7 +184,7 @@ func (s *session) get(n int) []byte {
 	return s.rbuf[:n]
 }
 
-func (s *session) Close() {}
+func (s *session) Close() { s.closeSubscriptions() }
 
 // Handle serves one frame: its payload starts with the correlation id.
 func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response, error) {
@@ -188,6 +199,7 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp.CloseAfter()
 		return resp, fmt.Errorf("%w: %v", gateways.ErrMalformedFrame, err)
 	}
+	s.connCtx = ctx
 	r := wire.NewReader(frame)
 	corr := r.U32("corr")
 	if !s.op.Known() {
@@ -234,6 +246,12 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp, err = s.heartbeat(corr, &r, false)
 	case wire.OpLeaveGroup:
 		resp, err = s.heartbeat(corr, &r, true)
+	case wire.OpSubscribe:
+		resp, err = s.subscribe(ctx, corr, &r)
+	case wire.OpCredit:
+		resp, err = s.credit(&r, false)
+	case wire.OpUnsubscribe:
+		resp, err = s.credit(&r, true)
 	}
 	if err != nil && errors.Is(err, wire.ErrMalformed) {
 		// The request's own bytes do not parse: answer what is wrong,

@@ -127,7 +127,7 @@ type env struct {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newEnv opens a store in a temp dir and serves a native gateway on it.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, tweak ...func(*native.Options)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet()})
@@ -140,8 +140,12 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	b := ring.NewInProcess(st)
-	gw, err := native.New(native.Options{Backend: b, Cluster: &memCluster{b: b, ts: map[string]native.Topic{}}, Logger: quiet(),
-		Offsets: &memOffsets{m: map[string]map[int32]int64{}}})
+	opts := native.Options{Backend: b, Cluster: &memCluster{b: b, ts: map[string]native.Topic{}}, Logger: quiet(),
+		Offsets: &memOffsets{m: map[string]map[int32]int64{}}}
+	for _, fn := range tweak {
+		fn(&opts)
+	}
+	gw, err := native.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

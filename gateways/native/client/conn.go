@@ -27,9 +27,12 @@ type conn struct {
 		sync.Mutex
 		next    uint32
 		pending map[uint32]chan frame
-		err     error // set once the reader stops
+		subs    map[uint32]chan frame // subscriptions: every frame of the id
+		err     error                 // set once the reader stops
 	}
-	done chan struct{}
+	done    chan struct{}
+	closing chan struct{} // closed by close, so a blocked push delivery gives up
+	once    sync.Once
 }
 
 type frame struct {
@@ -46,8 +49,9 @@ func dialConn(ctx context.Context, addr string, maxRead int) (*conn, error) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	c := &conn{nc: nc, maxRead: maxRead, done: make(chan struct{})}
+	c := &conn{nc: nc, maxRead: maxRead, done: make(chan struct{}), closing: make(chan struct{})}
 	c.mu.pending = map[uint32]chan frame{}
+	c.mu.subs = map[uint32]chan frame{}
 	go c.readLoop()
 	return c, nil
 }
@@ -79,9 +83,21 @@ func (c *conn) readLoop() {
 		c.mu.Lock()
 		ch, ok := c.mu.pending[corr]
 		delete(c.mu.pending, corr)
+		sub, isSub := c.mu.subs[corr]
 		c.mu.Unlock()
 		if ok {
 			ch <- frame{op: op, payload: p}
+		} else if isSub {
+			// A subscription's reader takes its pushes in order; the
+			// credit it gives back bounds how many can queue here.
+			select {
+			case sub <- frame{op: op, payload: p}:
+			case <-c.closing:
+				err = ErrClosed
+			}
+			if err != nil {
+				break
+			}
 		} else if op == wire.OpError {
 			// The gateway refused a frame it could not tie to a request
 			// and is closing: say why to everyone waiting.
@@ -99,6 +115,10 @@ func (c *conn) readLoop() {
 	for id, ch := range c.mu.pending {
 		close(ch)
 		delete(c.mu.pending, id)
+	}
+	for id, ch := range c.mu.subs {
+		close(ch)
+		delete(c.mu.subs, id)
 	}
 	c.mu.Unlock()
 	_ = c.nc.Close()
@@ -139,6 +159,44 @@ func (c *conn) send(op wire.Opcode, noResponse bool, fill func([]byte) []byte) (
 		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
 	return corr, ch, nil
+}
+
+// subscribe sends a Subscribe built by fill; every frame under its id
+// (the answer first, then the pushes) arrives on the returned channel,
+// closed when the connection dies.
+func (c *conn) subscribe(fill func([]byte) []byte) (uint32, chan frame, error) {
+	c.mu.Lock()
+	if c.mu.err != nil {
+		err := c.mu.err
+		c.mu.Unlock()
+		return 0, nil, err
+	}
+	c.mu.next++
+	corr := c.mu.next
+	ch := make(chan frame, 64)
+	c.mu.subs[corr] = ch
+	c.mu.Unlock()
+	c.wmu.Lock()
+	b := wire.AppendHeader(c.wbuf[:0], wire.OpSubscribe, 0)
+	b = wire.AppendU32(b, corr)
+	b = fill(b)
+	wire.PutLength(b)
+	_, err := c.nc.Write(b)
+	c.wbuf = b
+	c.wmu.Unlock()
+	if err != nil {
+		c.unsubscribeLocal(corr)
+		_ = c.nc.Close()
+		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return corr, ch, nil
+}
+
+// unsubscribeLocal stops delivering a subscription's frames.
+func (c *conn) unsubscribeLocal(corr uint32) {
+	c.mu.Lock()
+	delete(c.mu.subs, corr)
+	c.mu.Unlock()
 }
 
 func (c *conn) forget(corr uint32) {
@@ -185,6 +243,7 @@ func (c *conn) closedErr() error {
 }
 
 func (c *conn) close() error {
+	c.once.Do(func() { close(c.closing) })
 	err := c.nc.Close()
 	<-c.done
 	return err

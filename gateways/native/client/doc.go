@@ -10,8 +10,9 @@
 // franz-go's kerr values and against this package's sentinels
 // (ErrUnknownTopic, ErrClosed, ErrUnreachable).
 //
-// Not built yet: the server-push subscription; consumers follow by
-// long-polling Fetch.
+// A Consumer follows by long-polling Fetch, or with ConsumerOptions.Push
+// by a server-push subscription whose credit it gives back as it hands
+// records out.
 //
 // The package imports only the codec (gateways/native/wire), never server
 // code, so applications can import it alone.

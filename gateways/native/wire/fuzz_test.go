@@ -25,6 +25,8 @@ func FuzzDecode(f *testing.F) {
 	seed(OpOffsetCommit, &OffsetCommit{Group: "g", Generation: -1, Offsets: []PartitionOffset{{1, 2}}})
 	seed(OpJoinGroup, &JoinGroup{Group: "g", SessionTimeoutMs: 10000})
 	seed(OpHeartbeat, &GroupMember{Group: "g", MemberID: "m"})
+	seed(OpSubscribe, &Subscribe{MaxBytes: 1 << 20, CreditBytes: 4 << 20, Partitions: []SubscribePartition{{Partition: 1, Offset: 5}}})
+	seed(OpCredit, &Credit{Subscription: 3, Bytes: 100})
 	var bb BatchBuilder
 	bb.Add(1, []byte("k"), []byte("v"), nil)
 	batch, _ := bb.AppendBatch(nil)
@@ -58,6 +60,10 @@ func FuzzDecode(f *testing.F) {
 				m = &JoinGroup{}
 			case OpHeartbeat, OpLeaveGroup:
 				m = &GroupMember{}
+			case OpSubscribe:
+				m = &Subscribe{}
+			case OpCredit, OpUnsubscribe:
+				m = &Credit{}
 			}
 			if m != nil {
 				_ = m.Decode(&r)

@@ -606,3 +606,62 @@ func (m *GroupMember) Decode(r *Reader) error {
 	m.Generation = r.I32("generation")
 	return r.End("GroupMember")
 }
+
+// SubscribePartition is a partition of a Subscribe and where to start.
+type SubscribePartition struct {
+	TopicID   [16]byte
+	Partition int32
+	Offset    int64
+}
+
+// Subscribe starts a server-push stream of the partitions' records. The
+// gateway answers with the head alone, then pushes FetchResponse bodies
+// under the same opcode and correlation id while the subscription has
+// credit: each push spends its records' bytes, and Credit gives them back.
+type Subscribe struct {
+	MaxBytes    int32 // bound of one push
+	CreditBytes int64 // the initial window
+	Partitions  []SubscribePartition
+}
+
+func (m *Subscribe) Append(b []byte) []byte {
+	b = AppendI32(b, m.MaxBytes)
+	b = AppendI64(b, m.CreditBytes)
+	b = AppendU16(b, uint16(len(m.Partitions)))
+	for _, p := range m.Partitions {
+		b = append(b, p.TopicID[:]...)
+		b = AppendI32(b, p.Partition)
+		b = AppendI64(b, p.Offset)
+	}
+	return b
+}
+
+func (m *Subscribe) Decode(r *Reader) error {
+	m.MaxBytes = r.I32("max bytes")
+	m.CreditBytes = r.I64("credit bytes")
+	n := r.Count("partition count", 28)
+	m.Partitions = m.Partitions[:0]
+	for range n {
+		m.Partitions = append(m.Partitions, SubscribePartition{TopicID: r.ID("topic id"), Partition: r.I32("partition"), Offset: r.I64("offset")})
+	}
+	return r.End("Subscribe")
+}
+
+// Credit gives a subscription (named by its Subscribe's correlation id)
+// bytes back; it gets no answer. Unsubscribe's body is Credit's with no
+// bytes.
+type Credit struct {
+	Subscription uint32
+	Bytes        int64
+}
+
+func (m *Credit) Append(b []byte) []byte {
+	b = AppendU32(b, m.Subscription)
+	return AppendI64(b, m.Bytes)
+}
+
+func (m *Credit) Decode(r *Reader) error {
+	m.Subscription = r.U32("subscription")
+	m.Bytes = r.I64("credit bytes")
+	return r.End("Credit")
+}

@@ -43,6 +43,11 @@ const (
 	OpJoinGroup    Opcode = 0x0C
 	OpHeartbeat    Opcode = 0x0D
 	OpLeaveGroup   Opcode = 0x0E
+	// OpSubscribe's answer and its pushes carry the Subscribe's opcode and
+	// correlation id.
+	OpSubscribe   Opcode = 0x11
+	OpCredit      Opcode = 0x12
+	OpUnsubscribe Opcode = 0x13
 	// OpError is sent by the server only, for a frame it cannot answer
 	// otherwise (bad header, unknown opcode); the server then closes.
 	OpError Opcode = 0x7F
@@ -52,7 +57,8 @@ var opNames = map[Opcode]string{
 	OpHandshake: "Handshake", OpLookup: "Lookup", OpProduce: "Produce", OpFetch: "Fetch",
 	OpListOffsets: "ListOffsets", OpCreateTopic: "CreateTopic", OpDeleteTopic: "DeleteTopic",
 	OpListTopics: "ListTopics", OpDescribe: "Describe", OpOffsetCommit: "OffsetCommit", OpOffsetFetch: "OffsetFetch",
-	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpError: "Error",
+	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpSubscribe: "Subscribe",
+	OpCredit: "Credit", OpUnsubscribe: "Unsubscribe", OpError: "Error",
 }
 
 func (o Opcode) String() string {
@@ -75,6 +81,9 @@ const (
 	FeatureZeroCopyFetch uint64 = 1 << 1
 	// FeatureLongPoll: fetch waits up to max_wait for min_bytes.
 	FeatureLongPoll uint64 = 1 << 2
+	// FeaturePush: Subscribe streams records with credit-based flow
+	// control.
+	FeaturePush uint64 = 1 << 3
 )
 
 // Sentinels of the codec.

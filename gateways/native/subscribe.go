@@ -1,0 +1,324 @@
+package native
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/aerostream/aerostream/gateways"
+	"github.com/aerostream/aerostream/gateways/native/wire"
+	"github.com/aerostream/aerostream/logstore/ring"
+)
+
+// Subscribe (0x11), Credit (0x12), Unsubscribe (0x13): a server-push
+// stream, so a follower pays no round trip per poll. A subscription's
+// goroutine long-polls the store for its partitions and pushes what
+// arrives (whole batches, the segment files' bytes as Fetch sends them)
+// under the Subscribe's correlation id, as long as the subscription has
+// credit: each push spends its record bytes and the client's Credit
+// frames give them back once it has taken them in. So a slow reader holds
+// at most its window in the gateway, and a reader that never gives credit
+// back costs nothing but its goroutine, until StallTimeout closes its
+// connection (with an Error frame saying why); the other clients carry on.
+
+// subscriptions is a session's push streams.
+type subscriptions struct {
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     struct {
+		sync.Mutex
+		m map[uint32]*subscription
+	}
+}
+
+type subscription struct {
+	id       uint32
+	maxBytes int32
+	parts    []ring.FetchPartition
+	ids      [][16]byte
+	credit   atomic.Int64
+	more     chan struct{} // a credit arrived (buffered 1)
+	cancel   context.CancelFunc
+}
+
+func (s *session) subs() *subscriptions {
+	ss := &s.subscriptions
+	ss.once.Do(func() {
+		ss.ctx, ss.cancel = context.WithCancel(s.connCtx)
+		ss.mu.m = map[uint32]*subscription{}
+	})
+	return ss
+}
+
+// closeSubscriptions stops every push goroutine and waits for them: the
+// plumbing requires pushers gone when Session.Close returns.
+func (s *session) closeSubscriptions() {
+	ss := &s.subscriptions
+	if ss.cancel != nil {
+		ss.cancel()
+	}
+	ss.wg.Wait()
+}
+
+func (s *session) subscribe(ctx context.Context, corr uint32, r *wire.Reader) (*gateways.Response, error) {
+	var m wire.Subscribe
+	if err := m.Decode(r); err != nil {
+		return nil, err
+	}
+	if len(m.Partitions) == 0 || m.CreditBytes <= 0 {
+		return s.fail(wire.OpSubscribe, corr, fmt.Errorf("%w: a subscription needs partitions and credit", ErrBadRequest), -1), nil
+	}
+	sub := &subscription{id: corr, maxBytes: m.MaxBytes, more: make(chan struct{}, 1)}
+	if sub.maxBytes <= 0 || sub.maxBytes > 16<<20 {
+		sub.maxBytes = 16 << 20
+	}
+	sub.credit.Store(m.CreditBytes)
+	for _, p := range m.Partitions {
+		t, err := s.topicByID(ctx, p.TopicID)
+		if err == nil && (p.Partition < 0 || p.Partition >= t.Partitions) {
+			err = fmt.Errorf("%w: partition %d of %s", ring.ErrUnknownPartition, p.Partition, t.Name)
+		}
+		if err != nil {
+			return s.fail(wire.OpSubscribe, corr, err, -1), nil
+		}
+		sub.parts = append(sub.parts, ring.FetchPartition{Topic: t.Name, Partition: p.Partition, Offset: p.Offset, MaxBytes: sub.maxBytes})
+		sub.ids = append(sub.ids, p.TopicID)
+	}
+	ss := s.subs()
+	ss.mu.Lock()
+	if _, dup := ss.mu.m[corr]; dup {
+		ss.mu.Unlock()
+		return s.fail(wire.OpSubscribe, corr, fmt.Errorf("%w: subscription %d exists", ErrBadRequest, corr), -1), nil
+	}
+	sctx, cancel := context.WithCancel(ss.ctx)
+	sub.cancel = cancel
+	ss.mu.m[corr] = sub
+	ss.mu.Unlock()
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		defer cancel()
+		s.push(sctx, sub)
+		ss.mu.Lock()
+		delete(ss.mu.m, sub.id)
+		ss.mu.Unlock()
+	}()
+	// The answer goes out through the push queue, from the goroutine, so
+	// that it precedes the first push.
+	return nil, nil
+}
+
+// credit handles Credit and Unsubscribe; neither is answered (Unsubscribe's
+// end is the subscription's last push, with code 0 and no partitions).
+func (s *session) credit(r *wire.Reader, unsubscribe bool) (*gateways.Response, error) {
+	var m wire.Credit
+	if err := m.Decode(r); err != nil {
+		return nil, err
+	}
+	ss := s.subs()
+	ss.mu.Lock()
+	sub := ss.mu.m[m.Subscription]
+	ss.mu.Unlock()
+	if sub == nil {
+		return nil, nil // ended meanwhile: nothing to give credit to
+	}
+	if unsubscribe {
+		sub.cancel()
+		return nil, nil
+	}
+	if m.Bytes > 0 {
+		sub.credit.Add(m.Bytes)
+		select {
+		case sub.more <- struct{}{}:
+		default:
+		}
+	}
+	return nil, nil
+}
+
+// push runs one subscription until ctx ends or the connection closes.
+func (s *session) push(ctx context.Context, sub *subscription) {
+	if err := s.conn.Push(ctx, s.respond(wire.OpSubscribe, ok(sub.id), nil)); err != nil {
+		return
+	}
+	stall := s.g.opts.StallTimeout
+	var hdr [wire.BatchHeaderSize]byte
+	for ctx.Err() == nil {
+		if sub.credit.Load() <= 0 {
+			select {
+			case <-sub.more:
+				continue
+			case <-ctx.Done():
+				return
+			case <-time.After(stall):
+				err := fmt.Errorf("%w: subscription %d had no credit for %v", kerr.ThrottlingQuotaExceeded, sub.id, stall)
+				s.conn.Log.Warn("closing connection: a subscription's credit was never given back", "subscription", sub.id, "stall", stall)
+				resp := s.respond(wire.OpError, wire.Head{Corr: sub.id, Code: codeFor(err), LeaderHint: -1, Message: err.Error()}, nil)
+				resp.CloseAfter()
+				_ = s.conn.Push(ctx, resp)
+				return
+			}
+		}
+		budget := int32(min(sub.credit.Load(), int64(sub.maxBytes)))
+		for i := range sub.parts {
+			sub.parts[i].MaxBytes = budget
+		}
+		res, err := s.g.opts.Backend.Fetch(ctx, &ring.FetchRequest{Partitions: sub.parts, MinBytes: 1, MaxBytes: budget, MaxWait: time.Second})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			resp := s.fail(wire.OpSubscribe, sub.id, err, -1)
+			_ = s.conn.Push(ctx, resp)
+			return
+		}
+		resp, spent, failed := s.pushFrame(sub, &res, hdr[:])
+		if resp == nil {
+			res.Release()
+			continue
+		}
+		sub.credit.Add(-int64(spent))
+		if err := s.conn.Push(ctx, resp); err != nil {
+			return
+		}
+		if failed {
+			return // the partition's error went out; the client subscribes again
+		}
+	}
+}
+
+// pushFrame builds a push of whole batches from res, moving the
+// subscription's offsets past them. It returns nil when there is nothing to
+// push, and failed when a partition answered an error (pushed, and the end
+// of the subscription).
+func (s *session) pushFrame(sub *subscription, res *ring.FetchResult, hdr []byte) (*gateways.Response, int, bool) {
+	bp := s.buf()
+	b := wire.AppendHeader(*bp, wire.OpSubscribe, 0)
+	b = wire.AppendHead(b, ok(sub.id))
+	b = wire.AppendU16(b, 0) // partition count, below
+	type cut struct {
+		end int
+		rc  *ring.Records
+		n   int
+	}
+	cuts := make([]cut, 0, len(res.Partitions))
+	total, count, failed := 0, 0, false
+	for i := range res.Partitions {
+		pr := &res.Partitions[i]
+		fp := wire.FetchedPartition{TopicID: sub.ids[i], Partition: pr.Partition, Code: codeFor(pr.Err), HighWatermark: pr.HighWatermark, LogStartOffset: pr.LogStartOffset}
+		n, next := 0, int64(-1)
+		if pr.Err == nil {
+			n, next = wholeBatches(&pr.Records, hdr)
+			if n == 0 {
+				continue
+			}
+		} else {
+			failed = true
+		}
+		b = wire.AppendFetchedHead(b, &fp, n)
+		c := cut{end: len(b), n: n}
+		if n > 0 {
+			c.rc = &pr.Records
+			sub.parts[i].Offset = next
+		}
+		cuts = append(cuts, c)
+		total += n
+		count++
+	}
+	if count == 0 {
+		s.g.bufs.Put(bp)
+		return nil, 0, false
+	}
+	binary.BigEndian.PutUint16(b[len(wire.AppendHeader(nil, 0, 0))+headLen(ok(sub.id)):], uint16(count))
+	wire.PutLength(b)
+	size := len(b) - wire.HeaderSize + total
+	binary.BigEndian.PutUint32(b[3:], uint32(size))
+	*bp = b
+	resp := &gateways.Response{}
+	prev := 0
+	for _, c := range cuts {
+		resp.AddBytes(b[prev:c.end])
+		prev = c.end
+		if c.rc != nil {
+			addRecords(resp, c.rc, c.n)
+		}
+	}
+	resp.OnRelease(func() {
+		res.Release()
+		s.g.bufs.Put(bp)
+	})
+	return resp, total, failed
+}
+
+// headLen is the encoded size of h.
+func headLen(h wire.Head) int { return 4 + 2 + 4 + 4 + 2 + len(h.Message) }
+
+// addRecords adds the first n bytes of rc to resp.
+func addRecords(resp *gateways.Response, rc *ring.Records, n int) {
+	if rc.File != nil {
+		resp.AddFile(rc.File, rc.Pos, n)
+		return
+	}
+	for _, chunk := range append([][]byte{rc.Bytes}, rc.More...) {
+		if n <= 0 {
+			return
+		}
+		k := min(n, len(chunk))
+		resp.AddBytes(chunk[:k])
+		n -= k
+	}
+}
+
+// wholeBatches returns how many bytes of rc are whole batches, and the
+// offset after the last of them, reading only the batches' headers.
+func wholeBatches(rc *ring.Records, hdr []byte) (int, int64) {
+	size := rc.Size()
+	pos, next := 0, int64(-1)
+	for pos+wire.BatchHeaderSize <= size {
+		if readRecords(rc, pos, hdr[:27]) != nil {
+			break
+		}
+		n := 12 + int(int32(binary.BigEndian.Uint32(hdr[8:])))
+		if n < wire.BatchHeaderSize || pos+n > size {
+			break
+		}
+		next = int64(binary.BigEndian.Uint64(hdr)) + int64(int32(binary.BigEndian.Uint32(hdr[23:]))) + 1
+		pos += n
+	}
+	return pos, next
+}
+
+// readRecords reads len(dst) bytes of rc from off.
+func readRecords(rc *ring.Records, off int, dst []byte) error {
+	if rc.File != nil {
+		k, err := rc.File.ReadAt(dst, rc.Pos+int64(off))
+		if k == len(dst) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("short read")
+		}
+		return err
+	}
+	got := 0
+	for _, chunk := range append([][]byte{rc.Bytes}, rc.More...) {
+		if off >= len(chunk) {
+			off -= len(chunk)
+			continue
+		}
+		got += copy(dst[got:], chunk[off:])
+		off = 0
+		if got == len(dst) {
+			return nil
+		}
+	}
+	return errors.New("past the end")
+}
