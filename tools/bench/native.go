@@ -15,7 +15,8 @@ import (
 // AeroStream's native protocol and its Go SDK, so that one run measures
 // either door of the same broker. Topics are created and deleted through
 // the native gateway too; consumers split each topic's partitions as in
-// assign mode (the group mode's coordination is Kafka's to measure).
+// assign mode (the group mode's coordination is Kafka's to measure), each
+// through a server-push subscription, the native way to follow.
 
 // Protocols a run can use.
 const (
@@ -160,7 +161,7 @@ func newNativeConsumer(ctx context.Context, cfg *Config, id int, sub *subscripti
 		start = client.StartEarliest
 	}
 	co, err := client.NewConsumer(ctx, cl, client.ConsumerOptions{Topic: sub.topic, Partitions: parts, Start: start, StartSet: true,
-		MaxWait: 500 * time.Millisecond, MaxBytes: 16 << 20})
+		MaxWait: 500 * time.Millisecond, MaxBytes: 16 << 20, Push: true})
 	if err != nil {
 		cl.Close()
 		return nil, err

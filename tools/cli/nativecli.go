@@ -297,7 +297,8 @@ newline, or the key, --key-separator and the value when one is given.`,
 			}
 			defer cl.Close()
 			if follow {
-				opts.MaxWait = 5 * time.Second
+				// A follower takes records as the gateway pushes them.
+				opts.MaxWait, opts.Push = 5*time.Second, true
 			}
 			var co consumer
 			if group != "" {
