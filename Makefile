@@ -91,9 +91,9 @@ test-native: ## native protocol acceptance: CLI as written, SDK vs serve and sep
 # A controller, three stores and two `aerostream gateway kafka` processes on
 # loopback (tools/clustertest): the Jepsen-style run with its checker and
 # the failover times, a drain under load, and franz-go's kgo suite with
-# KGO_TEST_RF=3 beside its single-node run. About 5 minutes on 2 cores; the
-# tests bound their own faults and waits well inside the timeout, so that
-# their cleanups always run.
+# KGO_TEST_RF=3 beside its single-node run. The tests bound their own
+# faults and waits well inside the timeout, so that their cleanups always
+# run.
 test-cluster: ## cluster acceptance: kill -9/SIGSTOP stores under acks=all producers (nothing acked lost), failover time, drain, kgo suite at RF=3
 	CLUSTER_TESTS=1 $(GO) test -count=1 -v -timeout 15m ./tools/clustertest/
 
