@@ -187,9 +187,15 @@ func (r *Router) retriable(err error) bool {
 		errors.Is(err, ring.ErrStaleRing) || errors.Is(err, ring.ErrWrongShard)
 }
 
-// awaitTable waits for a routing table newer than t (nil: the first), for
-// at most max from the first wait (*deadline keeps it across retries). It
-// reports whether there is one to try.
+// retryTick is how often a call retries on an unchanged routing table: the
+// table can already name the new leader while that store has not yet
+// taken the role from its own copy of the metadata, and no newer table
+// comes to wake the call.
+const retryTick = 50 * time.Millisecond
+
+// awaitTable waits for a routing table newer than t (nil: the first), or
+// retryTick, for at most max from the first wait (*deadline keeps it across
+// retries). It reports whether to try again.
 func (r *Router) awaitTable(ctx context.Context, t *routeTable, max time.Duration, deadline *time.Time) bool {
 	if max <= 0 || ctx.Err() != nil {
 		return false
@@ -206,12 +212,18 @@ func (r *Router) awaitTable(ctx context.Context, t *routeTable, max time.Duratio
 	if t != nil {
 		next = t.next
 	}
-	timer := time.NewTimer(left)
+	tick := left > retryTick && t != nil
+	wait := left
+	if tick {
+		wait = retryTick
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-next:
 		return true
 	case <-timer.C:
+		return tick
 	case <-ctx.Done():
 	case <-r.done:
 	}

@@ -464,3 +464,36 @@ func TestRouterWaitsForTheNextLeader(t *testing.T) {
 		t.Fatalf("without a wait: %v, want ErrNotLeader", err)
 	}
 }
+
+// TestRouterRetriesALeaderNotYetInRole: the table already names the new
+// leader, but that store has not taken the role from its own copy of the
+// metadata yet. No newer table will come, so the call retries on the same
+// one and succeeds as soon as the store leads, well within LeaderWait.
+func TestRouterRetriesALeaderNotYetInRole(t *testing.T) {
+	ts := newTwoStores(t)
+	ts.r.leaderWait = time.Hour // rctx's 30 s bounds the test
+	s2 := ts.stores["s2"]
+	if err := s2.CreatePartition(rctx(t), "t", 0, logstore.PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.SetReplicaState(rctx(t), "t", 0, logstore.ReplicaState{Role: logstore.RoleFollower, Leader: 1, LocalID: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}}); err != nil {
+		t.Fatal(err)
+	}
+	ts.r.Update(snapshot(1, 2), bothStores)
+	produced := make(chan error, 1)
+	go func() {
+		_, err := ts.r.Produce(rctx(t), &ring.ProduceRequest{Topic: "t", Partition: 0, Acks: 1, Records: logtest.Filler(1, 1, 10, 1)})
+		produced <- err
+	}()
+	select {
+	case err := <-produced:
+		t.Fatalf("produce answered (%v) while the store still follows", err)
+	case <-time.After(3 * retryTick):
+	}
+	if err := s2.SetReplicaState(rctx(t), "t", 0, logstore.ReplicaState{Role: logstore.RoleLeader, Leader: 2, LocalID: 2, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{2}, MinISR: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce once the store leads: %v", err)
+	}
+}
