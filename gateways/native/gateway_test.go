@@ -201,3 +201,37 @@ func TestErrorsAreTyped(t *testing.T) {
 		t.Fatalf("partition 5 of 1: %v", err)
 	}
 }
+
+// TestProducerBatchesStayUnderBatchBytes: records produced while a
+// partition's batch is in flight go into batches of at most BatchBytes,
+// not one that outgrows the topic's max.message.bytes (the bench met
+// MESSAGE_TOO_LARGE at full speed when they piled into one).
+func TestProducerBatchesStayUnderBatchBytes(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, e.addr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "big", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := client.NewProducer(cl, client.ProducerOptions{BatchBytes: 256 << 10, MaxBufferedBytes: 64 << 20})
+	recs := make([]*client.Record, 8000)
+	for i := range recs {
+		recs[i] = &client.Record{Topic: "big", Partition: 0, Value: make([]byte, 1024)}
+	}
+	if err := p.ProduceSync(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Offset != int64(i) {
+			t.Fatalf("record %d at offset %d", i, r.Offset)
+		}
+	}
+}

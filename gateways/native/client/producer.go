@@ -97,10 +97,15 @@ type pending struct {
 
 // partBuf is one partition's open batch and its producer state.
 type partBuf struct {
-	key      tpKey
-	b        wire.BatchBuilder
-	recs     []pending
-	inflight bool
+	key tpKey
+	b   wire.BatchBuilder
+	// recs is the open batch's records, openBytes their size; full holds
+	// the batches that reached BatchBytes while one was in flight, to go
+	// next in order.
+	recs      []pending
+	openBytes int
+	full      [][]pending
+	inflight  bool
 	timer    *time.Timer
 	pid      int64
 	epoch    int16
@@ -201,15 +206,19 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 		}
 		p.mu.parts[key] = pb
 	}
-	ts := r.Timestamp
-	if ts.IsZero() {
-		ts = time.Now()
+	if r.Timestamp.IsZero() {
+		r.Timestamp = time.Now()
 	}
-	pb.b.Add(ts.UnixMilli(), r.Key, r.Value, r.Headers)
+	size := recordSize(r)
+	if len(pb.recs) > 0 && pb.openBytes+size > p.opts.BatchBytes {
+		pb.full = append(pb.full, pb.recs)
+		pb.recs, pb.openBytes = nil, 0
+	}
 	pb.recs = append(pb.recs, pending{rec: r, done: done})
+	pb.openBytes += size
 	p.mu.outstanding++
-	p.mu.buffered += recordSize(r)
-	if pb.b.Len() >= p.opts.BatchBytes {
+	p.mu.buffered += size
+	if len(pb.full) > 0 || pb.openBytes >= p.opts.BatchBytes {
 		p.sendLocked(pb)
 	} else if pb.timer == nil && !pb.inflight {
 		pb.timer = time.AfterFunc(p.opts.Linger, func() {
@@ -224,21 +233,30 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 // sendLocked starts pb's batch unless one is in flight (its completion
 // sends the next).
 func (p *Producer) sendLocked(pb *partBuf) {
-	if pb.inflight || len(pb.recs) == 0 {
+	if pb.inflight || len(pb.recs)+len(pb.full) == 0 {
 		return
 	}
-	if pb.timer != nil {
-		pb.timer.Stop()
-		pb.timer = nil
+	var recs []pending
+	if len(pb.full) > 0 {
+		recs, pb.full = pb.full[0], pb.full[1:]
+	} else {
+		if pb.timer != nil {
+			pb.timer.Stop()
+			pb.timer = nil
+		}
+		recs, pb.recs, pb.openBytes = pb.recs, nil, 0
+	}
+	// The batch is built as it is sent, so it carries the sequence that
+	// follows the last acknowledged one, whatever failed before.
+	pb.b.Reset()
+	for _, pr := range recs {
+		pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
 	}
 	pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = pb.pid, pb.epoch, pb.seq
 	if pb.pid == 0 {
 		pb.b.ProducerID = -1
 	}
 	batch, err := pb.b.AppendBatch(nil)
-	recs := pb.recs
-	pb.recs = nil
-	pb.b.Reset()
 	if err != nil {
 		p.finishLocked(recs, -1, err)
 		return
@@ -259,9 +277,7 @@ func (p *Producer) sendLocked(pb *partBuf) {
 			pb.pid, pb.epoch, pb.seq = newProducerID(), 0, 0
 		}
 		p.finishLocked(recs, base, err)
-		if len(pb.recs) > 0 {
-			p.sendLocked(pb)
-		}
+		p.sendLocked(pb)
 	}()
 }
 
