@@ -73,7 +73,7 @@ type nativeRecord struct {
 	sent time.Time
 }
 
-func newNativeProducer(ctx context.Context, cfg *Config, id int, topic string) (*producer, error) {
+func newNativeProducer(ctx context.Context, cfg *Config, id int, topic string, log *logOnce) (*producer, error) {
 	cl, err := dialNative(ctx, cfg, fmt.Sprintf("aerostream-bench-producer-%d", id))
 	if err != nil {
 		return nil, err
@@ -96,6 +96,7 @@ func newNativeProducer(ctx context.Context, cfg *Config, id int, topic string) (
 	p.nat = client.NewProducer(cl, client.ProducerOptions{Acks: acks, AcksSet: true, Linger: cfg.Linger, BatchBytes: cfg.BatchBytes,
 		Compression: codec, NotIdempotent: !cfg.Idempotent, MaxBufferedBytes: cfg.BufferBytes})
 	p.natDone = p.nativeAcknowledged
+	p.natLog = log
 	return p, nil
 }
 
@@ -133,6 +134,7 @@ func (p *producer) nativeAcknowledged(r *client.Record, err error) {
 	if err != nil {
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, client.ErrClosed) {
 			p.errs.Add(1)
+			p.natLog.printf("native produce %s: %v", p.topic, err)
 		}
 	} else {
 		p.pubLat.Record(time.Since(nr.sent))

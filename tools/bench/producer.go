@@ -79,6 +79,7 @@ type producer struct {
 	nat     *client.Producer
 	natCl   *client.Client
 	natDone func(*client.Record, error)
+	natLog  *logOnce
 
 	// sent counts records Produce took: it returns once the record is in
 	// the client's buffer, and blocks while the buffer is full.

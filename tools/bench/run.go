@@ -214,7 +214,7 @@ func (r *runner) startProducers(ctx context.Context) error {
 			var p *producer
 			var err error
 			if r.cfg.Protocol == ProtocolNative {
-				p, err = newNativeProducer(ctx, &r.cfg, id, t)
+				p, err = newNativeProducer(ctx, &r.cfg, id, t, r.log)
 			} else {
 				p, err = newProducer(&r.cfg, id, t, r.wire)
 			}
