@@ -106,10 +106,10 @@ type partBuf struct {
 	openBytes int
 	full      [][]pending
 	inflight  bool
-	timer    *time.Timer
-	pid      int64
-	epoch    int16
-	seq      int32
+	timer     *time.Timer
+	pid       int64
+	epoch     int16
+	seq       int32
 }
 
 // NewProducer returns a Producer that sends over cl.
