@@ -81,7 +81,10 @@ func (m *Manager) checkPartition(ctx context.Context, wg *sync.WaitGroup, p *par
 	// then the controller is asked.
 	var adds []int32
 	for _, f := range s.Followers {
-		if !slices.Contains(local, f.ID) && caughtUp(f) {
+		// A store the controller holds down would be refused (it fenced
+		// it), and asked again at every check: its last fetches can
+		// still look caught up while nothing new is written.
+		if !slices.Contains(local, f.ID) && caughtUp(f) && m.nodes[f.ID].live {
 			adds = append(adds, f.ID)
 		}
 	}

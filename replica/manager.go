@@ -137,6 +137,7 @@ type Manager struct {
 	fenced map[tp]bool
 
 	// Owned by Run's goroutine.
+	nodes    map[int32]nodeAddr // the stores of the last view applied
 	parts    map[tp]*part
 	dirty    map[tp]bool // partitions whose role the store has not taken yet
 	fetchers map[int32]*fetcher
@@ -206,6 +207,7 @@ type partView struct {
 type nodeAddr struct {
 	addr    string
 	version uint64
+	live    bool
 }
 
 // Apply hands the manager a new view of the metadata (the store agent's
@@ -248,7 +250,7 @@ func (m *Manager) Apply(ctx context.Context, v *controller.View) error {
 		if addr == "" {
 			addr = n.Ring.Address
 		}
-		snap.nodes[id] = nodeAddr{addr: addr, version: n.Ring.Version}
+		snap.nodes[id] = nodeAddr{addr: addr, version: n.Ring.Version, live: n.Live}
 	}
 	m.viewMu.Lock()
 	m.next = snap
@@ -443,6 +445,7 @@ func (m *Manager) reconcile(ctx context.Context, snap *snapshot) {
 		m.unfence(ctx, snap)
 	}
 	m.updatePeers(snap.nodes)
+	m.nodes = snap.nodes
 	for k, p := range m.parts {
 		if _, ok := snap.parts[k]; ok {
 			continue
