@@ -242,6 +242,13 @@ func (c *conn) closedErr() error {
 	return ErrClosed
 }
 
+// dead reports whether the reader has stopped.
+func (c *conn) dead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.err != nil
+}
+
 func (c *conn) close() error {
 	c.once.Do(func() { close(c.closing) })
 	err := c.nc.Close()

@@ -63,6 +63,11 @@ type ProducerOptions struct {
 	// MaxBufferedBytes bounds the record bytes queued and in flight;
 	// Produce blocks while they are over it. Default 32 MiB.
 	MaxBufferedBytes int
+	// Connections is how many connections the producer spreads its
+	// partitions over (the Client's and more of its own); default 4. A
+	// gateway serves a connection's requests one after another, so
+	// partitions on separate connections are appended in parallel.
+	Connections int
 }
 
 // Producer batches records per partition and sends them to the gateway.
@@ -83,6 +88,13 @@ type Producer struct {
 		closed      bool
 	}
 	wg sync.WaitGroup
+
+	// conns[0] is the Client's; the others are dialed when first used
+	// and closed by Close.
+	conns struct {
+		sync.Mutex
+		c []*conn
+	}
 }
 
 type tpKey struct {
@@ -132,7 +144,12 @@ func NewProducer(cl *Client, opts ProducerOptions) *Producer {
 	if opts.MaxBufferedBytes <= 0 {
 		opts.MaxBufferedBytes = 32 << 20
 	}
+	if opts.Connections <= 0 {
+		opts.Connections = 4
+	}
 	p := &Producer{cl: cl, opts: opts}
+	p.conns.c = make([]*conn, opts.Connections)
+	p.conns.c[0] = cl.c
 	p.mu.parts = map[tpKey]*partBuf{}
 	return p
 }
@@ -306,15 +323,16 @@ func (p *Producer) finishLocked(recs []pending, base int64, err error) {
 // send writes one batch, retrying retriable errors; with idempotence a
 // resend carries the same sequence, so it cannot duplicate.
 func (p *Producer) send(key tpKey, batch []byte) (int64, error) {
+	c := p.conn(key.p)
 	req := wire.Produce{TopicID: key.id, Partition: key.p, Acks: p.opts.Acks, TimeoutMs: int32(p.opts.Timeout / time.Millisecond), Records: batch}
 	if p.opts.Acks == 0 {
-		_, _, err := p.cl.c.send(wire.OpProduce, true, req.Append)
+		_, _, err := c.send(wire.OpProduce, true, req.Append)
 		return -1, err
 	}
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout+5*time.Second)
-		r, err := p.cl.c.roundTrip(ctx, wire.OpProduce, req.Append)
+		r, err := c.roundTrip(ctx, wire.OpProduce, req.Append)
 		cancel()
 		if err == nil {
 			var out wire.ProduceResponse
@@ -329,6 +347,29 @@ func (p *Producer) send(key tpKey, batch []byte) (int64, error) {
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// conn is partition's connection: one of the producer's, dialed on first
+// use; the Client's when dialing fails, so a producer works as long as its
+// Client does.
+func (p *Producer) conn(partition int32) *conn {
+	p.conns.Lock()
+	defer p.conns.Unlock()
+	i := int(partition) % len(p.conns.c)
+	if c := p.conns.c[i]; c != nil && !c.dead() {
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+	defer cancel()
+	c, _, err := dialHandshake(ctx, p.cl.addr, p.cl.opts)
+	if err != nil {
+		return p.cl.c
+	}
+	if old := p.conns.c[i]; old != nil && old != p.cl.c {
+		_ = old.close()
+	}
+	p.conns.c[i] = c
+	return c
 }
 
 // Flush sends every queued record now and waits until all are
@@ -391,6 +432,13 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.mu.closed = true
 	p.mu.Unlock()
 	p.wg.Wait()
+	p.conns.Lock()
+	for _, c := range p.conns.c {
+		if c != nil && c != p.cl.c {
+			_ = c.close()
+		}
+	}
+	p.conns.Unlock()
 	return err
 }
 
