@@ -147,7 +147,6 @@ func (f *fetcher) lags() (sum, maxLag int64) {
 // work is a copy of one partition's fetch state, taken for one round.
 type work struct {
 	fpart
-	res *logstore.FetchPartitionResult
 }
 
 // snapshot copies the partitions not paused; next is when the earliest
