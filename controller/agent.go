@@ -31,7 +31,12 @@ type MemberOptions struct {
 	// lease until a little before then. It is called after OnDelta has
 	// been given the reply's changes.
 	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
-	Logger      *slog.Logger
+	// Healthy, when set, is asked before each heartbeat: while it answers
+	// an error the member stops heartbeating (logging why once), so the
+	// controller fences it when its session runs out and moves its
+	// leaderships elsewhere; a store whose disk failed does this.
+	Healthy func() error
+	Logger  *slog.Logger
 }
 
 // minPoll is the shortest time between two heartbeats of a member.
@@ -62,7 +67,26 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 	registered := false
 	retry := false
 	failures := 0
+	unhealthy := false
 	for {
+		if opts.Healthy != nil {
+			if herr := opts.Healthy(); herr != nil {
+				if !unhealthy {
+					log.Error("stopped heartbeating: this node is unhealthy, so the controller fences it when its session runs out and moves its leaderships", "err", herr)
+					unhealthy = true
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(interval):
+				}
+				continue
+			}
+			if unhealthy {
+				log.Info("healthy again; heartbeating")
+				unhealthy = false
+			}
+		}
 		var resp HeartbeatResponse
 		var err error
 		sent := time.Now()
@@ -199,6 +223,8 @@ type StoreAgentOptions struct {
 	// OnHeartbeat is MemberOptions.OnHeartbeat: the store renews its
 	// leadership lease from it.
 	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
+	// Healthy is MemberOptions.Healthy.
+	Healthy func() error
 }
 
 // StoreAgent makes a store do what placement says: it creates the
@@ -240,7 +266,8 @@ func NewStoreAgentWith(api Members, pm PartitionManager, reg RegisterNodeRequest
 
 // Run registers the store and follows placement until ctx ends.
 func (a *StoreAgent) Run(ctx context.Context) error {
-	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.onDelta, OnHeartbeat: a.opts.OnHeartbeat, Logger: a.base})
+	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.onDelta, OnHeartbeat: a.opts.OnHeartbeat,
+		Healthy: a.opts.Healthy, Logger: a.base})
 }
 
 // onDelta reconciles, then hands the view over.

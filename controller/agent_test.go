@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"reflect"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,4 +243,65 @@ func TestRegisterRetryStartsAtMinPoll(t *testing.T) {
 	if got := registerRetry(10, 10*time.Millisecond); got != 10*time.Millisecond {
 		t.Errorf("retry with a 10ms interval after %v, want 10ms", got)
 	}
+}
+
+// beatCounter is a controller that answers every registration and
+// heartbeat at once, asking for 5 ms heartbeats, and counts them.
+type beatCounter struct{ beats atomic.Int64 }
+
+func (b *beatCounter) RegisterNode(context.Context, RegisterNodeRequest) (HeartbeatResponse, error) {
+	return HeartbeatResponse{HeartbeatIntervalMs: 5, SessionTimeoutMs: 50}, nil
+}
+
+func (b *beatCounter) Heartbeat(context.Context, HeartbeatRequest) (HeartbeatResponse, error) {
+	b.beats.Add(1)
+	return HeartbeatResponse{HeartbeatIntervalMs: 5, SessionTimeoutMs: 50}, nil
+}
+
+// TestUnhealthyMemberStopsHeartbeating: while Healthy answers an error the
+// member sends no heartbeat, so the controller fences it when its session
+// runs out (a store whose disk failed gives up its leaderships so).
+func TestUnhealthyMemberStopsHeartbeating(t *testing.T) {
+	api := &beatCounter{}
+	var sick atomic.Bool
+	var asked atomic.Int64
+	healthy := func() error {
+		asked.Add(1)
+		if sick.Load() {
+			return errors.New("disk failed")
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunMember(ctx, api, MemberOptions{Registration: RegisterNodeRequest{ID: 7, Kind: KindStore}, Healthy: healthy,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("heartbeats", func() bool { return api.beats.Load() >= 3 })
+	sick.Store(true)
+	from := asked.Load()
+	waitFor("the first check while sick", func() bool { return asked.Load() > from })
+	beats := api.beats.Load()
+	from = asked.Load()
+	waitFor("five more checks while sick", func() bool { return asked.Load() >= from+5 })
+	if got := api.beats.Load(); got != beats {
+		t.Fatalf("%d heartbeats sent while unhealthy", got-beats)
+	}
+	sick.Store(false)
+	waitFor("heartbeats again once healthy", func() bool { return api.beats.Load() > beats+2 })
 }

@@ -264,6 +264,11 @@ func failingDevice(t *testing.T, policy FlushPolicy) {
 		t.Fatalf("producing onto a failing device: %v after %d records, want ErrStorage taking the partition offline", failed, acked)
 	}
 	t.Logf("after %d records: %v", acked, failed)
+	// The store says so as a whole, so that a cluster store gives up its
+	// leaderships.
+	if err := ts.StorageFailure(); !errors.Is(err, ErrStorage) {
+		t.Fatalf("StorageFailure after the partition went offline: %v, want ErrStorage", err)
+	}
 	// Offline stays offline: a later produce fails too, though its bytes
 	// would fit in the page cache.
 	if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "wb", Partition: 0, Acks: -1,

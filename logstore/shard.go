@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aerostream/aerostream/catalog"
@@ -184,6 +185,9 @@ type shard struct {
 	// what recovery read, and what this shard wrote last.
 	hwLoaded         map[partKey]int64
 	lastHWCheckpoint []byte
+
+	// storageFailed is the store's (Store.StorageFailure).
+	storageFailed *atomic.Pointer[error]
 }
 
 // logLimited logs an error at most once a second per key (see ratelog.Limiter).
@@ -192,8 +196,9 @@ func (s *shard) logLimited(key, msg string, args ...any) {
 }
 
 func newShard(id int, opts *Options) *shard {
+	var own atomic.Pointer[error]
 	return &shard{
-		id: id, opts: opts,
+		id: id, opts: opts, storageFailed: &own,
 		reqs:     make(chan *request, 1024),
 		parts:    map[partKey]*partition{},
 		syncReq:  make(chan *syncBatch, 1),
@@ -310,6 +315,7 @@ func (s *shard) writeback() {
 // may call it; the first failure is kept and logged.
 func (s *shard) failStorage(p *partition, err error) {
 	e := fmt.Errorf("%w: %s/%d refuses produce until a restart: %w", ErrStorage, p.topic, p.id, err)
+	s.storageFailed.CompareAndSwap(nil, &e)
 	if p.failed.CompareAndSwap(nil, &e) {
 		s.logLimited("storage-failed", "a write to the log did not reach the disk; the partition refuses produce until a restart",
 			"topic", p.topic, "partition", p.id, "err", err)

@@ -32,6 +32,21 @@ type Store struct {
 	// lease is how long this store may lead without the controller
 	// (SetLease); the shards read it.
 	lease lease
+
+	// storageFailed is the first write of the log that did not reach the
+	// disk, on any partition (StorageFailure).
+	storageFailed atomic.Pointer[error]
+}
+
+// StorageFailure returns the first failed write of the log since Open, nil
+// while there was none. A store that has one should give up its
+// leaderships (a cluster stops heartbeating, so the controller fences it
+// and elects other leaders), as Kafka takes a failed log directory offline.
+func (s *Store) StorageFailure() error {
+	if e := s.storageFailed.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 func (s *Store) logColdError(topic string, partition int32, c coldRead, err error) {
@@ -85,6 +100,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	}
 	for i := range st.shards {
 		st.shards[i] = newShard(i, &st.opts)
+		st.shards[i].storageFailed = &st.storageFailed
 		st.shards[i].budget = b
 		st.shards[i].lease = &st.lease
 		st.shards[i].hwLoaded = hws // read only

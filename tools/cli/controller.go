@@ -190,6 +190,9 @@ func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr s
 		opts.OnView = mgr.Apply
 		if lease {
 			opts.OnHeartbeat = mgr.OnHeartbeat
+			// A failed disk gives up the store's leaderships: it stops
+			// heartbeating, so the controller fences it.
+			opts.Healthy = st.StorageFailure
 		}
 	}
 	return controller.NewStoreAgentWith(api, storePartitions{st}, controller.RegisterNodeRequest{
