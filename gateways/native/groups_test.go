@@ -64,6 +64,18 @@ func TestGroupAssignsAndCommits(t *testing.T) {
 			t.Fatalf("committed %v, want 10 per partition", offs)
 		}
 	}
+	lag, err := cl.Lag(ctx, "g1", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(4) {
+		if lag[p] != 0 {
+			t.Fatalf("lag after the commit: %v", lag)
+		}
+	}
+	if lag, err := cl.Lag(ctx, "nobody", "g"); err != nil || lag[2] != 10 {
+		t.Fatalf("lag of a group without commits: %v %v", lag, err)
+	}
 	b, err := client.JoinGroup(ctx, cl, opts)
 	if err != nil {
 		t.Fatal(err)

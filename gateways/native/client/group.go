@@ -220,3 +220,29 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	}
 	return err
 }
+
+// Lag is how far group is behind on each partition of topic: the high
+// watermark minus the committed offset (minus the log start where the
+// group has no commit), from Describe and FetchOffsets.
+func (cl *Client) Lag(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	d, err := cl.Describe(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	committed, err := cl.FetchOffsets(ctx, group, topic)
+	if err != nil {
+		return nil, err
+	}
+	lag := make(map[int32]int64, len(d.Partitions))
+	for _, p := range d.Partitions {
+		if p.Err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p.Partition, p.Err)
+		}
+		from, ok := committed[p.Partition]
+		if !ok {
+			from = p.LogStartOffset
+		}
+		lag[p.Partition] = max(p.HighWatermark-from, 0)
+	}
+	return lag, nil
+}
