@@ -14,6 +14,11 @@
 //   - TestClusterDrain: `aerostream store drain` while producers and a
 //     consumer run; the drained store ends up holding nothing and is
 //     stopped with no acknowledged write lost.
+//   - TestClusterFencedLeaderServesNoStaleRead: a partition's leader is
+//     paused with SIGSTOP, its successor takes writes, and reads queued at
+//     the paused store's ring are served when it resumes: none may show
+//     its old, shorter log as current (its leadership lease fences it
+//     until the controller's view deposes it), and it rejoins the ISR.
 //   - TestClusterFranzGo: franz-go's kgo integration suite with
 //     KGO_TEST_RF=3 against the cluster, compared with its run against a
 //     single `aerostream serve`.
@@ -25,6 +30,7 @@
 // one. A failed test keeps its processes' logs and prints where.
 //
 // Nothing imports this package, and it imports no gateway: it reaches the
-// cluster only as a user would, through the binary, the Kafka protocol and
-// the controller's HTTP API.
+// cluster as a user would, through the binary, the Kafka protocol and the
+// controller's HTTP API, except that the fenced-leader test dials one
+// store's ring (logstore/ring) to read from that store and no other.
 package clustertest
