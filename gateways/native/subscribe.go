@@ -151,7 +151,24 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 	}
 	stall := s.g.opts.StallTimeout
 	var hdr [wire.BatchHeaderSize]byte
+	// After a small push the next fetch waits a moment, so that under
+	// load records go out in pushes of some size rather than one fetch
+	// per batch as each lands, which would keep the shards busy serving
+	// fetches instead of appends. An idle subscription is not delayed:
+	// its fetch long-polls for the first record.
+	coalesce := time.NewTimer(0)
+	defer coalesce.Stop()
+	small := false
 	for ctx.Err() == nil {
+		if small {
+			coalesce.Reset(pushCoalesce)
+			select {
+			case <-coalesce.C:
+			case <-ctx.Done():
+				return
+			}
+			small = false
+		}
 		if sub.credit.Load() <= 0 {
 			select {
 			case <-sub.more:
@@ -189,6 +206,7 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 		if err := s.conn.Push(ctx, resp); err != nil {
 			return
 		}
+		small = spent < pushSmallBytes
 		if failed {
 			return // the partition's error went out; the client subscribes again
 		}
@@ -257,6 +275,12 @@ func (s *session) pushFrame(sub *subscription, res *ring.FetchResult, hdr []byte
 	})
 	return resp, total, failed
 }
+
+// A push under pushSmallBytes makes the next fetch wait pushCoalesce.
+const (
+	pushSmallBytes = 64 << 10
+	pushCoalesce   = time.Millisecond
+)
 
 // headLen is the encoded size of h.
 func headLen(h wire.Head) int { return 4 + 2 + 4 + 4 + 2 + len(h.Message) }
