@@ -146,3 +146,26 @@ func (s *session) describe(ctx context.Context, corr uint32, r *wire.Reader) (*g
 	}
 	return s.respond(wire.OpDescribe, ok(corr), out.Append), nil
 }
+
+// alterConfigs (0x14) changes a topic's configs through the metadata owner,
+// which the stores then apply.
+func (s *session) alterConfigs(ctx context.Context, corr uint32, r *wire.Reader) (*gateways.Response, error) {
+	var m wire.AlterConfigs
+	if err := m.Decode(r); err != nil {
+		return nil, err
+	}
+	set := make(map[string]*string, len(m.Set)+len(m.Deleted))
+	for _, c := range m.Set {
+		set[c.Key] = &c.Value
+	}
+	for _, k := range m.Deleted {
+		set[k] = nil
+	}
+	if len(set) == 0 {
+		return s.fail(wire.OpAlterConfigs, corr, fmt.Errorf("%w: no config to alter", ErrBadRequest), -1), nil
+	}
+	if err := s.g.opts.Cluster.AlterConfigs(ctx, m.Name, set); err != nil {
+		return s.fail(wire.OpAlterConfigs, corr, err, -1), nil
+	}
+	return s.respond(wire.OpAlterConfigs, ok(corr), nil), nil
+}

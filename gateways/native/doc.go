@@ -26,8 +26,8 @@
 //
 // # Not built yet
 //
-// Group describe/list on the server, AlterConfigs and producer id
-// allocation are not served: their opcodes are unknown to this gateway
+// Group describe/list on the server and producer id allocation are not
+// served: their opcodes are unknown to this gateway
 // (PROTOCOL.md lists them as reserved).
 //
 // # Imports

@@ -26,6 +26,9 @@ type Cluster interface {
 	Topics(ctx context.Context) ([]Topic, error)
 	CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]*string) (Topic, error)
 	DeleteTopic(ctx context.Context, name string) error
+	// AlterConfigs sets the topic configs in set (a nil value returns the
+	// config to its default) and leaves the others as they are.
+	AlterConfigs(ctx context.Context, name string, set map[string]*string) error
 }
 
 // Topic is a topic's metadata.
@@ -252,6 +255,8 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp, err = s.credit(&r, false)
 	case wire.OpUnsubscribe:
 		resp, err = s.credit(&r, true)
+	case wire.OpAlterConfigs:
+		resp, err = s.alterConfigs(ctx, corr, &r)
 	}
 	if err != nil && errors.Is(err, wire.ErrMalformed) {
 		// The request's own bytes do not parse: answer what is wrong,

@@ -65,9 +65,15 @@ func TestProduceConsume(t *testing.T) {
 			t.Fatalf("v%d read %d times, want 2 (once per codec)", i, n)
 		}
 	}
+	if err := cl.AlterConfigs(ctx, "orders", map[string]string{"retention.ms": "3600000"}); err != nil {
+		t.Fatal(err)
+	}
 	d, err := cl.Describe(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d.Configs["retention.ms"] != "3600000" {
+		t.Fatalf("configs after AlterConfigs: %v", d.Configs)
 	}
 	var total int64
 	for _, p := range d.Partitions {

@@ -74,6 +74,29 @@ func (m *memCluster) CreateTopic(ctx context.Context, name string, n int32, rf i
 	return t, nil
 }
 
+func (m *memCluster) AlterConfigs(_ context.Context, name string, set map[string]*string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.ts[name]
+	if !ok {
+		return native.ErrUnknownTopic
+	}
+	cfg := map[string]string{}
+	for k, v := range t.Configs {
+		cfg[k] = v
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(cfg, k)
+		} else {
+			cfg[k] = *v
+		}
+	}
+	t.Configs = cfg
+	m.ts[name] = t
+	return nil
+}
+
 func (m *memCluster) DeleteTopic(ctx context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

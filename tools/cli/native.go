@@ -98,6 +98,19 @@ func (n nativeCluster) CreateTopic(ctx context.Context, name string, partitions 
 	return toNativeTopic(t), nil
 }
 
+func (n nativeCluster) AlterConfigs(ctx context.Context, name string, set map[string]*string) error {
+	ops := make([]kafka.ConfigOp, 0, len(set))
+	for k, v := range set {
+		op := kafka.ConfigOp{Name: k, Op: kafka.ConfigOpSet, Value: v}
+		if v == nil {
+			op.Op = kafka.ConfigOpDelete
+		}
+		ops = append(ops, op)
+	}
+	res := kafka.ConfigResource{Type: kafka.ConfigResourceTopic, Name: name}
+	return kerrOf(n.c.IncrementalAlterConfigs(ctx, res, ops, false))
+}
+
 func (n nativeCluster) DeleteTopic(ctx context.Context, name string) error {
 	return kerrOf(n.c.DeleteTopic(ctx, name))
 }

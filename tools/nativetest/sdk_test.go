@@ -2,6 +2,7 @@ package nativetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -74,6 +75,33 @@ func sdkRoundTrip(t *testing.T, addr, topic string, n int) {
 func TestSDKAgainstServe(t *testing.T) {
 	nativeAddr, _ := serve(t)
 	sdkRoundTrip(t, nativeAddr, "sdk-serve", 2000)
+	// Admin through the controller: a config set natively is the topic's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, nativeAddr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.AlterConfigs(ctx, "sdk-serve", map[string]string{"retention.ms": "3600000"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := cl.Describe(ctx, "sdk-serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Configs["retention.ms"] != "3600000" {
+		t.Fatalf("configs after AlterConfigs: %v", d.Configs)
+	}
+	if at, err := cl.OffsetForTime(ctx, "sdk-serve", 0, time.Now().Add(-time.Hour)); err != nil || at != 0 {
+		t.Fatalf("offset an hour ago: %d, %v", at, err)
+	}
+	if err := cl.DeleteTopic(ctx, "sdk-serve"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Topic(ctx, "sdk-serve"); !errors.Is(err, client.ErrUnknownTopic) {
+		t.Fatalf("deleted topic: %v", err)
+	}
 }
 
 // TestSDKSeparateProcesses runs a controller, a store and two `aerostream

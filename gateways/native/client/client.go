@@ -261,3 +261,14 @@ func retriable(err error) bool {
 	}
 	return false
 }
+
+// AlterConfigs sets topic configs (Kafka's names) and returns the configs in
+// reset to their defaults; the others keep their values.
+func (cl *Client) AlterConfigs(ctx context.Context, topic string, set map[string]string, reset ...string) error {
+	req := wire.AlterConfigs{Name: topic, Deleted: reset}
+	for k, v := range set {
+		req.Set = append(req.Set, wire.Config{Key: k, Value: v})
+	}
+	_, err := cl.c.roundTrip(ctx, wire.OpAlterConfigs, req.Append)
+	return err
+}

@@ -27,6 +27,7 @@ func FuzzDecode(f *testing.F) {
 	seed(OpHeartbeat, &GroupMember{Group: "g", MemberID: "m"})
 	seed(OpSubscribe, &Subscribe{MaxBytes: 1 << 20, CreditBytes: 4 << 20, Partitions: []SubscribePartition{{Partition: 1, Offset: 5}}})
 	seed(OpCredit, &Credit{Subscription: 3, Bytes: 100})
+	seed(OpAlterConfigs, &AlterConfigs{Name: "t", Set: []Config{{"retention.ms", "1"}}, Deleted: []string{"segment.ms"}})
 	var bb BatchBuilder
 	bb.Add(1, []byte("k"), []byte("v"), nil)
 	batch, _ := bb.AppendBatch(nil)
@@ -64,6 +65,8 @@ func FuzzDecode(f *testing.F) {
 				m = &Subscribe{}
 			case OpCredit, OpUnsubscribe:
 				m = &Credit{}
+			case OpAlterConfigs:
+				m = &AlterConfigs{}
 			}
 			if m != nil {
 				_ = m.Decode(&r)

@@ -665,3 +665,40 @@ func (m *Credit) Decode(r *Reader) error {
 	m.Bytes = r.I64("credit bytes")
 	return r.End("Credit")
 }
+
+// AlterConfigs sets topic configs and, with Delete, returns them to their
+// defaults.
+type AlterConfigs struct {
+	Name    string
+	Set     []Config
+	Deleted []string
+}
+
+func (m *AlterConfigs) Append(b []byte) []byte {
+	b = AppendStr(b, m.Name)
+	b = AppendU16(b, uint16(len(m.Set)))
+	for _, c := range m.Set {
+		b = AppendStr(b, c.Key)
+		b = AppendStr(b, c.Value)
+	}
+	b = AppendU16(b, uint16(len(m.Deleted)))
+	for _, k := range m.Deleted {
+		b = AppendStr(b, k)
+	}
+	return b
+}
+
+func (m *AlterConfigs) Decode(r *Reader) error {
+	m.Name = r.Str("topic name")
+	n := r.Count("config count", 4)
+	m.Set = m.Set[:0]
+	for range n {
+		m.Set = append(m.Set, Config{Key: r.Str("config key"), Value: r.Str("config value")})
+	}
+	n = r.Count("deleted count", 2)
+	m.Deleted = m.Deleted[:0]
+	for range n {
+		m.Deleted = append(m.Deleted, r.Str("config key"))
+	}
+	return r.End("AlterConfigs")
+}

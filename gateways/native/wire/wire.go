@@ -45,9 +45,10 @@ const (
 	OpLeaveGroup   Opcode = 0x0E
 	// OpSubscribe's answer and its pushes carry the Subscribe's opcode and
 	// correlation id.
-	OpSubscribe   Opcode = 0x11
-	OpCredit      Opcode = 0x12
-	OpUnsubscribe Opcode = 0x13
+	OpSubscribe    Opcode = 0x11
+	OpCredit       Opcode = 0x12
+	OpUnsubscribe  Opcode = 0x13
+	OpAlterConfigs Opcode = 0x14
 	// OpError is sent by the server only, for a frame it cannot answer
 	// otherwise (bad header, unknown opcode); the server then closes.
 	OpError Opcode = 0x7F
@@ -58,7 +59,7 @@ var opNames = map[Opcode]string{
 	OpListOffsets: "ListOffsets", OpCreateTopic: "CreateTopic", OpDeleteTopic: "DeleteTopic",
 	OpListTopics: "ListTopics", OpDescribe: "Describe", OpOffsetCommit: "OffsetCommit", OpOffsetFetch: "OffsetFetch",
 	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpSubscribe: "Subscribe",
-	OpCredit: "Credit", OpUnsubscribe: "Unsubscribe", OpError: "Error",
+	OpCredit: "Credit", OpUnsubscribe: "Unsubscribe", OpAlterConfigs: "AlterConfigs", OpError: "Error",
 }
 
 func (o Opcode) String() string {
