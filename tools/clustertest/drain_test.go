@@ -23,13 +23,21 @@ import (
 func TestClusterDrain(t *testing.T) {
 	bin := gate(t)
 	const (
-		topic   = "drain"
-		parts   = 6
-		drained = int32(11)
+		topic = "drain"
+		parts = 6
 	)
 	c := newCluster(t, bin, append(append([]int32(nil), storeIDs...), 14), gatewayIDs)
 	c.createTopic(topic, parts, 3, 2)
 
+	// The store drained is the one leading partition 0: placement decides
+	// which stores the topic lands on (the internal topics' replicas count
+	// in its load), and this one holds both replicas and a leadership.
+	drained := controller.NoLeader
+	for _, tp := range c.mustMetadata().Topics {
+		if tp.Name == topic && len(tp.Partitions) > 0 {
+			drained = tp.Partitions[0].Leader
+		}
+	}
 	before := holding(c.mustMetadata(), topic, drained)
 	if len(before) == 0 {
 		t.Fatalf("store %d holds no replica of %s before the drain: placement %v", drained, topic, placement(c.mustMetadata(), topic))
