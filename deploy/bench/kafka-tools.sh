@@ -54,7 +54,7 @@ start)
 	if [ "$which" = kafka3 ]; then
 		$root/deploy/kafka-peer/cluster.sh start
 	elif [ "$which" = aero3 ]; then
-		mkdir -p $A3 # the commands, on private ports
+		rm -rf $A3 && mkdir -p $A3 # a fresh cluster, the commands on private ports
 		export AEROSTREAM_TIERED_STORAGE_ENABLED=false
 		$BIN controller --controller.node_id 1 --controller.bootstrap --controller-listen 127.0.0.1:38001 --data-dir $A3/c1 --http-listen 127.0.0.1:38101 >>$A3/c1.log 2>&1 &
 		echo $! >$A3/c1.pid
