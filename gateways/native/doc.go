@@ -32,9 +32,9 @@
 //
 // # Imports
 //
-// native imports the shared plumbing (gateways), the ring client
-// (logstore/ring), the controller (its sentinels, for the error table) and
-// franz-go's kerr (the codes). It must not import logstore internals,
+// native imports the shared plumbing (gateways, and gateways/internal/kcode
+// for the Kafka codes of store and controller errors), the ring client
+// (logstore/ring) and franz-go's kerr (the codes). It must not import logstore internals,
 // catalog, another gateway, or tools; metadata comes through Cluster, which
 // tools/ implements over the Kafka gateway's metadata (kmeta).
 package native
