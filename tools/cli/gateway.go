@@ -69,6 +69,35 @@ func newGatewayCmd(env Env) *cobra.Command {
 	return cmd
 }
 
+// dialRingOverride dials gateway.ring_addr when it is set (nil, nil when
+// not: the router then dials each store when a request first needs it).
+// The one store may still be starting, so it keeps dialing until the store
+// answers; a signal meanwhile returns nil, nil with ctx done.
+func dialRingOverride(ctx context.Context, addr string, logger *slog.Logger) (ring.Backend, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	for attempt := 0; ; attempt++ {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		b, err := ring.Dial(dctx, addr, ring.DialOptions{Logger: logger})
+		cancel()
+		if err == nil {
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			logger.Info("stopped", "during", "startup", "ring_addr", addr, "err", err)
+			return nil, nil
+		}
+		if attempt%10 == 0 {
+			logger.Warn("store not reachable yet, retrying", "ring_addr", addr, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // runKafkaGateway runs `aerostream gateway kafka` until a signal.
 func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error {
 	tuneGC()
@@ -95,31 +124,11 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
 
-	// With gateway.ring_addr, the one store may still be starting: keep
-	// dialing until it answers. Without it, the router dials each store
-	// when a request first needs it.
-	var backend ring.Backend
-	if cfg.Gateway.RingAddr != "" {
-		for attempt := 0; ; attempt++ {
-			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
-			cancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				// A signal while the store is not reachable yet: a clean stop.
-				logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-				return nil
-			}
-			if attempt%10 == 0 {
-				logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
+	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, logger)
+	if err != nil || (backend == nil && ctx.Err() != nil) {
+		return err // nil: a signal while the store was not reachable yet
+	}
+	if backend != nil {
 		defer backend.Close()
 	}
 

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -278,27 +277,11 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	slog.SetDefault(logger)
 	logger.Info("starting", "command", "gateway native", "version", Version(), "config_file", orNone(loaded.File))
 
-	var backend ring.Backend
-	if cfg.Gateway.RingAddr != "" {
-		for attempt := 0; ; attempt++ {
-			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			backend, err = ring.Dial(dctx, cfg.Gateway.RingAddr, ring.DialOptions{Logger: logger})
-			cancel()
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				logger.Info("stopped", "during", "startup", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-				return nil
-			}
-			if attempt%10 == 0 {
-				logger.Warn("store not reachable yet, retrying", "ring_addr", cfg.Gateway.RingAddr, "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
+	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, logger)
+	if err != nil || (backend == nil && ctx.Err() != nil) {
+		return err // nil: a signal while the store was not reachable yet
+	}
+	if backend != nil {
 		defer backend.Close()
 	}
 	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
