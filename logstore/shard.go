@@ -303,6 +303,10 @@ func (s *shard) writeback() {
 	defer s.wg.Done()
 	defer close(s.wbDone)
 	for j := range s.wb {
+		if j.barrier != nil {
+			close(j.barrier)
+			continue
+		}
 		if err := j.run(); err != nil {
 			s.failStorage(j.p, err)
 		}

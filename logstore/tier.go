@@ -288,7 +288,23 @@ func (s *Store) Settle(ctx context.Context, topic string, partition int32) error
 	if err := validName(topic, partition); err != nil {
 		return err
 	}
-	return s.shardFor(topic, partition).settle(ctx, s.closed)
+	sh := s.shardFor(topic, partition)
+	// Writeback jobs queued before now hold their logs' descriptors until
+	// their syscalls run, so they are waited for as well as the chores.
+	flushed := make(chan struct{})
+	r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
+	r.hook = func(sh *shard) { sh.wb <- wbJob{barrier: flushed} }
+	if err := s.call(ctx, sh, r); err != nil {
+		return err
+	}
+	select {
+	case <-flushed:
+	case <-s.closed:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return sh.settle(ctx, s.closed)
 }
 
 // RollPartition seals the active segment now if it holds data, so that

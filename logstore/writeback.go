@@ -110,6 +110,7 @@ type wbJob struct {
 	syncFrom, syncLen int64
 	waitFrom, waitLen int64
 	dropFrom, dropLen int64
+	barrier           chan struct{} // set alone: closed when every job before it has run
 }
 
 // readHold is the lowest position readers of a partition were seen at,
