@@ -157,7 +157,7 @@ type shard struct {
 	// fadvise(DONTNEED) of an 8 MiB window cost ~1.5 ms of kernel time
 	// (pprof at 50k msg/s), a stall every produce queued behind them on
 	// this shard would otherwise wait out.
-	wb     chan wbJob
+	wb     chan wbJob    // wbQueueDepth jobs: past that, queueWriteback runs them inline
 	wbDone chan struct{} // closed when the writeback goroutine has exited
 
 	// chores feeds the chore goroutine: the slow filesystem and catalog
@@ -204,7 +204,7 @@ func newShard(id int, opts *Options) *shard {
 		syncReq:  make(chan *syncBatch, 1),
 		syncDone: make(chan *syncBatch, 1),
 		spare:    &syncBatch{},
-		wb:       make(chan wbJob, 64),
+		wb:       make(chan wbJob, wbQueueDepth),
 		wbDone:   make(chan struct{}),
 		chores:   make(chan func(), 1024),
 		files:    newLogFiles(max(1, opts.MaxOpenLogs/max(1, opts.Shards))),
@@ -338,6 +338,11 @@ func (s *shard) paceWriteback(p *partition, seg *segment) {
 		}
 	}
 }
+
+// wbQueueDepth is how many writeback jobs may wait for the goroutine. A
+// write failure shows when its job runs, so this many windows is also how
+// far produce may run past a failed write before it is refused.
+const wbQueueDepth = 64
 
 // dropTail hands a range leaving the cache tail to the writeback goroutine,
 // behind the job that waited for its writeback. It never runs the drop
