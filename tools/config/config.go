@@ -13,7 +13,8 @@ import (
 //   - toml: the key (or section) name;
 //   - help: one line for --help, the README table and the example file.
 //
-// Only string, bool and signed integer leaves are supported; sizes and
+// Only string, bool, signed integer and string-list leaves are supported
+// (a list is comma-separated in an env var or a flag); sizes and
 // durations are integers with their unit in the key name (_bytes, _ms), as
 // Kafka's own configs are, so the same number works in a file, an env var and
 // a flag.
@@ -30,6 +31,8 @@ type Config struct {
 	TieredStorage TieredStorage `toml:"tiered_storage"`
 	Kafka         Kafka         `toml:"kafka"`
 	Gateway       Gateway       `toml:"gateway"`
+	TLS           TLS           `toml:"tls"`
+	Auth          Auth          `toml:"auth"`
 }
 
 // TieredStorage configures the cold tier: where sealed segments are
@@ -91,11 +94,11 @@ type TierLocal struct {
 // Listeners are host:port addresses. An empty address leaves that listener
 // off.
 type Listeners struct {
-	Kafka string `toml:"kafka" help:"Kafka wire-protocol gateway (host:port)"`
+	Kafka string `toml:"kafka" help:"Kafka wire-protocol gateway ([PROTOCOL://]host:port; PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, default PLAINTEXT)"`
 	// AdvertisedKafka is what Kafka clients are told in Metadata.
 	AdvertisedKafka string `toml:"advertised_kafka" help:"host:port Kafka clients are told to connect to; empty = listeners.kafka, with 127.0.0.1 for an unspecified host"`
-	Native          string `toml:"native" help:"native binary-protocol gateway (host:port)"`
-	HTTP            string `toml:"http" help:"HTTP admin API and /metrics (host:port); unauthenticated, so loopback by default"`
+	Native          string `toml:"native" help:"native binary-protocol gateway ([PROTOCOL://]host:port; PLAINTEXT or SSL)"`
+	HTTP            string `toml:"http" help:"HTTP admin API and /metrics ([PROTOCOL://]host:port; PLAINTEXT or SSL); unauthenticated, so loopback by default"`
 	Controller      string `toml:"controller" help:"Raft controller and its client API (host:port); unauthenticated, so loopback by default"`
 	Ring            string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
 }
@@ -255,6 +258,11 @@ func Default() Config {
 			RetentionBytes:  topicconfig.DefaultInt(topicconfig.RetentionBytes),
 			MaxMessageBytes: int32(topicconfig.DefaultInt(topicconfig.MaxMessageBytes)),
 		},
+		Auth: Auth{
+			SASLMechanisms: []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"},
+			SuperUsers:     []string{},
+		},
+		TLS: TLS{ClientAuth: "none"},
 		Controller: Controller{
 			NodeID:                    1,
 			SessionTimeoutMs:          2000,
@@ -291,8 +299,12 @@ func (k Key) Default() string {
 
 // TOMLDefault is the key's default as written in aerostream.toml.
 func (k Key) TOMLDefault() string {
-	if k.Kind == reflect.String {
+	switch k.Kind {
+	case reflect.String:
 		return strconv.Quote(k.Default())
+	case reflect.Slice:
+		d := Default()
+		return tomlList(k.field(&d))
 	}
 	return k.Default()
 }
@@ -304,6 +316,8 @@ func (k Key) TypeName() string {
 		return "string"
 	case reflect.Bool:
 		return "bool"
+	case reflect.Slice:
+		return "list"
 	default:
 		return "int"
 	}
@@ -337,6 +351,8 @@ func (k Key) set(c *Config, s string) error {
 			return fmt.Errorf("%q is not an integer", s)
 		}
 		v.SetInt(n)
+	case reflect.Slice:
+		v.Set(reflect.ValueOf(splitList(s)))
 	default:
 		return fmt.Errorf("unsupported kind %s", v.Kind())
 	}
@@ -349,6 +365,8 @@ func format(v reflect.Value) string {
 		return v.String()
 	case reflect.Bool:
 		return strconv.FormatBool(v.Bool())
+	case reflect.Slice:
+		return strings.Join(v.Interface().([]string), ",")
 	default:
 		return strconv.FormatInt(v.Int(), 10)
 	}
@@ -400,6 +418,10 @@ func buildKeys() []Key {
 			}
 			switch f.Type.Kind() {
 			case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			case reflect.Slice:
+				if f.Type.Elem().Kind() != reflect.String {
+					panic(fmt.Sprintf("config: field %s.%s has unsupported type %s", t.Name(), f.Name, f.Type))
+				}
 			default:
 				panic(fmt.Sprintf("config: field %s.%s has unsupported type %s", t.Name(), f.Name, f.Type))
 			}

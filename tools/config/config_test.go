@@ -115,6 +115,15 @@ func TestKeyNames(t *testing.T) {
 		"tiered_storage.azure.access_key":         "AEROSTREAM_TIERED_STORAGE_AZURE_ACCESS_KEY",
 		"tiered_storage.azure.endpoint":           "AEROSTREAM_TIERED_STORAGE_AZURE_ENDPOINT",
 		"tiered_storage.local.root_path":          "AEROSTREAM_TIERED_STORAGE_LOCAL_ROOT_PATH",
+		"tls.cert_file":                           "AEROSTREAM_TLS_CERT_FILE",
+		"tls.key_file":                            "AEROSTREAM_TLS_KEY_FILE",
+		"tls.ca_file":                             "AEROSTREAM_TLS_CA_FILE",
+		"tls.client_auth":                         "AEROSTREAM_TLS_CLIENT_AUTH",
+		"auth.sasl_mechanisms":                    "AEROSTREAM_AUTH_SASL_MECHANISMS",
+		"auth.authorizer":                         "AEROSTREAM_AUTH_AUTHORIZER",
+		"auth.super_users":                        "AEROSTREAM_AUTH_SUPER_USERS",
+		"auth.bootstrap_user":                     "AEROSTREAM_AUTH_BOOTSTRAP_USER",
+		"auth.connections_max_reauth_ms":          "AEROSTREAM_AUTH_CONNECTIONS_MAX_REAUTH_MS",
 	}
 	got := map[string]string{}
 	for _, k := range Keys() {
@@ -127,7 +136,7 @@ func TestKeyNames(t *testing.T) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
 	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "admin", "logstore", "topic_defaults", "controller",
-		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway"}) {
+		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth"}) {
 		t.Errorf("sections = %v", s)
 	}
 }

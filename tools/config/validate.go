@@ -64,19 +64,30 @@ func (c *Config) validate() []fieldError {
 	for _, l := range []struct {
 		key, addr string
 		unix      bool
+		prefix    bool // may carry a security protocol prefix
 	}{
-		{"listeners.kafka", c.Listeners.Kafka, false},
-		{"listeners.native", c.Listeners.Native, false},
-		{"listeners.http", c.Listeners.HTTP, false},
-		{"listeners.controller", c.Listeners.Controller, false},
-		{"listeners.ring", c.Listeners.Ring, true},
-		{"listeners.advertised_kafka", c.Listeners.AdvertisedKafka, false},
-		{"gateway.ring_addr", c.Gateway.RingAddr, true},
+		{"listeners.kafka", c.Listeners.Kafka, false, true},
+		{"listeners.native", c.Listeners.Native, false, true},
+		{"listeners.http", c.Listeners.HTTP, false, true},
+		{"listeners.controller", c.Listeners.Controller, false, false},
+		{"listeners.ring", c.Listeners.Ring, true, false},
+		{"listeners.advertised_kafka", c.Listeners.AdvertisedKafka, false, false},
+		{"gateway.ring_addr", c.Gateway.RingAddr, true, false},
 	} {
-		if err := checkAddr(l.addr, l.unix); err != nil {
+		addr := l.addr
+		if l.prefix {
+			_, a, err := SplitListener(addr)
+			if err != nil {
+				bad(l.key, err.Error())
+				continue
+			}
+			addr = a
+		}
+		if err := checkAddr(addr, l.unix); err != nil {
 			bad(l.key, err.Error())
 		}
 	}
+	c.validateSecurity(bad)
 
 	if a := c.Listeners.AdvertisedKafka; a != "" {
 		if host, _, err := net.SplitHostPort(a); err == nil && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
@@ -238,8 +249,11 @@ func checkAddr(addr string, unixOK bool) error {
 }
 
 // Network splits a listener address into the network and address that
-// net.Listen takes.
+// net.Listen takes; a security protocol prefix (SASL_SSL://) is dropped.
 func Network(addr string) (network, address string) {
+	if _, a, err := SplitListener(addr); err == nil {
+		addr = a
+	}
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 		return "unix", path
 	}

@@ -1,0 +1,162 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// TLS is the server certificate every TLS listener presents (a listener
+// whose address starts with SSL:// or SASL_SSL://), and the CA that client
+// certificates are checked against.
+type TLS struct {
+	CertFile string `toml:"cert_file" help:"PEM server certificate (chain) for TLS listeners; re-read when the file changes, so a renewed certificate needs no restart"`
+	KeyFile  string `toml:"key_file" help:"PEM private key of cert_file"`
+	CAFile   string `toml:"ca_file" help:"PEM CA bundle client certificates are verified against (client_auth); empty = the system roots"`
+	// ClientAuth takes Kafka's ssl.client.auth values.
+	ClientAuth string `toml:"client_auth" help:"client certificates on TLS listeners: none, requested (verified when sent) or required (ssl.client.auth)"`
+}
+
+// Auth configures authentication (SASL on SASL_PLAINTEXT:// and
+// SASL_SSL:// listeners) and authorization (ACLs).
+type Auth struct {
+	SASLMechanisms []string `toml:"sasl_mechanisms" help:"SASL mechanisms SASL listeners offer: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (sasl.enabled.mechanisms)"`
+	Authorizer     bool     `toml:"authorizer" help:"enforce ACLs on every request; with it on, what no ACL allows is denied"`
+	SuperUsers     []string `toml:"super_users" help:"principals (User:NAME) every ACL check allows (super.users)"`
+	BootstrapUser  string   `toml:"bootstrap_user" help:"SCRAM user created on first start with the password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD (both SCRAM mechanisms)"`
+	// ReauthMs is Kafka's connections.max.reauth.ms (KIP-368).
+	ReauthMs int64 `toml:"connections_max_reauth_ms" help:"session lifetime of a SASL connection: the client must re-authenticate within it or be disconnected; 0 = no limit (connections.max.reauth.ms)"`
+}
+
+// EnvBootstrapPassword holds bootstrap_user's password. It is not a key: a
+// password never goes in a file, a flag or the key table.
+const EnvBootstrapPassword = EnvPrefix + "AUTH_BOOTSTRAP_PASSWORD"
+
+// Listener security protocols, as Kafka names them
+// (listener.security.protocol.map).
+const (
+	Plaintext     = "PLAINTEXT"
+	SSL           = "SSL"
+	SASLPlaintext = "SASL_PLAINTEXT"
+	SASLSSL       = "SASL_SSL"
+)
+
+// SASL mechanisms.
+var saslMechanisms = []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"}
+
+// SplitListener splits a listener address into its security protocol and
+// the address to bind: "SASL_SSL://127.0.0.1:9093" is SASL_SSL and
+// 127.0.0.1:9093; an address without a prefix is PLAINTEXT.
+func SplitListener(addr string) (protocol, address string, err error) {
+	p, rest, ok := strings.Cut(addr, "://")
+	if !ok {
+		return Plaintext, addr, nil
+	}
+	switch up := strings.ToUpper(p); up {
+	case Plaintext, SSL, SASLPlaintext, SASLSSL:
+		return up, rest, nil
+	}
+	return "", "", fmt.Errorf("unknown security protocol %q (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", p)
+}
+
+// ListenerProtocol is the security protocol of a listener address,
+// PLAINTEXT when it has no prefix or is unparseable (Validate refuses the
+// latter before anyone asks).
+func ListenerProtocol(addr string) string {
+	p, _, err := SplitListener(addr)
+	if err != nil {
+		return Plaintext
+	}
+	return p
+}
+
+// IsTLS reports whether protocol runs over TLS.
+func IsTLS(protocol string) bool { return protocol == SSL || protocol == SASLSSL }
+
+// IsSASL reports whether protocol authenticates with SASL.
+func IsSASL(protocol string) bool { return protocol == SASLPlaintext || protocol == SASLSSL }
+
+// validateSecurity checks the [tls] and [auth] keys and the listeners'
+// protocols against them.
+func (c *Config) validateSecurity(bad func(key, msg string)) {
+	anyTLS := false
+	for _, l := range []struct {
+		key, addr string
+		allowed   []string
+	}{
+		{"listeners.kafka", c.Listeners.Kafka, []string{Plaintext, SSL, SASLPlaintext, SASLSSL}},
+		// The native handshake and the HTTP API do not speak SASL.
+		{"listeners.native", c.Listeners.Native, []string{Plaintext, SSL}},
+		{"listeners.http", c.Listeners.HTTP, []string{Plaintext, SSL}},
+	} {
+		p, _, err := SplitListener(l.addr)
+		if err != nil {
+			continue // checkAddr reports it
+		}
+		ok := false
+		for _, a := range l.allowed {
+			ok = ok || p == a
+		}
+		if !ok {
+			bad(l.key, fmt.Sprintf("%s is not served on this listener (want %s)", p, strings.Join(l.allowed, ", ")))
+		}
+		anyTLS = anyTLS || IsTLS(p)
+	}
+	if anyTLS {
+		if c.TLS.CertFile == "" {
+			bad("tls.cert_file", "is required by a TLS listener (SSL:// or SASL_SSL://)")
+		}
+		if c.TLS.KeyFile == "" {
+			bad("tls.key_file", "is required by a TLS listener (SSL:// or SASL_SSL://)")
+		}
+	}
+	switch c.TLS.ClientAuth {
+	case "none", "requested", "required":
+	default:
+		bad("tls.client_auth", "must be one of none, requested, required")
+	}
+	for _, m := range c.Auth.SASLMechanisms {
+		known := false
+		for _, k := range saslMechanisms {
+			known = known || m == k
+		}
+		if !known {
+			bad("auth.sasl_mechanisms", fmt.Sprintf("unknown mechanism %q (want %s)", m, strings.Join(saslMechanisms, ", ")))
+			break
+		}
+	}
+	if IsSASL(ListenerProtocol(c.Listeners.Kafka)) && len(c.Auth.SASLMechanisms) == 0 {
+		bad("auth.sasl_mechanisms", "a SASL listener needs at least one mechanism")
+	}
+	for _, u := range c.Auth.SuperUsers {
+		if name, ok := strings.CutPrefix(u, "User:"); !ok || name == "" {
+			bad("auth.super_users", fmt.Sprintf("%q is not a principal (want User:NAME)", u))
+			break
+		}
+	}
+	if c.Auth.ReauthMs < 0 {
+		bad("auth.connections_max_reauth_ms", "must be 0 (no limit) or positive")
+	}
+}
+
+// splitList parses a comma-separated list, as env vars and flags write one.
+func splitList(s string) []string {
+	out := []string{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// tomlList writes a string list as a TOML array.
+func tomlList(v reflect.Value) string {
+	l := v.Interface().([]string)
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}

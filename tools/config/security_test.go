@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestSplitListener(t *testing.T) {
+	for _, tc := range []struct{ in, proto, addr string }{
+		{"127.0.0.1:9092", Plaintext, "127.0.0.1:9092"},
+		{"SASL_SSL://127.0.0.1:9093", SASLSSL, "127.0.0.1:9093"},
+		{"sasl_plaintext://:9092", SASLPlaintext, ":9092"},
+		{"SSL://[::1]:9093", SSL, "[::1]:9093"},
+		{"PLAINTEXT://h:1", Plaintext, "h:1"},
+	} {
+		p, a, err := SplitListener(tc.in)
+		if err != nil || p != tc.proto || a != tc.addr {
+			t.Errorf("SplitListener(%q) = %q %q %v, want %q %q", tc.in, p, a, err, tc.proto, tc.addr)
+		}
+		if n, na := Network(tc.in); n != "tcp" || na != tc.addr {
+			t.Errorf("Network(%q) = %s %s", tc.in, n, na)
+		}
+	}
+	if _, _, err := SplitListener("HTTPS://h:1"); err == nil || !strings.Contains(err.Error(), `"HTTPS"`) {
+		t.Errorf("unknown protocol: err = %v", err)
+	}
+}
+
+// TestSecureExample loads the README's secure.toml.
+func TestSecureExample(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{File: writeFile(t, `
+[listeners]
+kafka = "SASL_SSL://127.0.0.1:9093"
+[tls]
+cert_file = "server.pem"
+key_file = "server-key.pem"
+ca_file = "ca.pem"
+[auth]
+sasl_mechanisms = ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
+authorizer = true
+super_users = ["User:admin"]
+bootstrap_user = "admin"
+`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := l.Config
+	if ListenerProtocol(c.Listeners.Kafka) != SASLSSL || !c.Auth.Authorizer || c.Auth.BootstrapUser != "admin" ||
+		!reflect.DeepEqual(c.Auth.SuperUsers, []string{"User:admin"}) || c.TLS.CAFile != "ca.pem" {
+		t.Errorf("config = %+v %+v %+v", c.Listeners, c.TLS, c.Auth)
+	}
+}
+
+func TestListKeysFromEnvAndFlag(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Env: []string{"AEROSTREAM_AUTH_SASL_MECHANISMS=PLAIN, SCRAM-SHA-512", "AEROSTREAM_AUTH_SUPER_USERS=User:a,User:b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Config.Auth.SASLMechanisms; !reflect.DeepEqual(got, []string{"PLAIN", "SCRAM-SHA-512"}) {
+		t.Errorf("sasl_mechanisms = %q", got)
+	}
+	if got := l.Config.Auth.SuperUsers; !reflect.DeepEqual(got, []string{"User:a", "User:b"}) {
+		t.Errorf("super_users = %q", got)
+	}
+	k, _ := Lookup("auth.sasl_mechanisms")
+	if got := k.TOMLDefault(); got != `["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]` {
+		t.Errorf("TOMLDefault = %s", got)
+	}
+}
+
+func TestBadSecurityValues(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct{ name, file, want string }{
+		{"protocol", "[listeners]\nkafka = \"TLS://h:1\"\n", `unknown security protocol "TLS"`},
+		{"tls without cert", "[listeners]\nkafka = \"SSL://h:1\"\n", "tls.cert_file"},
+		{"sasl on http", "[listeners]\nhttp = \"SASL_SSL://h:1\"\n[tls]\ncert_file=\"c\"\nkey_file=\"k\"\n", "listeners.http"},
+		{"client auth", "[tls]\nclient_auth = \"always\"\n", "tls.client_auth"},
+		{"mechanism", "[auth]\nsasl_mechanisms = [\"GSSAPI\"]\n", `unknown mechanism "GSSAPI"`},
+		{"no mechanism", "[listeners]\nkafka = \"SASL_PLAINTEXT://h:1\"\n[auth]\nsasl_mechanisms = []\n", "at least one mechanism"},
+		{"super user", "[auth]\nsuper_users = [\"admin\"]\n", `"admin" is not a principal`},
+		{"reauth", "[auth]\nconnections_max_reauth_ms = -1\n", "auth.connections_max_reauth_ms"},
+		{"prefix on ring", "[listeners]\nring = \"SSL://h:1\"\n", "listeners.ring"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(Options{File: writeFile(t, tc.file)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig) {
+				t.Errorf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
