@@ -9,8 +9,9 @@ import (
 
 // DeleteGroups: v0-v2.
 //
-// Deletes groups that have no members: their committed offsets are
-// tombstoned in __consumer_offsets, so the deletion survives a restart. A
+// Deletes groups that have no members: their committed offsets and group
+// metadata are tombstoned in __consumer_offsets, so the deletion survives
+// a restart. A
 // group with members is NON_EMPTY_GROUP; one that does not exist,
 // GROUP_ID_NOT_FOUND.
 //
@@ -25,6 +26,10 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		res, err := awaitGroup(ctx, g, id, false, func(gr *group, reply chan<- error) {
+			if gr.cg != nil && len(gr.cg.Members) > 0 {
+				reply <- kerr.NonEmptyGroup
+				return
+			}
 			switch gr.state {
 			case groupDead:
 				reply <- kerr.GroupIDNotFound
@@ -32,6 +37,16 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 				if err := gr.deleteOffsets(func(tp) bool { return true }); err != nil {
 					reply <- err
 					return
+				}
+				if gr.protocolType != "" {
+					if err := gr.c.tombstoneGroup(gr.c.ctx, gr.id); err != nil {
+						reply <- err
+						return
+					}
+				}
+				if gr.cg != nil {
+					gr.cg = nil
+					gr.storeConsumer() // its tombstone
 				}
 				gr.state = groupDead
 				reply <- nil

@@ -75,6 +75,9 @@ type coordinator struct {
 		// clients take a group without one for a simple (offsets-only)
 		// group.
 		dormantType map[string]string
+		// dormantConsumer holds the KIP-848 state of consumer groups
+		// without live state (groups_consumer.go).
+		dormantConsumer map[string]*consumerGroup
 		emptyAt     map[string]time.Time
 		loadedTo    []int64 // per partition: the offset read up to
 		stopping    bool
@@ -86,6 +89,7 @@ func newCoordinator(g *Gateway) *coordinator {
 	c.mu.active = map[string]*group{}
 	c.mu.dormant = map[string]map[tp]committed{}
 	c.mu.dormantType = map[string]string{}
+	c.mu.dormantConsumer = map[string]*consumerGroup{}
 	c.mu.emptyAt = map[string]time.Time{}
 	return c
 }
@@ -96,19 +100,48 @@ func newCoordinator(g *Gateway) *coordinator {
 const emptyGroupRetention = 10 * time.Minute
 
 // forgetEmpty drops the empty groups retired more than
-// emptyGroupRetention ago.
-func (c *coordinator) forgetEmpty(now time.Time) {
+// emptyGroupRetention ago, tombstoning the metadata of those that have
+// some, as Kafka's cleanup does.
+func (c *coordinator) forgetEmpty(ctx context.Context, now time.Time) {
+	c.mu.Lock()
+	var expired []string
+	for id, at := range c.mu.emptyAt {
+		if now.Sub(at) >= emptyGroupRetention {
+			expired = append(expired, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range expired {
+		c.forgetOne(ctx, id, now)
+	}
+}
+
+func (c *coordinator) forgetOne(ctx context.Context, id string, now time.Time) {
+	// Holding the partition's catch-up lock keeps the group from being
+	// revived while its tombstone is written.
+	p := c.partitionFor(id)
+	c.catchUpMu[p].Lock()
+	defer c.catchUpMu[p].Unlock()
+	c.mu.Lock()
+	at, ok := c.mu.emptyAt[id]
+	offs, dormant := c.mu.dormant[id]
+	_, typed := c.mu.dormantType[id]
+	c.mu.Unlock()
+	if !ok || now.Sub(at) < emptyGroupRetention {
+		return
+	}
+	if dormant && len(offs) == 0 && typed {
+		if err := c.tombstoneGroup(ctx, id); err != nil {
+			c.log.Warn("forgetting an empty group", "group", id, "err", err)
+			return // tried again at the next tick
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, at := range c.mu.emptyAt {
-		if now.Sub(at) < emptyGroupRetention {
-			continue
-		}
-		delete(c.mu.emptyAt, id)
-		if offs, ok := c.mu.dormant[id]; ok && len(offs) == 0 {
-			delete(c.mu.dormant, id)
-			delete(c.mu.dormantType, id)
-		}
+	delete(c.mu.emptyAt, id)
+	if offs, ok := c.mu.dormant[id]; ok && len(offs) == 0 {
+		delete(c.mu.dormant, id)
+		delete(c.mu.dormantType, id)
 	}
 }
 
@@ -148,7 +181,7 @@ func (c *coordinator) run(ctx context.Context) {
 	for done := false; !done; {
 		select {
 		case now := <-t.C:
-			c.forgetEmpty(now)
+			c.forgetEmpty(ctx, now)
 		case <-ctx.Done():
 			done = true
 		}
@@ -277,8 +310,14 @@ func (c *coordinator) applyLocked(r record) {
 	}
 	switch int16(r.key[0])<<8 | int16(r.key[1]) {
 	case 0, 1: // offset commit
+	case cgSnapshotKey:
+		c.applyConsumerSnapshotLocked(r)
+		return
+	case 2:
+		c.applyGroupMetadataLocked(r)
+		return
 	default:
-		return // group metadata (version 2) and others: not ours to read
+		return // others (KIP-848 records): not ours to read
 	}
 	var k kmsg.OffsetCommitKey
 	if err := k.ReadFrom(r.key); err != nil {
@@ -293,9 +332,12 @@ func (c *coordinator) applyLocked(r record) {
 	if r.value == nil {
 		if offs != nil {
 			delete(offs, key)
-			if len(offs) == 0 {
+			if _, typed := c.mu.dormantType[k.Group]; len(offs) == 0 && typed {
+				// Kafka keeps an empty group that has metadata until its
+				// cleanup.
+				c.mu.emptyAt[k.Group] = time.Now()
+			} else if len(offs) == 0 {
 				delete(c.mu.dormant, k.Group)
-				delete(c.mu.dormantType, k.Group)
 			}
 		}
 		return
@@ -406,12 +448,18 @@ func (c *coordinator) call(ctx context.Context, id string, create bool, fn func(
 			gr = c.mu.active[id]
 			if gr == nil {
 				offs, ok := c.mu.dormant[id]
+				_, isCG := c.mu.dormantConsumer[id]
+				ok = ok || isCG
 				if !ok && !create {
 					c.mu.Unlock()
 					return errGroupGone
 				}
 				gr = newGroup(c, id, p, offs)
 				gr.protocolType = c.mu.dormantType[id]
+				if gr.cg = c.mu.dormantConsumer[id]; gr.cg != nil {
+					gr.protocolType = "consumer"
+				}
+				delete(c.mu.dormantConsumer, id)
 				delete(c.mu.dormant, id)
 				delete(c.mu.dormantType, id)
 				delete(c.mu.emptyAt, id)
@@ -454,6 +502,9 @@ func (c *coordinator) retire(gr *group) bool {
 		c.mu.dormant[gr.id] = gr.offsets
 		c.mu.emptyAt[gr.id] = time.Now()
 	}
+	if gr.state != groupDead && gr.cg != nil {
+		c.mu.dormantConsumer[gr.id] = gr.cg
+	}
 	if gr.state != groupDead && gr.protocolType != "" {
 		c.mu.dormantType[gr.id] = gr.protocolType
 	}
@@ -464,6 +515,7 @@ func (c *coordinator) retire(gr *group) bool {
 // groupSummary is what ListGroups shows of a group.
 type groupSummary struct {
 	id, protocolType, state string
+	typ                     string // classic, consumer or share
 }
 
 // list summarizes every group: live ones by asking them, dormant ones
@@ -481,13 +533,17 @@ func (c *coordinator) list(ctx context.Context) ([]groupSummary, error) {
 		live = append(live, gr)
 	}
 	for id := range c.mu.dormant {
-		out = append(out, groupSummary{id: id, protocolType: c.mu.dormantType[id], state: "Empty"})
+		gs := groupSummary{id: id, protocolType: c.mu.dormantType[id], state: "Empty", typ: "classic"}
+		if c.mu.dormantConsumer[id] != nil {
+			gs.protocolType, gs.typ = "consumer", "consumer"
+		}
+		out = append(out, gs)
 	}
 	c.mu.Unlock()
 	for _, gr := range live {
 		ch := make(chan groupSummary, 1)
 		select {
-		case gr.reqs <- func(gr *group) { ch <- groupSummary{gr.id, gr.protocolType, gr.state.String()} }:
+		case gr.reqs <- func(gr *group) { ch <- gr.summary() }:
 			out = append(out, <-ch)
 		case <-gr.done:
 			// Retired meanwhile: its offsets are dormant now, and listed

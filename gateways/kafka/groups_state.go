@@ -64,6 +64,10 @@ type group struct {
 	offsets      map[tp]committed
 	seq          uint64 // join order, for picking a leader
 
+	// cg is set while the group uses the KIP-848 consumer protocol
+	// (groups_consumer.go); classic fields stay empty then.
+	cg *consumerGroup
+
 	rebalanceDeadline time.Time // PreparingRebalance: the join phase ends
 	initialDelayUntil time.Time // PreparingRebalance of an empty group
 	syncDeadline      time.Time // CompletingRebalance: members must have synced
@@ -166,7 +170,8 @@ func (gr *group) loop(ctx context.Context) {
 
 // idle: no members, none about to join, no rebalance under way.
 func (gr *group) idle() bool {
-	return len(gr.members) == 0 && len(gr.pending) == 0 && (gr.state == groupEmpty || gr.state == groupDead)
+	return len(gr.members) == 0 && len(gr.pending) == 0 && (gr.state == groupEmpty || gr.state == groupDead) &&
+		(gr.cg == nil || len(gr.cg.Members) == 0)
 }
 
 // shutdown answers whoever waits, so no handler hangs on a stopping
@@ -304,6 +309,10 @@ func (gr *group) join(r joinRequest, reply chan<- joinResult) {
 	fail := func(err error) { reply <- joinResult{err: err, memberID: r.memberID, generation: -1} }
 	if gr.state == groupDead {
 		fail(kerr.CoordinatorNotAvailable)
+		return
+	}
+	if !gr.classicJoinable() {
+		fail(kerr.InconsistentGroupProtocol)
 		return
 	}
 	if !gr.supports(r.protocolType, r.protocols) {
@@ -507,6 +516,7 @@ func (gr *group) completeJoin(now time.Time) {
 	if len(gr.members) == 0 {
 		gr.state, gr.protocol, gr.leader = groupEmpty, "", ""
 		gr.c.log.Debug("group is empty", "group", gr.id, "generation", gr.generation)
+		gr.storeMetadata()
 		return
 	}
 	gr.protocol = gr.selectProtocol()
@@ -603,6 +613,7 @@ func (gr *group) sync(r syncRequest, reply chan<- syncResult) {
 	}
 	gr.state = groupStable
 	gr.syncDeadline = time.Time{}
+	gr.storeMetadata()
 	for _, o := range gr.members {
 		if o.sync != nil {
 			o.sync <- syncResult{assignment: o.assignment, protocolType: gr.protocolType, protocol: gr.protocol}
@@ -663,6 +674,9 @@ func (gr *group) leave(memberID string, instanceID *string) error {
 // tick enforces deadlines: session timeouts, the end of the join phase, the
 // end of the sync phase, and pending member ids never used.
 func (gr *group) tick(now time.Time) {
+	if gr.cg != nil {
+		gr.consumerTick(now)
+	}
 	for id, exp := range gr.pending {
 		if now.After(exp) {
 			delete(gr.pending, id)
@@ -725,6 +739,9 @@ func (gr *group) subscribedTopics() map[string]bool {
 // group with generation -1, else a current member of the current
 // generation, and not while the group waits for its leader's assignment.
 func (gr *group) commitCheck(memberID string, instanceID *string, generation int32) error {
+	if gr.cg != nil && gr.state != groupDead {
+		return gr.consumerCommitCheck(memberID, generation)
+	}
 	switch {
 	case gr.state == groupDead:
 		return kerr.CoordinatorNotAvailable

@@ -345,13 +345,93 @@ func TestSessionTimeout(t *testing.T) {
 // TestEmptyGroupKeepsProtocolType: once its last member leaves and the
 // group retires to dormant, ListGroups and DescribeGroups still report the
 // protocol type members joined with, as Kafka does; clients take "" for a
-// simple (offsets-only) group.
+// simple (offsets-only) group. The type survives a gateway restart, read
+// back from the group metadata record, and DeleteGroups survives one too.
 func TestEmptyGroupKeepsProtocolType(t *testing.T) {
 	e := newTestEnv(t)
 	cl := newClient(t, e.addr)
 	ctx := testCtx(t)
+	joinAndLeave(t, e, cl, "pt")
+	checkEmptyConsumerGroup(t, cl, "pt")
+
+	e.stopGateway()
+	e.start()
+	cl = newClient(t, e.addr)
+	checkEmptyConsumerGroup(t, cl, "pt")
+
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"pt"}
+	if dr, err := dg.RequestWith(ctx, cl); err != nil || dr.Groups[0].ErrorCode != 0 {
+		t.Fatalf("DeleteGroups: %+v %v", dr, err)
+	}
+	e.stopGateway()
+	e.start()
+	cl = newClient(t, e.addr)
+	for _, g := range listGroups(t, cl) {
+		if g.Group == "pt" {
+			t.Errorf("a deleted group is listed after a restart: %+v", g)
+		}
+	}
+}
+
+// listGroups asks ListGroups, retrying while the coordinator loads.
+func listGroups(t *testing.T, cl *kgo.Client) []kmsg.ListGroupsResponseGroup {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lg.ErrorCode == 0 {
+			return lg.Groups
+		}
+		if lg.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+			t.Fatalf("ListGroups: %v", kerr.ErrorForCode(lg.ErrorCode))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the coordinator never loaded")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// checkEmptyConsumerGroup: ListGroups and DescribeGroups show id as an
+// empty group of protocol type consumer.
+func checkEmptyConsumerGroup(t *testing.T, cl *kgo.Client, id string) {
+	t.Helper()
+	found := false
+	for _, g := range listGroups(t, cl) {
+		if g.Group == id {
+			found = true
+			if g.ProtocolType != "consumer" || g.GroupState != "Empty" {
+				t.Errorf("ListGroups: protocol type %q state %q, want consumer Empty", g.ProtocolType, g.GroupState)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("ListGroups does not list the empty group %s", id)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{id}
+	dr, err := dg.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dr.Groups[0]; g.ErrorCode != 0 || g.ProtocolType != "consumer" || g.State != "Empty" {
+		t.Errorf("DescribeGroups: error %d protocol type %q state %q, want consumer Empty", g.ErrorCode, g.ProtocolType, g.State)
+	}
+}
+
+// joinAndLeave has one member join group id as a consumer and leave, and
+// waits for the empty group to retire, so that answers come from the
+// dormant state rather than the live group.
+func joinAndLeave(t *testing.T, e *testEnv, cl *kgo.Client, id string) {
+	t.Helper()
+	ctx := testCtx(t)
 	join := kmsg.NewPtrJoinGroupRequest()
-	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "pt", 10000, 10000, "consumer"
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = id, 10000, 10000, "consumer"
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", []byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0}
 	join.Protocols = append(join.Protocols, p)
@@ -364,20 +444,18 @@ func TestEmptyGroupKeepsProtocolType(t *testing.T) {
 		t.Fatalf("second join: %+v %v", jr, err)
 	}
 	leave := kmsg.NewPtrLeaveGroupRequest()
-	leave.Group = "pt"
+	leave.Group = id
 	lm := kmsg.NewLeaveGroupRequestMember()
 	lm.MemberID = jr.MemberID
 	leave.Members = append(leave.Members, lm)
 	if lr, err := leave.RequestWith(ctx, cl); err != nil || lr.ErrorCode != 0 {
 		t.Fatalf("leave: %+v %v", lr, err)
 	}
-	// Wait for the empty group to retire, so the answers come from the
-	// dormant state rather than the live group.
 	for retired := false; !retired; {
 		c := e.gw.groups
 		c.mu.Lock()
-		_, active := c.mu.active["pt"]
-		_, dormant := c.mu.dormant["pt"]
+		_, active := c.mu.active[id]
+		_, dormant := c.mu.dormant[id]
 		c.mu.Unlock()
 		retired = !active && dormant
 		if !retired {
@@ -388,29 +466,22 @@ func TestEmptyGroupKeepsProtocolType(t *testing.T) {
 			}
 		}
 	}
-	lg, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, g := range lg.Groups {
-		if g.Group == "pt" {
-			found = true
-			if g.ProtocolType != "consumer" || g.GroupState != "Empty" {
-				t.Errorf("ListGroups: protocol type %q state %q, want consumer Empty", g.ProtocolType, g.GroupState)
-			}
+}
+
+// TestForgottenEmptyGroupStaysForgotten: the cleanup of an empty group
+// with no offsets tombstones its metadata, so a restart does not bring it
+// back.
+func TestForgottenEmptyGroupStaysForgotten(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	joinAndLeave(t, e, cl, "gone")
+	e.gw.groups.forgetEmpty(testCtx(t), time.Now().Add(emptyGroupRetention+time.Minute))
+	e.stopGateway()
+	e.start()
+	cl = newClient(t, e.addr)
+	for _, g := range listGroups(t, cl) {
+		if g.Group == "gone" {
+			t.Errorf("a forgotten group is listed after a restart: %+v", g)
 		}
-	}
-	if !found {
-		t.Fatalf("ListGroups does not list the empty group: %+v", lg.Groups)
-	}
-	dg := kmsg.NewPtrDescribeGroupsRequest()
-	dg.Groups = []string{"pt"}
-	dr, err := dg.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := dr.Groups[0]; g.ErrorCode != 0 || g.ProtocolType != "consumer" || g.State != "Empty" {
-		t.Errorf("DescribeGroups: error %d protocol type %q state %q, want consumer Empty", g.ErrorCode, g.ProtocolType, g.State)
 	}
 }
