@@ -35,6 +35,8 @@ const (
 	opReassign         op = 9
 	opDrainStore       op = 10
 	opElectPreferred   op = 11
+	// opSchema carries every schema registry write (schemas.go).
+	opSchema op = 40
 )
 
 func (o op) String() string {
@@ -61,6 +63,8 @@ func (o op) String() string {
 		return "drain_store"
 	case opElectPreferred:
 		return "elect_preferred"
+	case opSchema:
+		return "schema"
 	}
 	return fmt.Sprintf("op(%d)", byte(o))
 }
@@ -80,6 +84,7 @@ type command struct {
 	reassign         *cmdReassign
 	drainStore       *cmdDrainStore
 	electPreferred   *cmdElectPreferred
+	schema           *cmdSchema
 }
 
 type cmdSetClusterID struct {
@@ -221,6 +226,8 @@ func (c *command) payload() any {
 		return c.drainStore
 	case opElectPreferred:
 		return c.electPreferred
+	case opSchema:
+		return c.schema
 	}
 	return nil
 }
@@ -250,6 +257,8 @@ func newCommand(p any) command {
 		return command{op: opDrainStore, drainStore: p}
 	case *cmdElectPreferred:
 		return command{op: opElectPreferred, electPreferred: p}
+	case *cmdSchema:
+		return command{op: opSchema, schema: p}
 	}
 	panic(fmt.Sprintf("controller: no command for %T", p))
 }
@@ -299,6 +308,8 @@ func decodeCommand(b []byte) (command, error) {
 		c.drainStore = new(cmdDrainStore)
 	case opElectPreferred:
 		c.electPreferred = new(cmdElectPreferred)
+	case opSchema:
+		c.schema = new(cmdSchema)
 	default:
 		return command{}, fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, b[1])
 	}

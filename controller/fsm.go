@@ -57,6 +57,8 @@ type state struct {
 	// createdBy is the RequestID each topic was created with, if any, so
 	// that a retried create recognises its own topic.
 	createdBy map[string]string
+	// schemas is the schema registry's state (schemas.go).
+	schemas schemaState
 
 	// Derived, rebuilt on Restore.
 	byID    map[TopicID]string
@@ -112,6 +114,8 @@ type applyResult struct {
 	// partition is the partition an AlterPartition left.
 	partition *PartitionInfo
 	version   uint64
+	// schema is a schema registry write's outcome.
+	schema *SchemaWriteResponse
 }
 
 // Apply applies one committed log entry. It never panics on any input: an
@@ -157,6 +161,8 @@ func (f *FSM) apply(c command) *applyResult {
 		r = a.drainStore(c.drainStore)
 	case opElectPreferred:
 		r = a.electPreferred()
+	case opSchema:
+		r = a.schema(c.schema)
 	default:
 		r = &applyResult{err: fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, c.op)}
 	}
@@ -904,6 +910,8 @@ type snapshotData struct {
 	Deleted       []DeletedTopic    `json:"deleted"`
 	// CreatedBy maps topic names to the RequestID that created them.
 	CreatedBy map[string]string `json:"created_by,omitempty"`
+	// Schemas is the schema registry's state, absent if never written.
+	Schemas *schemaSnapshot `json:"schemas,omitempty"`
 }
 
 type fsmSnapshot struct{ data snapshotData }
@@ -923,6 +931,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		BrokerConfigs: st.broker,
 		Deleted:       st.deleted,
 		CreatedBy:     maps.Clone(st.createdBy),
+		Schemas:       st.schemas.snapshot(),
 	}
 	for _, t := range st.topics {
 		d.Topics = append(d.Topics, t)
@@ -989,6 +998,9 @@ func decodeSnapshot(b []byte) (state, error) {
 	}
 	if d.BrokerConfigs != nil {
 		st.broker = d.BrokerConfigs
+	}
+	if err := st.schemas.restore(d.Schemas); err != nil {
+		return bad("%v", err)
 	}
 	for _, t := range d.Topics {
 		if t == nil || validTopicName(t.Name) != nil || t.ID.IsZero() {

@@ -196,6 +196,7 @@ func (c *Controller) handler() http.Handler {
 		}
 		return api.DrainStore(ctx, req)
 	})
+	c.schemaRoutes(route, decode)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no client API at %s", ErrInvalidRequest, r.URL.Path))
 	})

@@ -1,0 +1,157 @@
+package controller
+
+import (
+	"bytes"
+	"io"
+	"reflect"
+	"testing"
+)
+
+func schemaWrite(t *testing.T, f *FSM, req SchemaWriteRequest) SchemaWriteResponse {
+	t.Helper()
+	r := applyCmd(t, f, &cmdSchema{req})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return *r.schema
+}
+
+func reg(subject, text string) SchemaWriteRequest {
+	return SchemaWriteRequest{Op: SchemaRegister, Subject: subject, ExpectLatest: -1,
+		Schema: &StoredSchema{Type: SchemaAvro, Schema: text, Fingerprint: text}}
+}
+
+func wantCode(t *testing.T, r SchemaWriteResponse, code int) {
+	t.Helper()
+	if r.ErrorCode != code {
+		t.Fatalf("got %+v, want error code %d", r, code)
+	}
+}
+
+func TestSchemaRegisterIDsAndVersions(t *testing.T) {
+	f := NewFSM(nil)
+	r := schemaWrite(t, f, reg("a-value", `"string"`))
+	if r.ErrorCode != 0 || r.ID != 1 || r.Version != 1 {
+		t.Fatalf("first register = %+v", r)
+	}
+	// The same schema again: same id and version, no new version.
+	if r2 := schemaWrite(t, f, reg("a-value", `"string"`)); !reflect.DeepEqual(r2, r) {
+		t.Fatalf("repeat = %+v, want %+v", r2, r)
+	}
+	// The same schema under another subject keeps its id.
+	if r2 := schemaWrite(t, f, reg("b-value", `"string"`)); r2.ID != 1 || r2.Version != 1 {
+		t.Fatalf("other subject = %+v", r2)
+	}
+	r3 := schemaWrite(t, f, reg("a-value", `"int"`))
+	if r3.ID != 2 || r3.Version != 2 {
+		t.Fatalf("second schema = %+v", r3)
+	}
+	// ExpectLatest guards against a register that raced ours.
+	stale := reg("a-value", `"long"`)
+	stale.ExpectLatest = 1
+	wantCode(t, schemaWrite(t, f, stale), SchemaErrLatestMoved)
+
+	// Permanently deleting id 2's only version frees the schema, not the id.
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a-value", Version: 2, Permanent: true}), SchemaErrVersionNotSoftDeleted)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a-value", Version: 2}), 0)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a-value", Version: 2}), SchemaErrVersionSoftDeleted)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a-value", Version: 2, Permanent: true}), 0)
+	if got, _ := f.SchemaRead(SchemaReadRequest{Op: SchemaReadID, ID: 2}); got.Schema != nil {
+		t.Fatalf("id 2 after permanent delete = %+v", got.Schema)
+	}
+	r4 := schemaWrite(t, f, reg("a-value", `"int"`))
+	if r4.ID != 3 || r4.Version != 3 {
+		t.Fatalf("re-register after permanent delete = %+v, want id 3 version 3", r4)
+	}
+}
+
+func TestSchemaDeleteSubjectAndReferences(t *testing.T) {
+	f := NewFSM(nil)
+	schemaWrite(t, f, reg("base", `{"type":"record","name":"B","fields":[]}`))
+	ref := reg("top", `{"type":"record","name":"T","fields":[{"name":"b","type":"B"}]}`)
+	ref.Schema.References = []SchemaReference{{Name: "B", Subject: "base", Version: 1}}
+	wantCode(t, schemaWrite(t, f, ref), 0)
+	bad := reg("top2", `"x"`)
+	bad.Schema.References = []SchemaReference{{Name: "B", Subject: "base", Version: 9}}
+	wantCode(t, schemaWrite(t, f, bad), SchemaErrInvalidSchema)
+
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "base"}), SchemaErrReferenceExists)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "nope"}), SchemaErrSubjectNotFound)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "top", Permanent: true}), SchemaErrSubjectNotSoftDeleted)
+	if r := schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "top"}); !reflect.DeepEqual(r.Versions, []int32{1}) {
+		t.Fatalf("soft delete = %+v", r)
+	}
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "top"}), SchemaErrSubjectSoftDeleted)
+	subs, _ := f.SchemaRead(SchemaReadRequest{Op: SchemaReadSubjects})
+	if !reflect.DeepEqual(subs.Subjects, []string{"base"}) {
+		t.Fatalf("subjects = %v", subs.Subjects)
+	}
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "top", Permanent: true}), 0)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteSubject, Subject: "base"}), 0)
+}
+
+func TestSchemaConfigAndMode(t *testing.T) {
+	f := NewFSM(nil)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetConfig, Level: "SIDEWAYS"}), SchemaErrInvalidCompatibility)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetConfig, Level: "FULL"}), 0)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetConfig, Subject: "s", Level: "NONE"}), 0)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetConfig, Subject: "t"}), SchemaErrSubjectConfigNotFound)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetMode, Mode: "SLEEPY"}), SchemaErrInvalidMode)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetMode, Mode: ModeReadOnly}), 0)
+	wantCode(t, schemaWrite(t, f, reg("s", `"int"`)), SchemaErrOperationNotPermitted)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetMode, Mode: ModeImport}), 0)
+	imp := reg("s", `"int"`)
+	imp.Schema.ID, imp.Version = 100, 7
+	if r := schemaWrite(t, f, imp); r.ID != 100 || r.Version != 7 {
+		t.Fatalf("import = %+v", r)
+	}
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetMode, Mode: ModeReadWrite}), 0)
+	if r := schemaWrite(t, f, reg("s", `"long"`)); r.ID != 101 || r.Version != 8 {
+		t.Fatalf("after import = %+v, want id 101 version 8", r)
+	}
+	cfg, _ := f.SchemaRead(SchemaReadRequest{Op: SchemaReadConfig})
+	if cfg.Config[""] != "FULL" || cfg.Config["s"] != "NONE" || cfg.Modes[""] != ModeReadWrite {
+		t.Fatalf("config = %+v", cfg)
+	}
+	// Import refused once schemas exist, unless forced.
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetMode, Mode: ModeImport}), SchemaErrOperationNotPermitted)
+}
+
+func TestSchemaBadWrites(t *testing.T) {
+	f := NewFSM(nil)
+	if r := applyCmd(t, f, &cmdSchema{SchemaWriteRequest{Op: SchemaRegister, Subject: "", Schema: &StoredSchema{Type: SchemaAvro, Schema: "x"}}}); r.err == nil {
+		t.Fatal("empty subject accepted")
+	}
+	if r := applyCmd(t, f, &cmdSchema{SchemaWriteRequest{Op: "explode", Subject: "s"}}); r.err == nil {
+		t.Fatal("unknown op accepted")
+	}
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaRegister, Subject: "s"}), SchemaErrInvalidSchema)
+	wantCode(t, schemaWrite(t, f, SchemaWriteRequest{Op: SchemaRegister, Subject: "s", Schema: &StoredSchema{Type: "XML", Schema: "<a/>"}}), SchemaErrInvalidSchema)
+	withID := reg("s", `"int"`)
+	withID.Schema.ID = 5
+	wantCode(t, schemaWrite(t, f, withID), SchemaErrOperationNotPermitted)
+}
+
+func TestSchemaSnapshotRoundTrip(t *testing.T) {
+	f := NewFSM(nil)
+	schemaWrite(t, f, reg("a", `"int"`))
+	schemaWrite(t, f, reg("a", `"long"`))
+	schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a", Version: 2})
+	schemaWrite(t, f, SchemaWriteRequest{Op: SchemaDeleteVersion, Subject: "a", Version: 2, Permanent: true})
+	schemaWrite(t, f, SchemaWriteRequest{Op: SchemaSetConfig, Subject: "a", Level: "FULL"})
+	g := NewFSM(nil)
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, f)))); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []SchemaReadRequest{{Op: SchemaReadSubject, Subject: "a", Deleted: true}, {Op: SchemaReadConfig}, {Op: SchemaReadID, ID: 1}} {
+		a, _ := f.SchemaRead(req)
+		b, _ := g.SchemaRead(req)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: restored %+v, want %+v", req.Op, b, a)
+		}
+	}
+	// The id counter survives: id 2 stays spent.
+	if r := schemaWrite(t, g, reg("a", `"float"`)); r.ID != 3 {
+		t.Fatalf("after restore: %+v, want id 3", r)
+	}
+}
