@@ -1,0 +1,286 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Resource types, operations, pattern types and permissions, named as
+// Kafka names them (kafka-acls.sh, the Admin API's enums).
+const (
+	ResourceTopic           = "TOPIC"
+	ResourceGroup           = "GROUP"
+	ResourceCluster         = "CLUSTER"
+	ResourceTransactionalID = "TRANSACTIONAL_ID"
+
+	PatternLiteral  = "LITERAL"
+	PatternPrefixed = "PREFIXED"
+
+	OpAll             = "ALL"
+	OpRead            = "READ"
+	OpWrite           = "WRITE"
+	OpCreate          = "CREATE"
+	OpDelete          = "DELETE"
+	OpAlter           = "ALTER"
+	OpDescribe        = "DESCRIBE"
+	OpClusterAction   = "CLUSTER_ACTION"
+	OpDescribeConfigs = "DESCRIBE_CONFIGS"
+	OpAlterConfigs    = "ALTER_CONFIGS"
+	OpIdempotentWrite = "IDEMPOTENT_WRITE"
+
+	Allow = "ALLOW"
+	Deny  = "DENY"
+
+	// Any matches every value in a filter.
+	Any = "ANY"
+	// Match, as a filter's pattern type, finds every ACL that applies to
+	// the filter's resource name: literal, wildcard and prefixed.
+	Match = "MATCH"
+
+	// ClusterName is the one name of the CLUSTER resource.
+	ClusterName = "kafka-cluster"
+	// Wildcard is the literal resource name, principal or host that
+	// matches all.
+	Wildcard = "*"
+)
+
+var (
+	resourceTypes = []string{ResourceTopic, ResourceGroup, ResourceCluster, ResourceTransactionalID}
+	operations    = []string{OpAll, OpRead, OpWrite, OpCreate, OpDelete, OpAlter, OpDescribe, OpClusterAction,
+		OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite}
+)
+
+// Operations lists the operations an ACL may name.
+func Operations() []string { return slices.Clone(operations) }
+
+// ACL is one access control entry bound to a resource pattern (Kafka's
+// AclBinding).
+type ACL struct {
+	ResourceType string `json:"resource_type"`
+	ResourceName string `json:"resource_name"`
+	PatternType  string `json:"pattern_type"`
+	Principal    string `json:"principal"` // User:NAME or User:*
+	Host         string `json:"host"`      // an IP address or *
+	Operation    string `json:"operation"`
+	Permission   string `json:"permission"`
+}
+
+func (a ACL) String() string {
+	return fmt.Sprintf("%s %s %s on %s:%s:%s from %s", a.Principal, a.Permission, a.Operation, a.PatternType, a.ResourceType, a.ResourceName, a.Host)
+}
+
+// Check validates an ACL as CreateAcls does.
+func (a ACL) Check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: ACL: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	switch {
+	case !slices.Contains(resourceTypes, a.ResourceType):
+		return bad("resource type %q (want one of %s)", a.ResourceType, strings.Join(resourceTypes, ", "))
+	case a.PatternType != PatternLiteral && a.PatternType != PatternPrefixed:
+		return bad("pattern type %q (want LITERAL or PREFIXED)", a.PatternType)
+	case a.ResourceName == "":
+		return bad("empty resource name")
+	case a.ResourceType == ResourceCluster && (a.ResourceName != ClusterName || a.PatternType != PatternLiteral):
+		return bad("the cluster resource is LITERAL %q", ClusterName)
+	case !slices.Contains(operations, a.Operation):
+		return bad("operation %q (want one of %s)", a.Operation, strings.Join(operations, ", "))
+	case a.Permission != Allow && a.Permission != Deny:
+		return bad("permission %q (want ALLOW or DENY)", a.Permission)
+	case a.Host == "":
+		return bad("empty host (use * for any)")
+	}
+	if t, name, ok := strings.Cut(a.Principal, ":"); !ok || t != "User" || name == "" {
+		return bad("principal %q (want User:NAME or User:*)", a.Principal)
+	}
+	return nil
+}
+
+// ACLFilter selects ACLs (DescribeAcls, DeleteAcls). "ANY" (or "") in a
+// field matches every value; a PatternType of MATCH selects the ACLs that
+// apply to ResourceName.
+type ACLFilter struct {
+	ResourceType string `json:"resource_type,omitempty"`
+	ResourceName string `json:"resource_name,omitempty"` // "" = any
+	PatternType  string `json:"pattern_type,omitempty"`
+	Principal    string `json:"principal,omitempty"`
+	Host         string `json:"host,omitempty"`
+	Operation    string `json:"operation,omitempty"`
+	Permission   string `json:"permission,omitempty"`
+}
+
+func anyOr(f, v string) bool { return f == "" || f == Any || f == v }
+
+// Matches reports whether the filter selects a.
+func (f ACLFilter) Matches(a ACL) bool {
+	if !anyOr(f.ResourceType, a.ResourceType) || !anyOr(f.Operation, a.Operation) || !anyOr(f.Permission, a.Permission) {
+		return false
+	}
+	if f.Principal != "" && f.Principal != a.Principal || f.Host != "" && f.Host != a.Host {
+		return false
+	}
+	switch f.PatternType {
+	case "", Any:
+		return f.ResourceName == "" || f.ResourceName == a.ResourceName
+	case Match:
+		if f.ResourceName == "" {
+			return true
+		}
+		return resourceMatches(a, f.ResourceName)
+	default:
+		return f.PatternType == a.PatternType && (f.ResourceName == "" || f.ResourceName == a.ResourceName)
+	}
+}
+
+// resourceMatches reports whether a's pattern covers the resource name.
+func resourceMatches(a ACL, name string) bool {
+	switch a.PatternType {
+	case PatternLiteral:
+		return a.ResourceName == name || a.ResourceName == Wildcard
+	case PatternPrefixed:
+		return strings.HasPrefix(name, a.ResourceName)
+	}
+	return false
+}
+
+// implies lists, for an operation asked for, the operations whose ALLOW
+// grants it besides itself and ALL (Kafka's implied operations).
+var implies = map[string][]string{
+	OpDescribe:        {OpRead, OpWrite, OpDelete, OpAlter},
+	OpDescribeConfigs: {OpAlterConfigs},
+}
+
+// Authorizer decides requests against a set of ACLs. The zero value is
+// off: it allows everything. It is safe for concurrent use; Set replaces
+// the ACLs atomically.
+type Authorizer struct {
+	mu struct {
+		sync.RWMutex
+		enabled bool
+		super   map[string]bool
+		// byType holds the ACLs of each resource type.
+		byType  map[string][]ACL
+		version uint64
+	}
+}
+
+// NewAuthorizer returns an authorizer, enforcing when enabled, that allows
+// superUsers (User:NAME) everything.
+func NewAuthorizer(enabled bool, superUsers []string) *Authorizer {
+	a := &Authorizer{}
+	a.mu.enabled = enabled
+	a.mu.super = map[string]bool{}
+	for _, u := range superUsers {
+		a.mu.super[u] = true
+	}
+	a.mu.byType = map[string][]ACL{}
+	return a
+}
+
+// Enabled reports whether the authorizer enforces ACLs.
+func (z *Authorizer) Enabled() bool {
+	if z == nil {
+		return false
+	}
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.mu.enabled
+}
+
+// Set replaces the ACLs with those of a state at version; an older
+// version than the one held is ignored, so two refreshers cannot move it
+// back.
+func (z *Authorizer) Set(version uint64, acls []ACL) {
+	by := map[string][]ACL{}
+	for _, a := range acls {
+		by[a.ResourceType] = append(by[a.ResourceType], a)
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if version < z.mu.version {
+		return
+	}
+	z.mu.byType, z.mu.version = by, version
+}
+
+// Version is the version of the ACLs held.
+func (z *Authorizer) Version() uint64 {
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	return z.mu.version
+}
+
+// Request is one access decision's question.
+type Request struct {
+	Principal    string // User:NAME; User:ANONYMOUS when unauthenticated
+	Host         string // the client's IP address
+	Operation    string
+	ResourceType string
+	ResourceName string
+}
+
+// Authorize decides a request: super users and an authorizer that is off
+// allow all; otherwise a matching DENY wins, then a matching ALLOW (of the
+// operation, one that implies it, or ALL), and with neither the answer is
+// no.
+func (z *Authorizer) Authorize(r Request) bool {
+	if z == nil {
+		return true
+	}
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	if !z.mu.enabled || z.mu.super[r.Principal] {
+		return true
+	}
+	acls := z.mu.byType[r.ResourceType]
+	allowed := false
+	for i := range acls {
+		a := &acls[i]
+		if !resourceMatches(*a, r.ResourceName) ||
+			a.Principal != r.Principal && a.Principal != "User:*" ||
+			a.Host != Wildcard && a.Host != r.Host {
+			continue
+		}
+		if a.Permission == Deny {
+			if a.Operation == r.Operation || a.Operation == OpAll {
+				return false
+			}
+			continue
+		}
+		if a.Operation == r.Operation || a.Operation == OpAll || slices.Contains(implies[r.Operation], a.Operation) {
+			allowed = true
+		}
+	}
+	return allowed
+}
+
+// AuthorizeAny reports whether the principal may do op on some resource
+// of the type (Kafka's authorizeByResourceType, used by InitProducerId
+// for idempotent producers): an ALLOW of any pattern that no DENY of the
+// whole type (literal wildcard) cancels.
+func (z *Authorizer) AuthorizeAny(principal, host, op, resourceType string) bool {
+	if z == nil {
+		return true
+	}
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	if !z.mu.enabled || z.mu.super[principal] {
+		return true
+	}
+	allowed := false
+	for _, a := range z.mu.byType[resourceType] {
+		if a.Principal != principal && a.Principal != "User:*" || a.Host != Wildcard && a.Host != host {
+			continue
+		}
+		opOK := a.Operation == op || a.Operation == OpAll
+		if a.Permission == Deny && opOK && a.PatternType == PatternLiteral && a.ResourceName == Wildcard {
+			return false
+		}
+		if a.Permission == Allow && opOK {
+			allowed = true
+		}
+	}
+	return allowed
+}

@@ -1,0 +1,120 @@
+package auth
+
+import (
+	"errors"
+	"testing"
+)
+
+func allow(principal, rt, pattern, name, op string) ACL {
+	return ACL{ResourceType: rt, ResourceName: name, PatternType: pattern, Principal: principal, Host: "*", Operation: op, Permission: Allow}
+}
+
+// TestAuthorizerMatrix walks the ACL model: literal, prefixed and
+// wildcard resources, deny over allow, implied operations, hosts, the
+// User:* principal, super users and default deny.
+func TestAuthorizerMatrix(t *testing.T) {
+	z := NewAuthorizer(true, []string{"User:admin"})
+	denyHost := allow("User:alice", ResourceTopic, PatternLiteral, "orders", OpWrite)
+	denyHost.Permission, denyHost.Host = Deny, "10.0.0.9"
+	hostOnly := allow("User:carol", ResourceTopic, PatternLiteral, "orders", OpRead)
+	hostOnly.Host = "127.0.0.1"
+	denyAll := allow("User:alice", ResourceTopic, PatternPrefixed, "secret-", OpAll)
+	denyAll.Permission = Deny
+	z.Set(1, []ACL{
+		allow("User:alice", ResourceTopic, PatternLiteral, "orders", OpWrite),
+		allow("User:alice", ResourceTopic, PatternLiteral, "orders", OpRead),
+		allow("User:alice", ResourceGroup, PatternLiteral, "g1", OpRead),
+		allow("User:alice", ResourceTopic, PatternPrefixed, "logs-", OpRead),
+		allow("User:alice", ResourceTopic, PatternLiteral, "*", OpDescribeConfigs),
+		allow("User:alice", ResourceTopic, PatternPrefixed, "", OpAll), // prefix "" is every topic...
+		denyAll, // ...but not secret-*
+		denyHost,
+		hostOnly,
+		allow("User:*", ResourceTopic, PatternLiteral, "public", OpRead),
+		allow("User:bob", ResourceCluster, PatternLiteral, ClusterName, OpAlterConfigs),
+	})
+	for _, tc := range []struct {
+		p, host, op, rt, name string
+		want                  bool
+	}{
+		{"User:alice", "127.0.0.1", OpWrite, ResourceTopic, "orders", true},
+		{"User:alice", "127.0.0.1", OpDescribe, ResourceTopic, "orders", true}, // implied by READ/WRITE
+		{"User:alice", "10.0.0.9", OpWrite, ResourceTopic, "orders", false},    // denied from that host
+		{"User:alice", "10.0.0.9", OpRead, ResourceTopic, "orders", true},      // the deny is for WRITE only
+		{"User:alice", "127.0.0.1", OpRead, ResourceTopic, "logs-app", true},   // prefixed
+		{"User:alice", "127.0.0.1", OpRead, ResourceTopic, "secret-x", false},  // DENY ALL prefixed wins
+		{"User:alice", "127.0.0.1", OpRead, ResourceGroup, "g1", true},
+		{"User:alice", "127.0.0.1", OpRead, ResourceGroup, "g2", false},
+		{"User:alice", "127.0.0.1", OpCreate, ResourceCluster, ClusterName, false},
+		{"User:bob", "127.0.0.1", OpRead, ResourceTopic, "orders", false}, // default deny
+		{"User:bob", "127.0.0.1", OpRead, ResourceTopic, "public", true},  // User:*
+		{"User:bob", "127.0.0.1", OpDescribeConfigs, ResourceCluster, ClusterName, true},
+		{"User:bob", "127.0.0.1", OpAlterConfigs, ResourceCluster, ClusterName, true},
+		{"User:bob", "127.0.0.1", OpAlter, ResourceCluster, ClusterName, false},
+		{"User:carol", "127.0.0.1", OpRead, ResourceTopic, "orders", true},
+		{"User:carol", "127.0.0.2", OpRead, ResourceTopic, "orders", false},
+		{"User:admin", "10.0.0.9", OpDelete, ResourceTopic, "secret-x", true}, // super user
+		{"User:ANONYMOUS", "127.0.0.1", OpDescribe, ResourceTopic, "orders", false},
+	} {
+		got := z.Authorize(Request{Principal: tc.p, Host: tc.host, Operation: tc.op, ResourceType: tc.rt, ResourceName: tc.name})
+		if got != tc.want {
+			t.Errorf("%s from %s: %s %s %q = %v, want %v", tc.p, tc.host, tc.op, tc.rt, tc.name, got, tc.want)
+		}
+	}
+	if !z.AuthorizeAny("User:alice", "127.0.0.1", OpWrite, ResourceTopic) || z.AuthorizeAny("User:bob", "127.0.0.1", OpWrite, ResourceTopic) {
+		t.Error("AuthorizeAny")
+	}
+	off := NewAuthorizer(false, nil)
+	if !off.Authorize(Request{Principal: "User:x", Operation: OpDelete, ResourceType: ResourceTopic, ResourceName: "t"}) {
+		t.Error("an authorizer that is off denies")
+	}
+	z.Set(0, nil) // older: ignored
+	if !z.Authorize(Request{Principal: "User:alice", Host: "h", Operation: OpRead, ResourceType: ResourceTopic, ResourceName: "orders"}) {
+		t.Error("an older ACL set replaced a newer one")
+	}
+}
+
+func TestACLCheckAndFilter(t *testing.T) {
+	good := allow("User:alice", ResourceTopic, PatternPrefixed, "orders-", OpRead)
+	if err := good.Check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*ACL){
+		"type":       func(a *ACL) { a.ResourceType = "BROKER" },
+		"pattern":    func(a *ACL) { a.PatternType = Match },
+		"name":       func(a *ACL) { a.ResourceName = "" },
+		"cluster":    func(a *ACL) { a.ResourceType, a.ResourceName = ResourceCluster, "c" },
+		"op":         func(a *ACL) { a.Operation = Any },
+		"permission": func(a *ACL) { a.Permission = Any },
+		"principal":  func(a *ACL) { a.Principal = "alice" },
+		"host":       func(a *ACL) { a.Host = "" },
+	} {
+		a := good
+		mut(&a)
+		if err := a.Check(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	lit := allow("User:alice", ResourceTopic, PatternLiteral, "orders", OpRead)
+	wild := allow("User:bob", ResourceTopic, PatternLiteral, "*", OpRead)
+	for _, tc := range []struct {
+		f    ACLFilter
+		a    ACL
+		want bool
+	}{
+		{ACLFilter{}, good, true},
+		{ACLFilter{ResourceType: ResourceGroup}, good, false},
+		{ACLFilter{PatternType: Match, ResourceName: "orders-1"}, good, true},
+		{ACLFilter{PatternType: Match, ResourceName: "orders"}, lit, true},
+		{ACLFilter{PatternType: Match, ResourceName: "orders"}, wild, true},
+		{ACLFilter{PatternType: Match, ResourceName: "orders"}, good, false},
+		{ACLFilter{PatternType: PatternLiteral, ResourceName: "orders"}, lit, true},
+		{ACLFilter{PatternType: PatternLiteral}, good, false},
+		{ACLFilter{Principal: "User:bob"}, lit, false},
+		{ACLFilter{Operation: Any, Permission: Allow}, lit, true},
+	} {
+		if got := tc.f.Matches(tc.a); got != tc.want {
+			t.Errorf("%+v matches %s = %v, want %v", tc.f, tc.a, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,22 @@
+// Package auth owns what security decisions are made of, independent of any
+// wire protocol:
+//
+//   - TLS server configuration (tls.go): modern cipher suites only, client
+//     certificate policy, and a certificate that is re-read when its files
+//     change, so a renewed certificate needs no restart;
+//   - SASL mechanisms (sasl.go, scram.go, plain.go): a server-side SCRAM
+//     (RFC 5802, with SHA-256 and SHA-512 as RFC 7677 and Kafka use them)
+//     and PLAIN, verified against salted and hashed SCRAM credentials, so a
+//     password is never stored;
+//   - the authorizer (acl.go): Kafka's ACL model of principal, host,
+//     operation, permission and resource pattern (literal, prefixed, or the
+//     wildcard "*"), with deny winning over allow, the operations Kafka
+//     implies (READ implies DESCRIBE, and so on), super users, and default
+//     deny.
+//
+// The gateways run the exchanges (Kafka's SaslHandshake and
+// SaslAuthenticate) and ask the Authorizer; the controller stores the
+// credentials and ACLs in its replicated state; tools/ wires the three.
+//
+// auth is a leaf: it imports no other aerostream package.
+package auth

@@ -1,0 +1,84 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Exchange is one SASL authentication, server side. Step consumes the
+// client's next message and returns the reply; done reports that the
+// client is authenticated (as User). An error ends the exchange: the
+// client is not authenticated.
+type Exchange interface {
+	Step(ctx context.Context, msg []byte) (reply []byte, done bool, err error)
+	User() string
+}
+
+// Mechanisms lists the SASL mechanisms served, in preference order.
+var Mechanisms = []string{ScramSHA256, ScramSHA512, Plain}
+
+// NewExchange starts an exchange for mechanism, which must be one of
+// enabled.
+func NewExchange(mechanism string, enabled []string, lookup CredentialLookup) (Exchange, error) {
+	if !slices.Contains(enabled, mechanism) {
+		return nil, fmt.Errorf("%w: %q (enabled: %v)", ErrUnsupportedMechanism, mechanism, enabled)
+	}
+	if mechanism == Plain {
+		return &plainServer{lookup: lookup}, nil
+	}
+	return NewScramServer(mechanism, lookup)
+}
+
+// plainServer is RFC 4616's PLAIN: one message,
+// [authzid] NUL authcid NUL passwd. The password is checked against the
+// user's SCRAM credential (SHA-256 first, else SHA-512), so PLAIN needs no
+// store of its own and no password is kept.
+type plainServer struct {
+	lookup CredentialLookup
+	user   string
+	done   bool
+}
+
+func (p *plainServer) User() string { return p.user }
+
+func (p *plainServer) Step(ctx context.Context, msg []byte) ([]byte, bool, error) {
+	if p.done {
+		return nil, false, fmt.Errorf("%w: the PLAIN exchange is over", ErrMalformed)
+	}
+	p.done = true
+	authz, user, pass, err := ParsePlain(msg)
+	if err != nil {
+		return nil, false, err
+	}
+	if authz != "" && authz != user {
+		return nil, false, fmt.Errorf("%w: authorization id %q differs from the user %q", ErrAuthentication, authz, user)
+	}
+	for _, m := range []string{ScramSHA256, ScramSHA512} {
+		cred, ok, err := p.lookup(ctx, user, m)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			if !cred.VerifyPassword(m, pass) {
+				break
+			}
+			p.user = user
+			return nil, true, nil
+		}
+	}
+	return nil, false, fmt.Errorf("%w: invalid credentials for user %q", ErrAuthentication, user)
+}
+
+// ParsePlain splits a PLAIN message into its three fields.
+func ParsePlain(msg []byte) (authzid, user, password string, err error) {
+	parts := bytes.Split(msg, []byte{0})
+	if len(parts) != 3 {
+		return "", "", "", fmt.Errorf("%w: PLAIN: want authzid NUL user NUL password, got %d fields", ErrMalformed, len(parts))
+	}
+	if len(parts[1]) == 0 || len(parts[2]) == 0 {
+		return "", "", "", fmt.Errorf("%w: PLAIN: empty user or password", ErrMalformed)
+	}
+	return string(parts[0]), string(parts[1]), string(parts[2]), nil
+}
