@@ -54,6 +54,17 @@ require (
 )
 
 require (
+	github.com/bufbuild/protocompile v0.14.1
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
+	github.com/hamba/avro/v2 v2.31.0
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.2 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/twmb/franz-go/pkg/sr v1.8.0
+)
+
+require (
 	cel.dev/expr v0.25.2 // indirect
 	cloud.google.com/go v0.123.0 // indirect
 	cloud.google.com/go/auth v0.24.1 // indirect
