@@ -50,10 +50,10 @@ func gatewaySubtree(pkg string) string {
 
 var importRules = []importRule{
 	{
-		why:      "controller imports no aerostream package but catalog and topicconfig (stores are reached through PartitionManager)",
+		why:      "controller imports no aerostream package but catalog, topicconfig and auth (stores are reached through PartitionManager)",
 		importer: func(p string) bool { return under(p, "controller") },
 		forbids: func(_, i string, ours bool) bool {
-			return ours && !under(i, "controller") && !under(i, "catalog") && !under(i, "topicconfig")
+			return ours && !under(i, "controller") && !under(i, "catalog") && !under(i, "topicconfig") && !under(i, "auth")
 		},
 	},
 	{
@@ -62,6 +62,13 @@ var importRules = []importRule{
 		why:      "topicconfig imports no other aerostream package",
 		importer: func(p string) bool { return under(p, "topicconfig") },
 		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "topicconfig") },
+	},
+	{
+		// Users, credentials and ACLs are read by the controller and the
+		// gateways, so auth sits below both.
+		why:      "auth imports no other aerostream package",
+		importer: func(p string) bool { return under(p, "auth") },
+		forbids:  func(_, i string, ours bool) bool { return ours && !under(i, "auth") },
 	},
 	{
 		why:      "tierd/objstore and its providers import no other aerostream package",

@@ -37,6 +37,8 @@ const (
 	opElectPreferred   op = 11
 	// opSchema carries every schema registry write (schemas.go).
 	opSchema op = 40
+	// opSecurity carries every user and ACL write (security.go).
+	opSecurity op = 41
 )
 
 func (o op) String() string {
@@ -65,6 +67,8 @@ func (o op) String() string {
 		return "elect_preferred"
 	case opSchema:
 		return "schema"
+	case opSecurity:
+		return "security"
 	}
 	return fmt.Sprintf("op(%d)", byte(o))
 }
@@ -85,6 +89,7 @@ type command struct {
 	drainStore       *cmdDrainStore
 	electPreferred   *cmdElectPreferred
 	schema           *cmdSchema
+	security         *cmdSecurity
 }
 
 type cmdSetClusterID struct {
@@ -228,6 +233,8 @@ func (c *command) payload() any {
 		return c.electPreferred
 	case opSchema:
 		return c.schema
+	case opSecurity:
+		return c.security
 	}
 	return nil
 }
@@ -259,6 +266,8 @@ func newCommand(p any) command {
 		return command{op: opElectPreferred, electPreferred: p}
 	case *cmdSchema:
 		return command{op: opSchema, schema: p}
+	case *cmdSecurity:
+		return command{op: opSecurity, security: p}
 	}
 	panic(fmt.Sprintf("controller: no command for %T", p))
 }
@@ -310,6 +319,8 @@ func decodeCommand(b []byte) (command, error) {
 		c.electPreferred = new(cmdElectPreferred)
 	case opSchema:
 		c.schema = new(cmdSchema)
+	case opSecurity:
+		c.security = new(cmdSecurity)
 	default:
 		return command{}, fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, b[1])
 	}

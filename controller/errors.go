@@ -89,6 +89,7 @@ var errorCodes = []struct {
 	{ErrNodeIDInUse, "NODE_ID_IN_USE"},
 	{ErrTimeout, "TIMEOUT"},
 	{ErrClosed, "CLOSED"},
+	{ErrUnknownUser, "UNKNOWN_USER"},
 }
 
 // wireCode names err's sentinel on the wire; "UNKNOWN" for none.

@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/aerostream/aerostream/auth"
 )
 
 // Bounds on what the FSM remembers besides the metadata itself.
@@ -59,6 +61,8 @@ type state struct {
 	createdBy map[string]string
 	// schemas is the schema registry's state (schemas.go).
 	schemas schemaState
+	// security is the users and ACLs (security.go).
+	security securityState
 
 	// Derived, rebuilt on Restore.
 	byID    map[TopicID]string
@@ -102,6 +106,7 @@ func NewFSM(log *slog.Logger) *FSM {
 	}
 	f := &FSM{log: log}
 	f.mu.st = newState()
+	f.mu.st.security.init()
 	f.mu.changed = make(chan struct{})
 	return f
 }
@@ -116,6 +121,8 @@ type applyResult struct {
 	version   uint64
 	// schema is a schema registry write's outcome.
 	schema *SchemaWriteResponse
+	// acls are the ACLs each filter of a delete_acls removed.
+	acls [][]auth.ACL
 }
 
 // Apply applies one committed log entry. It never panics on any input: an
@@ -163,6 +170,8 @@ func (f *FSM) apply(c command) *applyResult {
 		r = a.electPreferred()
 	case opSchema:
 		r = a.schema(c.schema)
+	case opSecurity:
+		r = a.security(c.security)
 	default:
 		r = &applyResult{err: fmt.Errorf("%w: unknown op %d", ErrMalformedCommand, c.op)}
 	}
@@ -912,6 +921,8 @@ type snapshotData struct {
 	CreatedBy map[string]string `json:"created_by,omitempty"`
 	// Schemas is the schema registry's state, absent if never written.
 	Schemas *schemaSnapshot `json:"schemas,omitempty"`
+	// Security is the users and ACLs, absent if never written.
+	Security *securitySnapshot `json:"security,omitempty"`
 }
 
 type fsmSnapshot struct{ data snapshotData }
@@ -932,6 +943,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		Deleted:       st.deleted,
 		CreatedBy:     maps.Clone(st.createdBy),
 		Schemas:       st.schemas.snapshot(),
+		Security:      st.security.snapshot(),
 	}
 	for _, t := range st.topics {
 		d.Topics = append(d.Topics, t)
@@ -1000,6 +1012,9 @@ func decodeSnapshot(b []byte) (state, error) {
 		st.broker = d.BrokerConfigs
 	}
 	if err := st.schemas.restore(d.Schemas); err != nil {
+		return bad("%v", err)
+	}
+	if err := st.security.restore(d.Security); err != nil {
 		return bad("%v", err)
 	}
 	for _, t := range d.Topics {

@@ -197,6 +197,7 @@ func (c *Controller) handler() http.Handler {
 		return api.DrainStore(ctx, req)
 	})
 	c.schemaRoutes(route, decode)
+	c.securityRoutes(route, decode)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no client API at %s", ErrInvalidRequest, r.URL.Path))
 	})

@@ -1,5 +1,3 @@
-// Package authtest makes what security tests need: a throwaway CA and
-// server certificates, written as PEM files.
 package authtest
 
 import (
