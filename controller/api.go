@@ -316,6 +316,11 @@ type RegisterNodeRequest struct {
 	Addresses map[string]string `json:"addresses,omitempty"`
 	Shards    int32             `json:"shards,omitempty"`
 	RingAddr  string            `json:"ring_addr,omitempty"`
+	// MaxPartitions is a store's partition budget: how many partition
+	// replicas it can hold in all (0: no budget). Placement puts no more
+	// on it, and a create that cannot be placed within the budgets is
+	// refused whole.
+	MaxPartitions int32 `json:"max_partitions,omitempty"`
 	// KnownVersion is the metadata version the node already has (0: none);
 	// the reply carries what changed since.
 	KnownVersion uint64 `json:"known_version"`

@@ -169,6 +169,8 @@ type ConfigOp struct {
 
 type cmdRegisterNode struct {
 	ID        int32             `json:"id"`
+	// MaxPartitions is RegisterNodeRequest.MaxPartitions.
+	MaxPartitions int32 `json:"max_partitions,omitempty"`
 	Kind      string            `json:"kind"`
 	Addresses map[string]string `json:"addresses,omitempty"`
 	Shards    int32             `json:"shards"`

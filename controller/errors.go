@@ -57,6 +57,10 @@ var (
 	// ErrNodeIDInUse: a registration with a node id that another node
 	// holds: one of another kind, or a live one at other addresses.
 	ErrNodeIDInUse = errors.New("node id in use")
+	// ErrTooManyPartitions: a create (CreateTopics, CreatePartitions)
+	// whose replicas do not fit in the partition budgets the live stores
+	// registered with. Nothing of it is created.
+	ErrTooManyPartitions = errors.New("partition budget exceeded")
 	// ErrTimeout: Raft did not commit in time, or leadership was lost while
 	// a write was in flight. The write may or may not have been applied.
 	ErrTimeout = errors.New("controller request timed out")
@@ -87,6 +91,7 @@ var errorCodes = []struct {
 	{ErrNotLeader, "NOT_LEADER"},
 	{ErrUnknownNode, "UNKNOWN_NODE"},
 	{ErrNodeIDInUse, "NODE_ID_IN_USE"},
+	{ErrTooManyPartitions, "TOO_MANY_PARTITIONS"},
 	{ErrTimeout, "TIMEOUT"},
 	{ErrClosed, "CLOSED"},
 	{ErrUnknownUser, "UNKNOWN_USER"},

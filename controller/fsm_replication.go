@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/aerostream/aerostream/topicconfig"
 )
@@ -52,6 +53,103 @@ func (st *state) checkLiveFor(rf int16) error {
 		return fmt.Errorf("%w: replication factor %d is larger than the %d live store(s)", ErrInvalidReplicationFactor, rf, n)
 	}
 	return nil
+}
+
+// budget is store id's partition budget; 0 for none.
+func (st *state) budget(id int32) int {
+	if n := st.nodes[id]; n != nil {
+		return int(n.MaxPartitions)
+	}
+	return 0
+}
+
+// replicaLoad is rload, current, without updating the cache: the checks
+// run under the FSM's read lock.
+func (st *state) replicaLoad() map[int32]int {
+	if !st.loadStale && st.rload != nil {
+		return st.rload
+	}
+	rload := map[int32]int{}
+	for _, t := range st.topics {
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				rload[r]++
+			}
+		}
+	}
+	return rload
+}
+
+// checkRoom refuses a create of partitions new partitions of factor rf
+// that placement cannot fit in the stores' partition budgets, so that no
+// topic is ever left half-placed. It runs place's choice of stores (fewest
+// replicas first, ties to the lowest id, only those with room) on a copy
+// of the counts. With no live store the partitions wait unplaced, as
+// before.
+func (st *state) checkRoom(topic string, partitions int, rf int16) error {
+	stores := st.placeable()
+	if len(stores) == 0 || partitions <= 0 {
+		return nil
+	}
+	limited := false
+	for _, id := range stores {
+		limited = limited || st.budget(id) > 0
+	}
+	if !limited {
+		return nil
+	}
+	base := st.replicaLoad()
+	rload := make(map[int32]int, len(stores))
+	for _, id := range stores {
+		rload[id] = base[id]
+	}
+	n := min(int(rf), len(stores))
+	cands := make([]int32, 0, len(stores))
+	for i := 0; i < partitions; i++ {
+		cands = cands[:0]
+		for _, id := range stores {
+			if b := st.budget(id); b == 0 || rload[id] < b {
+				cands = append(cands, id)
+			}
+		}
+		if len(cands) < n {
+			return st.roomErr(topic, partitions, rf, base)
+		}
+		sortByLoad(cands, rload)
+		for _, id := range cands[:n] {
+			rload[id]++
+		}
+	}
+	return nil
+}
+
+// roomErr names the budgets a create does not fit in.
+func (st *state) roomErr(topic string, partitions int, rf int16, rload map[int32]int) error {
+	var b strings.Builder
+	for _, id := range st.placeable() {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		if lim := st.budget(id); lim > 0 {
+			fmt.Fprintf(&b, "store %d holds %d of its %d", id, rload[id], lim)
+		} else {
+			fmt.Fprintf(&b, "store %d has no budget", id)
+		}
+	}
+	return fmt.Errorf("%w: topic %q: %d partition(s) of replication factor %d do not fit in the live stores' partition budgets (%s)",
+		ErrTooManyPartitions, topic, partitions, rf, b.String())
+}
+
+// sortByLoad orders stores by the replicas they hold, ties to the lowest
+// id: placement's order of preference.
+func sortByLoad(ids []int32, rload map[int32]int) {
+	sort.SliceStable(ids, func(x, y int) bool {
+		rx, ry := rload[ids[x]], rload[ids[y]]
+		if rx != ry {
+			return rx < ry
+		}
+		return ids[x] < ids[y]
+	})
 }
 
 // checkMinISR refuses a topic's min.insync.replicas above its replication
@@ -112,9 +210,12 @@ func upgradePartition(p *PartitionInfo) {
 
 // place gives each unplaced partition of ps (no replicas yet) rf replicas
 // on distinct stores of stores (fewer when there are fewer stores): the
-// stores holding the fewest replicas, ties to the lowest id; the leader,
-// listed first as the preferred one, is the one of them leading the
-// fewest partitions, so that leadership spreads as well as data.
+// stores holding the fewest replicas, ties to the lowest id, among those
+// with room in their partition budget; the leader, listed first as the
+// preferred one, is the one of them leading the fewest partitions, so
+// that leadership spreads as well as data. A partition that does not fit
+// stays unplaced: creates were checked to fit (checkRoom), so only one
+// waiting for a store can.
 func (a *applier) place(ps []PartitionInfo, rf int, stores []int32) {
 	if len(stores) == 0 || rf < 1 {
 		return
@@ -122,18 +223,21 @@ func (a *applier) place(ps []PartitionInfo, rf int, stores []int32) {
 	st := a.st
 	st.loads()
 	n := min(rf, len(stores))
-	cands := slices.Clone(stores)
+	cands := make([]int32, 0, len(stores))
 	for i := range ps {
 		if len(ps[i].Replicas) > 0 {
 			continue
 		}
-		sort.SliceStable(cands, func(x, y int) bool {
-			rx, ry := st.rload[cands[x]], st.rload[cands[y]]
-			if rx != ry {
-				return rx < ry
+		cands = cands[:0]
+		for _, id := range stores {
+			if b := st.budget(id); b == 0 || st.rload[id] < b {
+				cands = append(cands, id)
 			}
-			return cands[x] < cands[y]
-		})
+		}
+		if len(cands) < n {
+			continue
+		}
+		sortByLoad(cands, st.rload)
 		chosen := cands[:n]
 		lead := 0
 		for j := range chosen {

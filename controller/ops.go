@@ -325,7 +325,8 @@ func (c *Controller) RegisterNode(ctx context.Context, req RegisterNodeRequest) 
 	if !c.IsLeader() {
 		return HeartbeatResponse{}, c.notLeader()
 	}
-	cmd := &cmdRegisterNode{ID: req.ID, Kind: req.Kind, Addresses: req.Addresses, Shards: req.Shards, RingAddr: req.RingAddr, NowMs: time.Now().UnixMilli()}
+	cmd := &cmdRegisterNode{ID: req.ID, Kind: req.Kind, Addresses: req.Addresses, Shards: req.Shards, RingAddr: req.RingAddr,
+		MaxPartitions: req.MaxPartitions, NowMs: time.Now().UnixMilli()}
 	if err := checkRegistration(cmd); err != nil {
 		return HeartbeatResponse{}, err
 	}

@@ -154,6 +154,9 @@ type NodeInfo struct {
 	// Draining is set by DrainStore: placement skips the store, and every
 	// replica it holds is being reassigned away.
 	Draining bool `json:"draining,omitempty"`
+	// MaxPartitions is the partition budget the store registered with
+	// (RegisterNodeRequest.MaxPartitions); 0 for none.
+	MaxPartitions int32 `json:"max_partitions,omitempty"`
 }
 
 // Delta is what changed in the metadata since a node's known version, as a

@@ -124,3 +124,20 @@ func (b *budget) admit(topic string, id int32) error {
 	}
 	return nil
 }
+
+// PartitionCapacity is how many partitions the store could hold in all,
+// by its budget as it stands: those it holds plus the creates that would
+// be admitted now. A store registers it with the controller, whose
+// placement puts no more replicas on it. 0 means no limit applies.
+func (s *Store) PartitionCapacity() int {
+	if len(s.shards) == 0 || s.shards[0].budget == nil {
+		return 0
+	}
+	b := s.shards[0].budget
+	held := int(b.partitions.Load())
+	capacity := held + int(max(0, (b.maxMaps-liveMaps.Load())/mapsPerPartition))
+	if b.maxPartitions > 0 {
+		capacity = min(capacity, b.maxPartitions)
+	}
+	return capacity
+}

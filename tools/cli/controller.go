@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -196,10 +197,11 @@ func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr s
 		}
 	}
 	return controller.NewStoreAgentWith(api, storePartitions{st}, controller.RegisterNodeRequest{
-		ID:        id,
-		Shards:    int32(st.NumShards()),
-		RingAddr:  ringAddr,
-		Addresses: map[string]string{"ring": ringAddr},
+		ID:            id,
+		Shards:        int32(st.NumShards()),
+		RingAddr:      ringAddr,
+		Addresses:     map[string]string{"ring": ringAddr},
+		MaxPartitions: int32(min(st.PartitionCapacity(), math.MaxInt32)),
 	}, opts)
 }
 

@@ -71,6 +71,7 @@ var shared = []Row{
 	{controller.ErrInvalidTopic, kerr.InvalidTopicException},
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{controller.ErrTooManyPartitions, kerr.PolicyViolation},
 	{controller.ErrInvalidConfig, kerr.InvalidConfig},
 	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
