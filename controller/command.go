@@ -169,13 +169,13 @@ type ConfigOp struct {
 
 type cmdRegisterNode struct {
 	ID        int32             `json:"id"`
-	// MaxPartitions is RegisterNodeRequest.MaxPartitions.
-	MaxPartitions int32 `json:"max_partitions,omitempty"`
 	Kind      string            `json:"kind"`
 	Addresses map[string]string `json:"addresses,omitempty"`
 	Shards    int32             `json:"shards"`
 	RingAddr  string            `json:"ring_addr,omitempty"`
 	NowMs     int64             `json:"now_ms"`
+	// MaxPartitions is RegisterNodeRequest.MaxPartitions.
+	MaxPartitions int32 `json:"max_partitions,omitempty"`
 }
 
 type cmdSetLiveness struct {

@@ -263,9 +263,6 @@ func checkNewTopic(st *state, t cmdNewTopic) (cmdNewTopic, error) {
 	if t.ReplicationFactor == -1 {
 		t.ReplicationFactor = 1
 	}
-	if err := st.checkRoom(t.Name, int(t.Partitions), t.ReplicationFactor); err != nil {
-		return t, err
-	}
 	if t.ReplicationFactor < 1 {
 		return t, fmt.Errorf("%w: %d; it must be at least 1", ErrInvalidReplicationFactor, t.ReplicationFactor)
 	}
@@ -273,6 +270,9 @@ func checkNewTopic(st *state, t cmdNewTopic) (cmdNewTopic, error) {
 		return t, fmt.Errorf("%w: %d; at most %d copies of a partition are kept", ErrInvalidReplicationFactor, t.ReplicationFactor, MaxReplicationFactor)
 	}
 	if err := st.checkLiveFor(t.ReplicationFactor); err != nil {
+		return t, err
+	}
+	if err := st.checkRoom(t.Name, int(t.Partitions), t.ReplicationFactor); err != nil {
 		return t, err
 	}
 	cfg, err := validateConfigs(t.Configs, false)
@@ -400,9 +400,6 @@ func checkPartitionCount(st *state, pc PartitionCount) (*TopicInfo, error) {
 	cur := int32(len(t.Partitions))
 	switch {
 	case pc.Count < cur:
-	if err := st.checkRoom(pc.Name, int(pc.Count)-len(t.Partitions), t.ReplicationFactor); err != nil {
-		return nil, err
-	}
 		return nil, fmt.Errorf("%w: topic %q has %d partitions; the count can only grow, not shrink to %d", ErrInvalidPartitions, pc.Name, cur, pc.Count)
 	case pc.Count == cur:
 		return nil, fmt.Errorf("%w: topic %q already has %d partitions", ErrInvalidPartitions, pc.Name, cur)
@@ -411,6 +408,9 @@ func checkPartitionCount(st *state, pc PartitionCount) (*TopicInfo, error) {
 	}
 	if err := st.checkLiveFor(t.ReplicationFactor); err != nil {
 		return nil, fmt.Errorf("topic %q: %w", pc.Name, err)
+	}
+	if err := st.checkRoom(pc.Name, int(pc.Count)-len(t.Partitions), t.ReplicationFactor); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -615,9 +615,6 @@ func checkRegistration(c *cmdRegisterNode) error {
 			return fmt.Errorf("%w: a store registers its shard ring: 1 to %d shards and an address (got %d, %q)", ErrInvalidRequest, maxShards, c.Shards, c.RingAddr)
 		}
 	case KindGateway:
-	if c.MaxPartitions < 0 || (c.MaxPartitions > 0 && c.Kind != KindStore) {
-		return fmt.Errorf("%w: a partition budget of %d (a store's is 0, for none, or more)", ErrInvalidRequest, c.MaxPartitions)
-	}
 		if c.Shards != 0 || c.RingAddr != "" {
 			return fmt.Errorf("%w: a gateway serves no shard ring", ErrInvalidRequest)
 		}
@@ -626,6 +623,9 @@ func checkRegistration(c *cmdRegisterNode) error {
 	}
 	if len(c.RingAddr) > maxAddressLen {
 		return fmt.Errorf("%w: ring address longer than %d bytes", ErrInvalidRequest, maxAddressLen)
+	}
+	if c.MaxPartitions < 0 || (c.MaxPartitions > 0 && c.Kind != KindStore) {
+		return fmt.Errorf("%w: a partition budget of %d (a store's is 0, for none, or more)", ErrInvalidRequest, c.MaxPartitions)
 	}
 	if len(c.Addresses) > maxAddresses {
 		return fmt.Errorf("%w: %d addresses, at most %d", ErrInvalidRequest, len(c.Addresses), maxAddresses)
@@ -645,7 +645,6 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 	old := a.st.nodes[c.ID]
 	if old != nil && old.Kind != c.Kind {
 		return &applyResult{err: fmt.Errorf("%w: node id %d is registered to a %s at %s; give this %s an id of its own", ErrNodeIDInUse, c.ID, old.Kind, nodeAddrs(old.Kind, old.Ring.Address, old.Addresses), c.Kind)}
-		MaxPartitions:   c.MaxPartitions,
 	}
 	n := &NodeInfo{
 		ID:              c.ID,
@@ -655,6 +654,7 @@ func (a *applier) registerNode(c *cmdRegisterNode) *applyResult {
 		Live:            true,
 		LastHeartbeatMs: c.NowMs,
 		Version:         a.next,
+		MaxPartitions:   c.MaxPartitions,
 	}
 	if old != nil {
 		n.Draining = old.Draining
