@@ -12,8 +12,8 @@ import (
 //
 // Every group this gateway coordinates, live or only holding committed
 // offsets (shown Empty), with its protocol type and (v4+) state, filtered
-// by state (v4+, case-insensitive as in Kafka) and type (v5+: all groups
-// are "classic"; the KIP-848 "consumer" and "share" types are not served).
+// by state (v4+, case-insensitive as in Kafka) and type (v5+: "classic",
+// "consumer" for KIP-848 groups).
 //
 // Version notes: v3 flexible, v4 states filter, v5 types filter.
 
@@ -43,11 +43,11 @@ func (g *Gateway) handleListGroups(ctx context.Context, rc *reqCtx) (kmsg.Respon
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].id < groups[j].id })
 	for _, gs := range groups {
-		if !keep(req.StatesFilter, gs.state) || !keep(req.TypesFilter, "classic") {
+		if !keep(req.StatesFilter, gs.state) || !keep(req.TypesFilter, gs.typ) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = gs.id, gs.protocolType, gs.state, "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = gs.id, gs.protocolType, gs.state, gs.typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp, nil

@@ -78,9 +78,9 @@ type coordinator struct {
 		// dormantConsumer holds the KIP-848 state of consumer groups
 		// without live state (groups_consumer.go).
 		dormantConsumer map[string]*consumerGroup
-		emptyAt     map[string]time.Time
-		loadedTo    []int64 // per partition: the offset read up to
-		stopping    bool
+		emptyAt         map[string]time.Time
+		loadedTo        []int64 // per partition: the offset read up to
+		stopping        bool
 	}
 }
 

@@ -1,0 +1,65 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConsumerGroupHeartbeat: v0-v1 (KIP-848), as Kafka 4.4 serves it.
+//
+// The one request of the consumer protocol: joins (member epoch 0),
+// heartbeats, reports owned partitions, changes the subscription (topic
+// names, or a regex the coordinator resolves against the topics), and
+// leaves (epoch -1; -2 for a static member leaving for a while). The
+// coordinator computes the assignment with the server assignor the
+// members ask for ("uniform", the default, or "range";
+// UNSUPPORTED_ASSIGNOR otherwise) and hands each member its part as it
+// revokes what it must give up (groups_consumer.go). An empty classic
+// group becomes a consumer group on its first heartbeat; one with classic
+// members answers GROUP_ID_NOT_FOUND, as Kafka does when it may not
+// convert it. Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
+// UNRELEASED_INSTANCE_ID, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST
+// for a first request without its required fields.
+//
+// Version notes: v1 regex subscriptions and client-made member ids.
+
+func init() { regKey(68, 0, 1, (*Gateway).handleConsumerGroupHeartbeat) }
+
+func (g *Gateway) handleConsumerGroupHeartbeat(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.ConsumerGroupHeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	md, err := g.cluster.Metadata(ctx)
+	if err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	h := cgHeartbeat{req: req, clientID: rc.clientID, clientHost: clientHost(rc), md: md, now: time.Now()}
+	ans, err := awaitGroup(ctx, g, req.Group, req.MemberEpoch == 0, func(gr *group, reply chan<- cgAnswer) {
+		reply <- gr.consumerHeartbeat(h)
+	})
+	if groupGone(err) {
+		err = kerr.UnknownMemberID
+	}
+	if err == nil {
+		err = ans.err
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		return resp, nil
+	}
+	resp.MemberID = &ans.memberID
+	resp.MemberEpoch = ans.epoch
+	resp.HeartbeatIntervalMillis = int32(cgHeartbeatInterval / time.Millisecond)
+	if ans.assignment != nil {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		a.Topics = toAssignment(ans.assignment, md)
+		resp.Assignment = &a
+	}
+	return resp, nil
+}
