@@ -28,6 +28,10 @@ func FuzzDecode(f *testing.F) {
 	seed(OpSubscribe, &Subscribe{MaxBytes: 1 << 20, CreditBytes: 4 << 20, Partitions: []SubscribePartition{{Partition: 1, Offset: 5}}})
 	seed(OpCredit, &Credit{Subscription: 3, Bytes: 100})
 	seed(OpAlterConfigs, &AlterConfigs{Name: "t", Set: []Config{{"retention.ms", "1"}}, Deleted: []string{"segment.ms"}})
+	seed(OpProduceMany, &ProduceMany{Acks: 1, Partitions: []ManyPart{{Partition: 1, Records: []byte{1}}, {Partition: 2}}})
+	seed(OpDescribeGroup, &GroupName{Group: "g"})
+	seed(OpGroupLag, &GroupLag{Group: "g"})
+	seed(OpFetch, &Fetch{Partitions: []FetchPartition{{Partition: 2}}, Commit: &FetchCommit{Group: "g", Offsets: []TopicOffset{{Partition: 1, Offset: 3}}}})
 	var bb BatchBuilder
 	bb.Add(1, []byte("k"), []byte("v"), nil)
 	batch, _ := bb.AppendBatch(nil)
@@ -67,13 +71,22 @@ func FuzzDecode(f *testing.F) {
 				m = &Credit{}
 			case OpAlterConfigs:
 				m = &AlterConfigs{}
+			case OpProduceMany:
+				m = &ProduceMany{}
+			case OpDescribeGroup:
+				m = &GroupName{}
+			case OpGroupLag:
+				m = &GroupLag{}
+			case OpInitProducerID, OpListGroups:
+				m = &Empty{}
 			}
 			if m != nil {
 				_ = m.Decode(&r)
 			}
 		}
 		// The response side, as the SDK decodes what a server sends.
-		for _, m := range []decoder{&HandshakeResponse{}, &Topics{}, &ProduceResponse{}, &FetchResponse{}, &OffsetAt{}, &Description{}, &Offsets{}, &Assignment{}} {
+		for _, m := range []decoder{&HandshakeResponse{}, &Topics{}, &ProduceResponse{}, &FetchResponse{}, &OffsetAt{}, &Description{}, &Offsets{}, &Assignment{},
+			&ProduceManyResponse{}, &ProducerID{}, &GroupDescription{}, &Groups{}, &LagResponse{}} {
 			r := NewReader(b)
 			ReadHead(&r)
 			_ = m.Decode(&r)

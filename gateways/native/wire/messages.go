@@ -220,6 +220,12 @@ type Fetch struct {
 	MinBytes   int32
 	MaxBytes   int32
 	Partitions []FetchPartition
+	// Commit, when not nil, is committed before the fetch is served
+	// (FeatureFetchCommit); it travels as a trailer after the partitions.
+	// Decode sets HasCommit when the trailer was there (and keeps Commit
+	// allocated for reuse either way).
+	Commit    *FetchCommit
+	HasCommit bool
 }
 
 func (m *Fetch) Append(b []byte) []byte {
@@ -234,10 +240,14 @@ func (m *Fetch) Append(b []byte) []byte {
 		b = AppendI64(b, p.Offset)
 		b = AppendI32(b, p.MaxBytes)
 	}
+	if m.Commit != nil {
+		b = m.Commit.Append(b)
+	}
 	return b
 }
 
-// Decode reuses m.Partitions' backing array.
+// Decode reuses m.Partitions' backing array, and m.Commit's when bytes
+// follow the partitions (the commit trailer).
 func (m *Fetch) Decode(r *Reader) error {
 	m.MaxWaitMs = r.I32("max wait ms")
 	m.MinBytes = r.I32("min bytes")
@@ -247,6 +257,15 @@ func (m *Fetch) Decode(r *Reader) error {
 	for range n {
 		m.Partitions = append(m.Partitions, FetchPartition{TopicID: r.ID("topic id"), Partition: r.I32("partition"),
 			Offset: r.I64("offset"), MaxBytes: r.I32("partition max bytes")})
+	}
+	if r.Err() == nil && r.Len() > 0 {
+		if m.Commit == nil {
+			m.Commit = &FetchCommit{}
+		}
+		m.Commit.decode(r)
+		m.HasCommit = true
+	} else {
+		m.HasCommit = false
 	}
 	return r.End("Fetch")
 }
@@ -277,8 +296,15 @@ func AppendFetchedHead(b []byte, p *FetchedPartition, n int) []byte {
 	return AppendU32(b, uint32(n))
 }
 
-// FetchResponse is the partitions fetched, in request order.
-type FetchResponse struct{ Partitions []FetchedPartition }
+// FetchResponse is the partitions fetched, in request order. When the
+// Fetch carried a commit, the commit's outcome follows the partitions
+// (HasCommit, CommitCode, CommitMessage).
+type FetchResponse struct {
+	Partitions    []FetchedPartition
+	HasCommit     bool
+	CommitCode    int16
+	CommitMessage string
+}
 
 func (m *FetchResponse) Append(b []byte) []byte {
 	b = AppendU16(b, uint16(len(m.Partitions)))
@@ -287,7 +313,16 @@ func (m *FetchResponse) Append(b []byte) []byte {
 		b = AppendFetchedHead(b, p, len(p.Records))
 		b = append(b, p.Records...)
 	}
+	if m.HasCommit {
+		b = AppendCommitResult(b, m.CommitCode, m.CommitMessage)
+	}
 	return b
+}
+
+// AppendCommitResult appends a Fetch response's commit trailer.
+func AppendCommitResult(b []byte, code int16, msg string) []byte {
+	b = AppendI16(b, code)
+	return AppendStr(b, msg)
 }
 
 func (m *FetchResponse) Decode(r *Reader) error {
@@ -297,6 +332,12 @@ func (m *FetchResponse) Decode(r *Reader) error {
 		m.Partitions = append(m.Partitions, FetchedPartition{TopicID: r.ID("topic id"), Partition: r.I32("partition"),
 			Code: r.I16("error code"), HighWatermark: r.I64("high watermark"), LogStartOffset: r.I64("log start offset"),
 			Records: r.Bytes("records")})
+	}
+	m.HasCommit, m.CommitCode, m.CommitMessage = false, 0, ""
+	if r.Err() == nil && r.Len() > 0 {
+		m.HasCommit = true
+		m.CommitCode = r.I16("commit error code")
+		m.CommitMessage = r.Str("commit message")
 	}
 	return r.End("FetchResponse")
 }

@@ -29,26 +29,34 @@ const (
 type Opcode byte
 
 const (
-	OpHandshake    Opcode = 0x01
-	OpLookup       Opcode = 0x02
-	OpProduce      Opcode = 0x03
-	OpFetch        Opcode = 0x04
-	OpListOffsets  Opcode = 0x05
-	OpCreateTopic  Opcode = 0x06
-	OpDeleteTopic  Opcode = 0x07
-	OpListTopics   Opcode = 0x08
-	OpDescribe     Opcode = 0x09
-	OpOffsetCommit Opcode = 0x0A
-	OpOffsetFetch  Opcode = 0x0B
-	OpJoinGroup    Opcode = 0x0C
-	OpHeartbeat    Opcode = 0x0D
-	OpLeaveGroup   Opcode = 0x0E
+	OpHandshake     Opcode = 0x01
+	OpLookup        Opcode = 0x02
+	OpProduce       Opcode = 0x03
+	OpFetch         Opcode = 0x04
+	OpListOffsets   Opcode = 0x05
+	OpCreateTopic   Opcode = 0x06
+	OpDeleteTopic   Opcode = 0x07
+	OpListTopics    Opcode = 0x08
+	OpDescribe      Opcode = 0x09
+	OpOffsetCommit  Opcode = 0x0A
+	OpOffsetFetch   Opcode = 0x0B
+	OpJoinGroup     Opcode = 0x0C
+	OpHeartbeat     Opcode = 0x0D
+	OpLeaveGroup    Opcode = 0x0E
+	OpDescribeGroup Opcode = 0x0F
+	OpListGroups    Opcode = 0x10
 	// OpSubscribe's answer and its pushes carry the Subscribe's opcode and
 	// correlation id.
 	OpSubscribe    Opcode = 0x11
 	OpCredit       Opcode = 0x12
 	OpUnsubscribe  Opcode = 0x13
 	OpAlterConfigs Opcode = 0x14
+	// OpInitProducerID hands out an idempotent producer id from the
+	// cluster's allocator, the one Kafka's InitProducerId uses.
+	OpInitProducerID Opcode = 0x15
+	// OpProduceMany carries batches for many partitions in one request.
+	OpProduceMany Opcode = 0x16
+	OpGroupLag    Opcode = 0x17
 	// OpError is sent by the server only, for a frame it cannot answer
 	// otherwise (bad header, unknown opcode); the server then closes.
 	OpError Opcode = 0x7F
@@ -60,6 +68,8 @@ var opNames = map[Opcode]string{
 	OpListTopics: "ListTopics", OpDescribe: "Describe", OpOffsetCommit: "OffsetCommit", OpOffsetFetch: "OffsetFetch",
 	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpSubscribe: "Subscribe",
 	OpCredit: "Credit", OpUnsubscribe: "Unsubscribe", OpAlterConfigs: "AlterConfigs", OpError: "Error",
+	OpDescribeGroup: "DescribeGroup", OpListGroups: "ListGroups", OpInitProducerID: "InitProducerID",
+	OpProduceMany: "ProduceMany", OpGroupLag: "GroupLag",
 }
 
 func (o Opcode) String() string {
@@ -85,6 +95,9 @@ const (
 	// FeaturePush: Subscribe streams records with credit-based flow
 	// control.
 	FeaturePush uint64 = 1 << 3
+	// FeatureFetchCommit: a Fetch may carry a group's offsets to commit
+	// (its optional trailer), and its response then the commit's outcome.
+	FeatureFetchCommit uint64 = 1 << 4
 )
 
 // Sentinels of the codec.
