@@ -18,11 +18,24 @@ import (
 // max_wait (capped by Options.MaxWait) for min_bytes over all partitions,
 // and returns at most max_bytes in all and a partition's max_bytes each,
 // always at least one whole batch so a large one cannot stall a reader.
+// A commit in the request's trailer is stored first; its outcome follows
+// the partitions in the response.
 
 func (s *session) handleFetch(ctx context.Context, corr uint32, r *wire.Reader) (*gateways.Response, error) {
 	m := &s.fetch
 	if err := m.Decode(r); err != nil {
 		return nil, err
+	}
+	var trailer []byte
+	if m.HasCommit {
+		// Committed before the fetch, so a follower's commit of what it
+		// has handled rides on the fetch for what comes next.
+		var code int16
+		var msg string
+		if err := s.fetchCommit(ctx, m.Commit); err != nil {
+			code, msg = codeFor(err), err.Error()
+		}
+		trailer = wire.AppendCommitResult(nil, code, msg)
 	}
 	codes := make([]int16, len(m.Partitions))
 	s.ringParts = s.ringParts[:0]
@@ -76,7 +89,7 @@ func (s *session) handleFetch(ctx context.Context, corr uint32, r *wire.Reader) 
 	}
 	wire.PutLength(b)
 	// The header's length counts the records too.
-	total := len(b) - wire.HeaderSize + payload
+	total := len(b) - wire.HeaderSize + payload + len(trailer)
 	b[3], b[4], b[5], b[6] = byte(total>>24), byte(total>>16), byte(total>>8), byte(total)
 	*bp = b
 
@@ -99,6 +112,7 @@ func (s *session) handleFetch(ctx context.Context, corr uint32, r *wire.Reader) 
 	if len(m.Partitions) == 0 {
 		resp.AddBytes(b)
 	}
+	resp.AddBytes(trailer)
 	resp.OnRelease(func() {
 		res.Release()
 		s.g.bufs.Put(bp)

@@ -73,6 +73,9 @@ type Options struct {
 	// Offsets stores groups' committed offsets; nil answers offset
 	// requests with COORDINATOR_NOT_AVAILABLE.
 	Offsets Offsets
+	// ProducerIDs allocates idempotent producer ids (InitProducerID); nil
+	// answers it with COORDINATOR_NOT_AVAILABLE.
+	ProducerIDs ProducerIDs
 	// StallTimeout closes a connection one of whose subscriptions has had
 	// no credit for this long; default 2 minutes.
 	StallTimeout time.Duration
@@ -126,7 +129,9 @@ func (g *Gateway) Stats() gateways.Stats { return g.srv.Stats() }
 
 // NewSession implements gateways.Protocol.
 func (g *Gateway) NewSession(c *gateways.Conn) gateways.Session {
-	return &session{g: g, conn: c, topics: map[[16]byte]*Topic{}}
+	s := &session{g: g, conn: c, topics: map[[16]byte]*Topic{}}
+	s.prods.init()
+	return s
 }
 
 // session is one connection's state, owned by its read goroutine.
@@ -141,7 +146,11 @@ type session struct {
 
 	fetch     wire.Fetch
 	ringParts []ring.FetchPartition
-	produce   wire.Produce
+	produce   wire.ProduceMany
+	// frame is the produce frame being handled, in a buffer of its own
+	// (prods.frameBuf) that its goroutine gives back.
+	frame []byte
+	prods produces
 
 	// connCtx is the connection's context (Handle's), which outlives the
 	// request that starts a subscription.
@@ -175,11 +184,19 @@ func (s *session) ReadFrame(r *gateways.FrameReader, maxBytes int) ([]byte, erro
 		}
 		return empty, nil
 	}
+	if op == wire.OpProduce || op == wire.OpProduceMany {
+		// A produce is served after the next frame is read (pipelining),
+		// so it needs a buffer of its own.
+		b, err := r.Body(n, s.prods.frameBuf, nil)
+		s.frame = b
+		return b, err
+	}
 	return r.Body(n, s.get, nil)
 }
 
-// get hands out the session's one request buffer: a frame is served before
-// the next is read, and no response aliases it.
+// get hands out the session's one request buffer for every frame but a
+// produce: such a frame is served before the next is read, and no response
+// aliases it.
 func (s *session) get(n int) []byte {
 	if cap(s.rbuf) < n {
 		s.rbuf = make([]byte, n, max(n, 4096))
@@ -187,7 +204,12 @@ func (s *session) get(n int) []byte {
 	return s.rbuf[:n]
 }
 
-func (s *session) Close() { s.closeSubscriptions() }
+// Close stops the session's goroutines and waits for them: the plumbing
+// requires pushers gone when it returns.
+func (s *session) Close() {
+	s.closeSubscriptions()
+	s.prods.wg.Wait()
+}
 
 // Handle serves one frame: its payload starts with the correlation id.
 func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response, error) {
@@ -226,7 +248,9 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 	case wire.OpLookup:
 		resp, err = s.lookup(ctx, corr, &r)
 	case wire.OpProduce:
-		resp, err = s.handleProduce(ctx, corr, &r)
+		resp, err = s.handleProduce(ctx, corr, &r, false)
+	case wire.OpProduceMany:
+		resp, err = s.handleProduce(ctx, corr, &r, true)
 	case wire.OpFetch:
 		resp, err = s.handleFetch(ctx, corr, &r)
 	case wire.OpListOffsets:
@@ -257,6 +281,14 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp, err = s.credit(&r, true)
 	case wire.OpAlterConfigs:
 		resp, err = s.alterConfigs(ctx, corr, &r)
+	case wire.OpInitProducerID:
+		resp, err = s.initProducerID(ctx, corr, &r)
+	case wire.OpDescribeGroup:
+		resp, err = s.describeGroup(ctx, corr, &r)
+	case wire.OpListGroups:
+		resp, err = s.listGroups(ctx, corr, &r)
+	case wire.OpGroupLag:
+		resp, err = s.groupLag(ctx, corr, &r)
 	}
 	if err != nil && errors.Is(err, wire.ErrMalformed) {
 		// The request's own bytes do not parse: answer what is wrong,

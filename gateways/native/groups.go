@@ -206,37 +206,10 @@ func (s *session) offsetCommit(ctx context.Context, corr uint32, r *wire.Reader)
 	if err != nil {
 		return s.fail(wire.OpOffsetCommit, corr, err, -1), nil
 	}
-	if m.MemberID != "" {
-		gs := &s.g.groups
-		gs.mu.Lock()
-		gr := gs.mu.m[m.Group]
-		var known bool
-		if gr != nil {
-			_, known = gr.members[m.MemberID]
-		}
-		gen := int32(-1)
-		if gr != nil {
-			gen = gr.generation
-		}
-		gs.mu.Unlock()
-		if !known {
-			return s.fail(wire.OpOffsetCommit, corr, fmt.Errorf("%w: %q", kerr.UnknownMemberID, m.MemberID), -1), nil
-		}
-		if m.Generation != gen {
-			return s.fail(wire.OpOffsetCommit, corr, fmt.Errorf("%w: generation %d, group at %d", kerr.IllegalGeneration, m.Generation, gen), -1), nil
-		}
+	if err := s.checkMember(m.Group, m.MemberID, m.Generation); err != nil {
+		return s.fail(wire.OpOffsetCommit, corr, err, -1), nil
 	}
-	if s.g.opts.Offsets == nil {
-		return s.fail(wire.OpOffsetCommit, corr, fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, ErrNoOffsets), -1), nil
-	}
-	offs := make(map[int32]int64, len(m.Offsets))
-	for _, o := range m.Offsets {
-		if o.Partition < 0 || o.Partition >= t.Partitions || o.Offset < 0 {
-			return s.fail(wire.OpOffsetCommit, corr, fmt.Errorf("%w: partition %d offset %d", ErrBadRequest, o.Partition, o.Offset), -1), nil
-		}
-		offs[o.Partition] = o.Offset
-	}
-	if err := s.g.opts.Offsets.CommitOffsets(ctx, m.Group, t.Name, offs); err != nil {
+	if err := s.commit(ctx, m.Group, t, m.Offsets); err != nil {
 		return s.fail(wire.OpOffsetCommit, corr, err, -1), nil
 	}
 	return s.respond(wire.OpOffsetCommit, ok(corr), nil), nil

@@ -14,7 +14,7 @@ import (
 // that names one is refused with UNSUPPORTED_SASL_MECHANISM.
 
 // serverFeatures are the feature bits this gateway has.
-const serverFeatures = wire.FeatureIdempotence | wire.FeatureZeroCopyFetch | wire.FeatureLongPoll | wire.FeaturePush
+const serverFeatures = wire.FeatureIdempotence | wire.FeatureZeroCopyFetch | wire.FeatureLongPoll | wire.FeaturePush | wire.FeatureFetchCommit
 
 func (s *session) handshake(corr uint32, r *wire.Reader) (*gateways.Response, error) {
 	var m wire.Handshake

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,6 +143,32 @@ func (o *memOffsets) FetchOffsets(_ context.Context, group, topic string) (map[i
 	return out, nil
 }
 
+// memProducerIDs counts ids up, as the Kafka gateways' allocator does.
+type memProducerIDs struct {
+	mu   sync.Mutex
+	next int64
+}
+
+func (m *memProducerIDs) InitProducerID(context.Context) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next++
+	return m.next, nil
+}
+
+func (o *memOffsets) ListGroups(context.Context) ([]string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []string
+	for k := range o.m {
+		g, _, _ := strings.Cut(k, "/")
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
 type env struct {
 	addr    string
 	gw      *native.Gateway
@@ -164,7 +192,7 @@ func newEnv(t *testing.T, tweak ...func(*native.Options)) *env {
 	}
 	b := ring.NewInProcess(st)
 	opts := native.Options{Backend: b, Cluster: &memCluster{b: b, ts: map[string]native.Topic{}}, Logger: quiet(),
-		Offsets: &memOffsets{m: map[string]map[int32]int64{}}}
+		Offsets: &memOffsets{m: map[string]map[int32]int64{}}, ProducerIDs: &memProducerIDs{next: 1 << 16}}
 	for _, fn := range tweak {
 		fn(&opts)
 	}

@@ -69,7 +69,7 @@ func dialHandshake(ctx context.Context, addr string, opts Options) (*conn, wire.
 	if err != nil {
 		return nil, hs, err
 	}
-	req := wire.Handshake{Version: uint16(wire.Version), Features: wire.FeatureIdempotence | wire.FeatureLongPoll | wire.FeatureZeroCopyFetch,
+	req := wire.Handshake{Version: uint16(wire.Version), Features: wire.FeatureIdempotence | wire.FeatureLongPoll | wire.FeatureZeroCopyFetch | wire.FeatureFetchCommit,
 		MaxFrameBytes: uint32(opts.MaxFrameBytes), ClientID: opts.ClientID}
 	r, err := c.roundTrip(ctx, wire.OpHandshake, req.Append)
 	if err == nil {

@@ -71,6 +71,11 @@ type Consumer struct {
 
 	sub    uint32     // the subscription's id, while subscribed
 	pushes chan frame // its frames
+
+	// commit, when not nil, rides on the next fetch (FeatureFetchCommit):
+	// a GroupConsumer's offsets, committed by the gateway before it
+	// serves that fetch.
+	commit *wire.FetchCommit
 }
 
 // NewConsumer opens a consumer on a new connection to cl's gateway and
@@ -179,6 +184,7 @@ func (co *Consumer) Poll(ctx context.Context) ([]Message, error) {
 	for _, p := range co.order {
 		req.Partitions = append(req.Partitions, wire.FetchPartition{TopicID: co.topic.ID, Partition: p, Offset: co.pos[p], MaxBytes: min(co.opts.MaxBytes, 1<<20)})
 	}
+	req.Commit = co.commit
 	r, err := co.c.roundTrip(ctx, wire.OpFetch, req.Append)
 	if err != nil {
 		return nil, err
@@ -186,6 +192,15 @@ func (co *Consumer) Poll(ctx context.Context) ([]Message, error) {
 	var resp wire.FetchResponse
 	if err := resp.Decode(&r); err != nil {
 		return nil, err
+	}
+	if req.Commit != nil {
+		co.commit = nil
+		if !resp.HasCommit {
+			return nil, fmt.Errorf("%w: a fetch carrying a commit was answered without its outcome", wire.ErrMalformed)
+		}
+		if resp.CommitCode != 0 {
+			return nil, fmt.Errorf("commit: %w", &Error{Code: resp.CommitCode, Message: resp.CommitMessage, LeaderHint: -1})
+		}
 	}
 	return co.absorb(ctx, &resp)
 }

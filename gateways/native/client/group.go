@@ -198,7 +198,29 @@ func (g *GroupConsumer) Commit(ctx context.Context, offsets map[int32]int64) err
 	if len(offsets) == 0 {
 		return nil
 	}
+	g.co.commit = nil // superseded
 	return g.cl.commit(ctx, g.co.c, g.opts.Group, g.opts.Topic, g.member, g.gen, offsets)
+}
+
+// CommitOnNextPoll queues offsets (partition -> next offset to read) to be
+// committed inside the next Poll's fetch, as this member of this
+// generation: a follower's commits then cost no round trip of their own.
+// That Poll returns the commit's failure, if any. Against a gateway
+// without FeatureFetchCommit it commits at once instead.
+func (g *GroupConsumer) CommitOnNextPoll(ctx context.Context, offsets map[int32]int64) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	if g.cl.hs.Features&wire.FeatureFetchCommit == 0 {
+		return g.Commit(ctx, offsets)
+	}
+	fc := &wire.FetchCommit{Group: g.opts.Group, MemberID: g.member, Generation: g.gen}
+	t := g.co.topic.ID
+	for p, o := range offsets {
+		fc.Offsets = append(fc.Offsets, wire.TopicOffset{TopicID: t, Partition: p, Offset: o})
+	}
+	g.co.commit = fc
+	return nil
 }
 
 // CommitPositions commits the position of every assigned partition.
@@ -219,30 +241,4 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 		err = cerr
 	}
 	return err
-}
-
-// Lag is how far group is behind on each partition of topic: the high
-// watermark minus the committed offset (minus the log start where the
-// group has no commit), from Describe and FetchOffsets.
-func (cl *Client) Lag(ctx context.Context, group, topic string) (map[int32]int64, error) {
-	d, err := cl.Describe(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	committed, err := cl.FetchOffsets(ctx, group, topic)
-	if err != nil {
-		return nil, err
-	}
-	lag := make(map[int32]int64, len(d.Partitions))
-	for _, p := range d.Partitions {
-		if p.Err != nil {
-			return nil, fmt.Errorf("partition %d: %w", p.Partition, p.Err)
-		}
-		from, ok := committed[p.Partition]
-		if !ok {
-			from = p.LogStartOffset
-		}
-		lag[p.Partition] = max(p.HighWatermark-from, 0)
-	}
-	return lag, nil
 }

@@ -2,11 +2,12 @@ package client
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aerostream/aerostream/gateways/native/wire"
@@ -43,9 +44,12 @@ type ProducerOptions struct {
 	Acks int8
 	// AcksSet must be true for Acks 0 to mean 0 rather than the default.
 	AcksSet bool
-	// Linger is how long a partition's batch waits for more records;
-	// default 5ms.
-	Linger time.Duration
+	// Linger is how long a record waits for more to share its request
+	// when no request is out on its connection (one that is out gathers
+	// the records that arrive meanwhile); default 5ms. LingerSet makes a
+	// Linger of 0 mean none.
+	Linger    time.Duration
+	LingerSet bool
 	// BatchBytes sends a batch once its records reach this size; default
 	// 1 MiB.
 	BatchBytes int
@@ -64,15 +68,20 @@ type ProducerOptions struct {
 	// Produce blocks while they are over it. Default 32 MiB.
 	MaxBufferedBytes int
 	// Connections is how many connections the producer spreads its
-	// partitions over (the Client's and more of its own); default 4. A
-	// gateway serves a connection's requests one after another, so
-	// partitions on separate connections are appended in parallel.
+	// partitions over (the Client's and more of its own); default 4. Each
+	// has one request out at a time, carrying all its partitions'
+	// batches.
 	Connections int
 }
 
 // Producer batches records per partition and sends them to the gateway.
-// At most one batch per partition is in flight, so a partition's records
-// land in the order they were produced. Safe for concurrent use.
+// The partitions are spread over a few connections; on each, one request
+// at a time carries a batch for every partition that has records
+// (ProduceMany), so while a request is out the next one gathers what
+// arrives for all the connection's partitions, and a busier producer sends
+// bigger requests rather than more of them. At most one batch per
+// partition is in flight, so a partition's records land in the order they
+// were produced. Safe for concurrent use.
 type Producer struct {
 	cl   *Client
 	opts ProducerOptions
@@ -80,6 +89,7 @@ type Producer struct {
 	mu struct {
 		sync.Mutex
 		parts       map[tpKey]*partBuf
+		sinks       []*sink
 		outstanding int
 		buffered    int           // bytes of the outstanding records
 		room        chan struct{} // closed when buffered drops under the bound
@@ -89,11 +99,12 @@ type Producer struct {
 	}
 	wg sync.WaitGroup
 
-	// conns[0] is the Client's; the others are dialed when first used
-	// and closed by Close.
-	conns struct {
+	// pid is the producer id idempotent batches carry, from the cluster's
+	// allocator (InitProducerID); zero until the first send needs it.
+	pid struct {
 		sync.Mutex
-		c []*conn
+		id    int64
+		renew atomic.Bool // a partition used up the id's epochs
 	}
 }
 
@@ -109,19 +120,33 @@ type pending struct {
 
 // partBuf is one partition's open batch and its producer state.
 type partBuf struct {
-	key tpKey
-	b   wire.BatchBuilder
+	key  tpKey
+	sink *sink
+	b    wire.BatchBuilder
 	// recs is the open batch's records, openBytes their size; full holds
-	// the batches that reached BatchBytes while one was in flight, to go
-	// next in order.
+	// the batches that reached BatchBytes, to go next in order.
 	recs      []pending
 	openBytes int
 	full      [][]pending
-	inflight  bool
-	timer     *time.Timer
-	pid       int64
-	epoch     int16
-	seq       int32
+	queued    bool // in sink.queue
+	// pid, epoch and seq are the partition's idempotent state: epoch -1
+	// until the first batch takes the producer's id.
+	pid   int64
+	epoch int16
+	seq   int32
+}
+
+func (pb *partBuf) empty() bool { return len(pb.recs)+len(pb.full) == 0 }
+
+// sink is one of the producer's connections and the partitions on it that
+// have records to send.
+type sink struct {
+	c        *conn // dialed on first use; nil until then
+	queue    []*partBuf
+	inflight bool
+	// timer runs the linger of the oldest queued record; nil when none
+	// runs (it fired, or nothing waits).
+	timer *time.Timer
 }
 
 // NewProducer returns a Producer that sends over cl.
@@ -129,7 +154,9 @@ func NewProducer(cl *Client, opts ProducerOptions) *Producer {
 	if !opts.AcksSet && opts.Acks == 0 {
 		opts.Acks = -1
 	}
-	if opts.Linger <= 0 {
+	if opts.Linger < 0 {
+		opts.Linger = 0
+	} else if opts.Linger == 0 && !opts.LingerSet {
 		opts.Linger = 5 * time.Millisecond
 	}
 	if opts.BatchBytes <= 0 {
@@ -148,20 +175,12 @@ func NewProducer(cl *Client, opts ProducerOptions) *Producer {
 		opts.Connections = 4
 	}
 	p := &Producer{cl: cl, opts: opts}
-	p.conns.c = make([]*conn, opts.Connections)
-	p.conns.c[0] = cl.c
 	p.mu.parts = map[tpKey]*partBuf{}
+	for range opts.Connections {
+		p.mu.sinks = append(p.mu.sinks, &sink{})
+	}
+	p.mu.sinks[0].c = cl.c
 	return p
-}
-
-// newProducerID picks a producer id for a partition's idempotent state.
-// Until the protocol allocates ids, native producers draw them at random
-// from [2^62, 2^63), a range Kafka's allocator (counting up from 0) never
-// reaches, so the chance of two producers sharing one is negligible.
-func newProducerID() int64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return int64(binary.BigEndian.Uint64(b[:])>>2) | 1<<62
 }
 
 // Produce queues r; done (may be nil) is called once r is acknowledged or
@@ -216,11 +235,8 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 	key := tpKey{t.ID, part}
 	pb := p.mu.parts[key]
 	if pb == nil {
-		pb = &partBuf{key: key}
+		pb = &partBuf{key: key, sink: p.mu.sinks[int(part)%len(p.mu.sinks)], epoch: -1}
 		pb.b.Compression = p.opts.Compression
-		if !p.opts.NotIdempotent && p.opts.Acks != 0 {
-			pb.pid = newProducerID()
-		}
 		p.mu.parts[key] = pb
 	}
 	if r.Timestamp.IsZero() {
@@ -235,67 +251,197 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 	pb.openBytes += size
 	p.mu.outstanding++
 	p.mu.buffered += size
-	if len(pb.full) > 0 || pb.openBytes >= p.opts.BatchBytes {
-		p.sendLocked(pb)
-	} else if pb.timer == nil && !pb.inflight {
-		pb.timer = time.AfterFunc(p.opts.Linger, func() {
+	sk := pb.sink
+	if !pb.queued {
+		pb.queued = true
+		sk.queue = append(sk.queue, pb)
+	}
+	switch {
+	case sk.inflight:
+		// The request out sends these when it completes.
+	case len(pb.full) > 0 || pb.openBytes >= p.opts.BatchBytes || p.opts.Linger == 0:
+		p.startLocked(sk)
+	case sk.timer == nil:
+		sk.timer = time.AfterFunc(p.opts.Linger, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			pb.timer = nil
-			p.sendLocked(pb)
+			sk.timer = nil
+			p.startLocked(sk)
 		})
 	}
 }
 
-// sendLocked starts pb's batch unless one is in flight (its completion
-// sends the next).
-func (p *Producer) sendLocked(pb *partBuf) {
-	if pb.inflight || len(pb.recs)+len(pb.full) == 0 {
+// startLocked sends sk's queued batches unless a request is out (its
+// completion sends them).
+func (p *Producer) startLocked(sk *sink) {
+	if sk.inflight || len(sk.queue) == 0 {
 		return
 	}
-	var recs []pending
-	if len(pb.full) > 0 {
-		recs, pb.full = pb.full[0], pb.full[1:]
-	} else {
-		if pb.timer != nil {
-			pb.timer.Stop()
-			pb.timer = nil
-		}
-		recs, pb.recs, pb.openBytes = pb.recs, nil, 0
+	if sk.timer != nil {
+		sk.timer.Stop()
+		sk.timer = nil
 	}
-	// The batch is built as it is sent, so it carries the sequence that
-	// follows the last acknowledged one, whatever failed before.
-	pb.b.Reset()
-	for _, pr := range recs {
-		pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
-	}
-	pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = pb.pid, pb.epoch, pb.seq
-	if pb.pid == 0 {
-		pb.b.ProducerID = -1
-	}
-	batch, err := pb.b.AppendBatch(nil)
-	if err != nil {
-		p.finishLocked(recs, -1, err)
-		return
-	}
-	pb.inflight = true
+	sk.inflight = true
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		base, err := p.send(pb.key, batch)
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		pb.inflight = false
-		if err == nil {
-			pb.seq += int32(len(recs))
-		} else if pb.pid != 0 {
-			// The partition's sequence is unknown after a failure: a
-			// fresh producer id starts it again at 0.
-			pb.pid, pb.epoch, pb.seq = newProducerID(), 0, 0
-		}
-		p.finishLocked(recs, base, err)
-		p.sendLocked(pb)
+		p.drain(sk)
 	}()
+}
+
+// outBatch is one partition's batch in a request.
+type outBatch struct {
+	pb    *partBuf
+	recs  []pending
+	bytes []byte
+	base  int64
+	err   error
+}
+
+// maxRequestBytes bounds the batches one request gathers, well under the
+// gateway's frame limit.
+const maxRequestBytes = 16 << 20
+
+// drain sends sk's queued batches, a request at a time, until nothing is
+// queued when a request completes: what arrived while a request was out
+// goes in the next one at once, since it has waited already.
+func (p *Producer) drain(sk *sink) {
+	for {
+		pid, pidErr := p.producerID()
+		p.mu.Lock()
+		batches := p.gatherLocked(sk, pid, pidErr)
+		p.mu.Unlock()
+		var err error
+		if len(batches) > 0 {
+			err = p.sendBatches(sk, batches)
+		}
+		p.mu.Lock()
+		for i := range batches {
+			b := &batches[i]
+			if b.err == nil {
+				b.err = err
+			}
+			pb := b.pb
+			switch {
+			case b.err == nil:
+				pb.seq += int32(len(b.recs))
+			case pb.pid > 0:
+				// The partition's sequence is unknown after a
+				// failure: the next epoch starts it again at 0, and
+				// the last epoch asks for a new producer id.
+				pb.epoch, pb.seq = pb.epoch+1, 0
+				if pb.epoch == math.MaxInt16 {
+					pb.epoch = -1
+					p.pid.renew.Store(true)
+				}
+			}
+			p.finishLocked(b.recs, b.base, b.err)
+		}
+		if len(sk.queue) == 0 {
+			sk.inflight = false
+			p.mu.Unlock()
+			return
+		}
+		if sk.timer != nil {
+			sk.timer.Stop()
+			sk.timer = nil
+		}
+		p.mu.Unlock()
+	}
+}
+
+// gatherLocked takes one batch from each queued partition of sk, up to
+// maxRequestBytes, and builds it with the partition's producer state, so
+// it carries the sequence that follows the last acknowledged one, whatever
+// failed before.
+func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) []outBatch {
+	var out []outBatch
+	size := 0
+	keep := sk.queue[:0]
+	for _, pb := range sk.queue {
+		if pb.empty() {
+			pb.queued = false
+			continue
+		}
+		if size >= maxRequestBytes {
+			keep = append(keep, pb)
+			continue
+		}
+		var recs []pending
+		if len(pb.full) > 0 {
+			recs, pb.full = pb.full[0], pb.full[1:]
+		} else {
+			recs, pb.recs, pb.openBytes = pb.recs, nil, 0
+		}
+		if pb.empty() {
+			pb.queued = false
+		} else {
+			keep = append(keep, pb)
+		}
+		ob := outBatch{pb: pb, recs: recs, base: -1}
+		if p.idempotent() {
+			if pidErr != nil {
+				ob.err = pidErr
+				out = append(out, ob)
+				continue
+			}
+			if pb.epoch < 0 {
+				pb.pid, pb.epoch, pb.seq = pid, 0, 0
+			}
+		}
+		pb.b.Reset()
+		for _, pr := range recs {
+			pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
+		}
+		pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = -1, -1, -1
+		if pb.pid > 0 {
+			pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = pb.pid, pb.epoch, pb.seq
+		}
+		ob.bytes, ob.err = pb.b.AppendBatch(nil)
+		size += len(ob.bytes)
+		out = append(out, ob)
+	}
+	clear(sk.queue[len(keep):])
+	sk.queue = keep
+	return out
+}
+
+func (p *Producer) idempotent() bool { return !p.opts.NotIdempotent && p.opts.Acks != 0 }
+
+// producerID returns the producer's id, asking the gateway for one from
+// the cluster's allocator (InitProducerID) the first time, and again once
+// a partition has used up the id's epochs; 0 when not idempotent.
+func (p *Producer) producerID() (int64, error) {
+	if !p.idempotent() {
+		return 0, nil
+	}
+	p.pid.Lock()
+	defer p.pid.Unlock()
+	if p.pid.id != 0 && !p.pid.renew.Load() {
+		return p.pid.id, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
+	defer cancel()
+	var id int64
+	var err error
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if id, err = p.cl.InitProducerID(ctx); err == nil {
+			break
+		}
+		if attempt >= p.opts.Retries || !retriable(err) {
+			return 0, fmt.Errorf("getting a producer id: %w", err)
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("getting a producer id: %w", err)
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	p.pid.id = id
+	p.pid.renew.Store(false)
+	return id, nil
 }
 
 func (p *Producer) finishLocked(recs []pending, base int64, err error) {
@@ -320,64 +466,94 @@ func (p *Producer) finishLocked(recs []pending, base int64, err error) {
 	}
 }
 
-// send writes one batch, retrying retriable errors; with idempotence a
-// resend carries the same sequence, so it cannot duplicate.
-func (p *Producer) send(key tpKey, batch []byte) (int64, error) {
-	c := p.conn(key.p)
-	req := wire.Produce{TopicID: key.id, Partition: key.p, Acks: p.opts.Acks, TimeoutMs: int32(p.opts.Timeout / time.Millisecond), Records: batch}
-	if p.opts.Acks == 0 {
-		_, _, err := c.send(wire.OpProduce, true, req.Append)
-		return -1, err
+// sendBatches sends batches in one ProduceMany, resending the partitions
+// that failed with a retriable error; with idempotence a resend carries
+// the same sequence, so it cannot duplicate. Each batch's outcome goes to
+// its base and err; the error returned is one for the whole request.
+func (p *Producer) sendBatches(sk *sink, batches []outBatch) error {
+	todo := make([]*outBatch, 0, len(batches))
+	for i := range batches {
+		if batches[i].err == nil {
+			todo = append(todo, &batches[i])
+		}
 	}
+	req := wire.ProduceMany{Acks: p.opts.Acks, TimeoutMs: int32(p.opts.Timeout / time.Millisecond)}
 	backoff := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; len(todo) > 0; attempt++ {
+		req.Partitions = req.Partitions[:0]
+		for _, b := range todo {
+			req.Partitions = append(req.Partitions, wire.ManyPart{TopicID: b.pb.key.id, Partition: b.pb.key.p, Records: b.bytes})
+		}
+		c := p.conn(sk)
+		if p.opts.Acks == 0 {
+			_, _, err := c.send(wire.OpProduceMany, true, req.Append)
+			return err
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout+5*time.Second)
-		r, err := c.roundTrip(ctx, wire.OpProduce, req.Append)
+		r, err := c.roundTrip(ctx, wire.OpProduceMany, req.Append)
 		cancel()
+		var out wire.ProduceManyResponse
 		if err == nil {
-			var out wire.ProduceResponse
-			if err := out.Decode(&r); err != nil {
-				return -1, err
+			err = out.Decode(&r)
+			if err == nil && len(out.Partitions) != len(todo) {
+				err = fmt.Errorf("%w: %d results for %d partitions", wire.ErrMalformed, len(out.Partitions), len(todo))
 			}
-			return out.BaseOffset, nil
 		}
-		if attempt >= p.opts.Retries || !(retriable(err) || errors.Is(err, context.DeadlineExceeded)) {
-			return -1, err
+		retry := todo[:0]
+		for i, b := range todo {
+			b.err = err
+			if err == nil {
+				if res := &out.Partitions[i]; res.Code != 0 {
+					b.err = &Error{Code: res.Code, Message: res.Message, LeaderHint: res.LeaderHint}
+				} else {
+					b.base = res.BaseOffset
+				}
+			}
+			if b.err != nil && attempt < p.opts.Retries && (retriable(b.err) || errors.Is(b.err, context.DeadlineExceeded)) {
+				retry = append(retry, b)
+			}
 		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, time.Second)
+		todo = retry
+		if len(todo) > 0 {
+			time.Sleep(backoff)
+			backoff = min(2*backoff, time.Second)
+		}
 	}
+	return nil
 }
 
-// conn is partition's connection: one of the producer's, dialed on first
-// use; the Client's when dialing fails, so a producer works as long as its
+// conn is sk's connection, dialed on first use (and again once it died);
+// the Client's when dialing fails, so a producer works as long as its
 // Client does.
-func (p *Producer) conn(partition int32) *conn {
-	p.conns.Lock()
-	defer p.conns.Unlock()
-	i := int(partition) % len(p.conns.c)
-	if c := p.conns.c[i]; c != nil && !c.dead() {
+func (p *Producer) conn(sk *sink) *conn {
+	p.mu.Lock()
+	c := sk.c
+	p.mu.Unlock()
+	if c != nil && !c.dead() {
 		return c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout)
 	defer cancel()
-	c, _, err := dialHandshake(ctx, p.cl.addr, p.cl.opts)
+	nc, _, err := dialHandshake(ctx, p.cl.addr, p.cl.opts)
 	if err != nil {
 		return p.cl.c
 	}
-	if old := p.conns.c[i]; old != nil && old != p.cl.c {
+	p.mu.Lock()
+	old := sk.c
+	sk.c = nc
+	p.mu.Unlock()
+	if old != nil && old != p.cl.c {
 		_ = old.close()
 	}
-	p.conns.c[i] = c
-	return c
+	return nc
 }
 
 // Flush sends every queued record now and waits until all are
 // acknowledged or failed, or ctx ends.
 func (p *Producer) Flush(ctx context.Context) error {
 	p.mu.Lock()
-	for _, pb := range p.mu.parts {
-		p.sendLocked(pb)
+	for _, sk := range p.mu.sinks {
+		p.startLocked(sk)
 	}
 	if p.mu.outstanding == 0 {
 		p.mu.Unlock()
@@ -432,13 +608,21 @@ func (p *Producer) Close(ctx context.Context) error {
 	p.mu.closed = true
 	p.mu.Unlock()
 	p.wg.Wait()
-	p.conns.Lock()
-	for _, c := range p.conns.c {
-		if c != nil && c != p.cl.c {
-			_ = c.close()
+	p.mu.Lock()
+	var conns []*conn
+	for _, sk := range p.mu.sinks {
+		if sk.timer != nil {
+			sk.timer.Stop()
+			sk.timer = nil
+		}
+		if sk.c != nil && sk.c != p.cl.c {
+			conns = append(conns, sk.c)
 		}
 	}
-	p.conns.Unlock()
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.close()
+	}
 	return err
 }
 
