@@ -93,7 +93,7 @@ func newNativeProducer(ctx context.Context, cfg *Config, id int, topic string, l
 	p := &producer{topic: topic, size: cfg.MessageSize, filler: make([]byte, cfg.MessageSize), pubLat: NewRecorder(), delay: NewRecorder()}
 	_, _ = rand.Read(p.filler)
 	p.natCl = cl
-	p.nat = client.NewProducer(cl, client.ProducerOptions{Acks: acks, AcksSet: true, Linger: cfg.Linger, BatchBytes: cfg.BatchBytes,
+	p.nat = client.NewProducer(cl, client.ProducerOptions{Acks: acks, AcksSet: true, Linger: cfg.Linger, LingerSet: true, BatchBytes: cfg.BatchBytes,
 		Compression: codec, NotIdempotent: !cfg.Idempotent, MaxBufferedBytes: cfg.BufferBytes})
 	p.natDone = p.nativeAcknowledged
 	p.natLog = log

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/gateways/kafka"
@@ -186,6 +187,47 @@ func (o *kafkaOffsets) FetchOffsets(ctx context.Context, group, topic string) (m
 	return out, nil
 }
 
+var (
+	_ native.GroupLister = (*kafkaOffsets)(nil)
+	_ native.ProducerIDs = (*kafkaOffsets)(nil)
+)
+
+// ListGroups lists the groups the Kafka gateways' coordinators know (those
+// with committed offsets among them).
+func (o *kafkaOffsets) ListGroups(ctx context.Context) ([]string, error) {
+	adm, err := o.admin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := adm.ListGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ls.Groups(), nil
+}
+
+// InitProducerID asks a Kafka gateway for an idempotent producer id, so
+// native producers draw from the cluster's one allocator (each gateway's
+// blocks of __producer_ids) and never share an id with a Kafka producer.
+func (o *kafkaOffsets) InitProducerID(ctx context.Context) (int64, error) {
+	if _, err := o.admin(ctx); err != nil {
+		return 0, err
+	}
+	o.mu.Lock()
+	kc := o.mu.kc
+	o.mu.Unlock()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.ProducerID, req.ProducerEpoch = -1, -1
+	resp, err := req.RequestWith(ctx, kc)
+	if err != nil {
+		return 0, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return 0, err
+	}
+	return resp.ProducerID, nil
+}
+
 func (o *kafkaOffsets) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -201,7 +243,7 @@ func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cl
 	return native.New(native.Options{
 		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
 		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
-		Offsets: offsets,
+		Offsets: offsets, ProducerIDs: offsets,
 	})
 }
 
