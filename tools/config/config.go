@@ -33,6 +33,14 @@ type Config struct {
 	Gateway       Gateway       `toml:"gateway"`
 	TLS           TLS           `toml:"tls"`
 	Auth          Auth          `toml:"auth"`
+
+	SchemaRegistry SchemaRegistry `toml:"schema_registry"`
+}
+
+// SchemaRegistry configures the schema registry (listeners.schema_registry,
+// and /schema-registry on listeners.http).
+type SchemaRegistry struct {
+	MaxSchemaBytes int `toml:"max_schema_bytes" help:"largest schema text the registry accepts, in bytes (at most 8388608); a larger one is refused with 42201"`
 }
 
 // TieredStorage configures the cold tier: where sealed segments are
@@ -101,6 +109,7 @@ type Listeners struct {
 	HTTP            string `toml:"http" help:"HTTP admin API and /metrics ([PROTOCOL://]host:port; PLAINTEXT or SSL); unauthenticated, so loopback by default"`
 	Controller      string `toml:"controller" help:"Raft controller and its client API (host:port); unauthenticated, so loopback by default"`
 	Ring            string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
+	SchemaRegistry  string `toml:"schema_registry" help:"Confluent-compatible schema registry REST API (host:port); unauthenticated, so loopback by default"`
 }
 
 // Admin configures what the HTTP admin listener (listeners.http) serves
@@ -213,7 +222,10 @@ func Default() Config {
 			HTTP:       "127.0.0.1:9001",
 			Controller: "127.0.0.1:8001",
 			Ring:       ":7001",
+			// Like the admin API, the registry has no authentication.
+			SchemaRegistry: "127.0.0.1:8081",
 		},
+		SchemaRegistry: SchemaRegistry{MaxSchemaBytes: 1 << 20},
 		Kafka: Kafka{
 			SocketRequestMaxBytes:        100 << 20,
 			QueuedMaxRequestBytes:        512 << 20,

@@ -51,6 +51,8 @@ func TestKeyNames(t *testing.T) {
 		"listeners.http":                          "AEROSTREAM_LISTENERS_HTTP",
 		"listeners.controller":                    "AEROSTREAM_LISTENERS_CONTROLLER",
 		"listeners.ring":                          "AEROSTREAM_LISTENERS_RING",
+		"listeners.schema_registry":               "AEROSTREAM_LISTENERS_SCHEMA_REGISTRY",
+		"schema_registry.max_schema_bytes":        "AEROSTREAM_SCHEMA_REGISTRY_MAX_SCHEMA_BYTES",
 		"admin.pprof":                             "AEROSTREAM_ADMIN_PPROF",
 		"listeners.advertised_kafka":              "AEROSTREAM_LISTENERS_ADVERTISED_KAFKA",
 		"kafka.socket_request_max_bytes":          "AEROSTREAM_KAFKA_SOCKET_REQUEST_MAX_BYTES",
@@ -136,7 +138,7 @@ func TestKeyNames(t *testing.T) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
 	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "admin", "logstore", "topic_defaults", "controller",
-		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth"}) {
+		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth", "schema_registry"}) {
 		t.Errorf("sections = %v", s)
 	}
 }
@@ -504,7 +506,8 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 // machine, and Go's profiles are off (issue 23, item 15).
 func TestAdminSurfacesDefaultToLoopback(t *testing.T) {
 	d := Default()
-	for key, addr := range map[string]string{"listeners.http": d.Listeners.HTTP, "listeners.controller": d.Listeners.Controller} {
+	for key, addr := range map[string]string{"listeners.http": d.Listeners.HTTP, "listeners.controller": d.Listeners.Controller,
+		"listeners.schema_registry": d.Listeners.SchemaRegistry} {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
 			t.Fatalf("%s = %q: %v", key, addr, err)

@@ -182,6 +182,7 @@ var Aliases = []struct{ Flag, Key string }{
 	{"http-listen", "listeners.http"},
 	{"controller-listen", "listeners.controller"},
 	{"ring-listen", "listeners.ring"},
+	{"schema-registry-listen", "listeners.schema_registry"},
 }
 
 type flagSlot struct {

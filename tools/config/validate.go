@@ -70,6 +70,7 @@ func (c *Config) validate() []fieldError {
 		{"listeners.native", c.Listeners.Native, false, true},
 		{"listeners.http", c.Listeners.HTTP, false, true},
 		{"listeners.controller", c.Listeners.Controller, false, false},
+		{"listeners.schema_registry", c.Listeners.SchemaRegistry, false, false},
 		{"listeners.ring", c.Listeners.Ring, true, false},
 		{"listeners.advertised_kafka", c.Listeners.AdvertisedKafka, false, false},
 		{"gateway.ring_addr", c.Gateway.RingAddr, true, false},
@@ -88,6 +89,9 @@ func (c *Config) validate() []fieldError {
 		}
 	}
 	c.validateSecurity(bad)
+	if n := c.SchemaRegistry.MaxSchemaBytes; n < 1 || n > 8<<20 {
+		bad("schema_registry.max_schema_bytes", fmt.Sprintf("%d; want 1 to 8388608", n))
+	}
 
 	if a := c.Listeners.AdvertisedKafka; a != "" {
 		if host, _, err := net.SplitHostPort(a); err == nil && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
