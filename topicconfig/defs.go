@@ -68,6 +68,16 @@ var defs = []Def{
 		Dynamic: true, Layer: Controller,
 	},
 	{
+		Name: KeySchemaValidation, Type: Boolean, Default: "false",
+		Doc:     "produce refuses (INVALID_RECORD) a record whose key does not start with a schema id registered under the subject <topic>-key",
+		Dynamic: true, Layer: Gateway,
+	},
+	{
+		Name: ValueSchemaValidation, Type: Boolean, Default: "false",
+		Doc:     "produce refuses (INVALID_RECORD) a record whose value does not start with a schema id registered under the subject <topic>-value",
+		Dynamic: true, Layer: Gateway,
+	},
+	{
 		Name: RetentionBytes, Broker: "log.retention.bytes", Type: Long, Default: "-1",
 		Doc:     "bytes kept per partition; -1 = unlimited",
 		Dynamic: true, Layer: Logstore,

@@ -87,6 +87,10 @@ const (
 	SegmentMs            = "segment.ms"
 
 	UncleanLeaderElectionEnable = "unclean.leader.election.enable"
+
+	// Broker-side schema validation (Confluent's names).
+	KeySchemaValidation   = "confluent.key.schema.validation"
+	ValueSchemaValidation = "confluent.value.schema.validation"
 )
 
 // Special values of the retention configs, as in Kafka.
