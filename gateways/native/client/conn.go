@@ -149,7 +149,9 @@ func (c *conn) send(op wire.Opcode, noResponse bool, fill func([]byte) []byte) (
 	b = fill(b)
 	wire.PutLength(b)
 	_, err := c.nc.Write(b)
-	if cap(b) <= 1<<20 {
+	// Kept up to a producer's largest request (maxRequestBytes and
+	// change), so a busy producer does not grow a buffer per request.
+	if cap(b) <= 2*maxRequestBytes {
 		c.wbuf = b
 	}
 	c.wmu.Unlock()

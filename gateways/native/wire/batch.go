@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/gzip"
@@ -63,13 +64,12 @@ type BatchBuilder struct {
 	ProducerEpoch int16
 	BaseSequence  int32
 
-	recs     []byte
-	count    int32
-	baseTs   int64
-	maxTs    int64
-	comp     bytes.Buffer
-	zenc     *zstd.Encoder
-	recordHB []byte
+	recs   []byte
+	count  int32
+	baseTs int64
+	maxTs  int64
+	comp   bytes.Buffer
+	zenc   *zstd.Encoder
 }
 
 // Reset empties the builder for a new batch.
@@ -86,39 +86,61 @@ func (b *BatchBuilder) Count() int32 { return b.count }
 
 func appendVarint(dst []byte, v int64) []byte { return binary.AppendVarint(dst, v) }
 
-// Add appends a record with timestamp ts (Unix ms).
+// Add appends a record with timestamp ts (Unix ms). The record is written
+// once, straight into the batch's buffer: its size prefix is computed
+// first.
 func (b *BatchBuilder) Add(ts int64, key, value []byte, headers []Header) {
 	if b.count == 0 {
 		b.baseTs, b.maxTs = ts, ts
 	}
 	b.maxTs = max(b.maxTs, ts)
-	body := b.recordHB[:0]
+	n := 1 + varintLen(ts-b.baseTs) + varintLen(int64(b.count))
+	n += bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
+	for _, h := range headers {
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	body := slices.Grow(b.recs, varintLen(int64(n))+n)
+	body = appendVarint(body, int64(n))
 	body = append(body, 0) // attributes
 	body = appendVarint(body, ts-b.baseTs)
 	body = appendVarint(body, int64(b.count))
-	if key == nil {
-		body = appendVarint(body, -1)
-	} else {
-		body = appendVarint(body, int64(len(key)))
-		body = append(body, key...)
-	}
-	if value == nil {
-		body = appendVarint(body, -1)
-	} else {
-		body = appendVarint(body, int64(len(value)))
-		body = append(body, value...)
-	}
+	body = appendVarintBytes(body, key)
+	body = appendVarintBytes(body, value)
 	body = appendVarint(body, int64(len(headers)))
 	for _, h := range headers {
 		body = appendVarint(body, int64(len(h.Key)))
 		body = append(body, h.Key...)
-		body = appendVarint(body, int64(len(h.Value)))
-		body = append(body, h.Value...)
+		body = appendVarintBytes(body, h.Value)
 	}
-	b.recordHB = body
-	b.recs = appendVarint(b.recs, int64(len(body)))
-	b.recs = append(b.recs, body...)
+	b.recs = body
 	b.count++
+}
+
+// varintLen is the size of v as a zigzag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// bytesLen is the size of b with its varint length (-1 for nil).
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+func appendVarintBytes(dst, b []byte) []byte {
+	if b == nil {
+		return appendVarint(dst, -1)
+	}
+	dst = appendVarint(dst, int64(len(b)))
+	return append(dst, b...)
 }
 
 // AppendBatch appends the batch of the records added since Reset to dst.
@@ -134,6 +156,7 @@ func (b *BatchBuilder) AppendBatch(dst []byte) ([]byte, error) {
 		}
 		recs = b.comp.Bytes()
 	}
+	dst = slices.Grow(dst, BatchHeaderSize+len(recs))
 	start := len(dst)
 	dst = AppendI64(dst, 0)
 	dst = AppendI32(dst, int32(BatchHeaderSize-12+len(recs)))

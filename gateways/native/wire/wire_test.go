@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 )
 
@@ -80,5 +82,15 @@ func TestFetchResponseRoundTrip(t *testing.T) {
 	}
 	if !bytes.Equal(out.Partitions[0].Records, []byte("xyz")) || out.Partitions[0].HighWatermark != 5 {
 		t.Fatalf("%+v", out)
+	}
+}
+
+// TestVarintLen: the size Add computes ahead matches what it appends, or
+// a record's length prefix would lie.
+func TestVarintLen(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, 64, -64, -65, 8191, 8192, 1 << 20, -(1 << 40), math.MaxInt64, math.MinInt64} {
+		if got, want := varintLen(v), len(binary.AppendVarint(nil, v)); got != want {
+			t.Errorf("varintLen(%d) = %d, want %d", v, got, want)
+		}
 	}
 }
