@@ -22,6 +22,7 @@ const (
 	TypeLong    = topicconfig.Long
 	TypeBoolean = topicconfig.Boolean
 	TypeList    = topicconfig.List
+	TypeDouble  = topicconfig.Double
 )
 
 // ConfigSource says where a described value comes from; the names are

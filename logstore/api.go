@@ -42,6 +42,15 @@ type PartitionConfig struct {
 	// value here, so only nil can mean "the store's default".
 	LocalRetentionBytes *int64
 	LocalRetentionMs    *time.Duration
+
+	// Compaction (cleaner.go). CleanupPolicy is cleanup.policy in normal
+	// form ("delete", "compact", "compact,delete"; "" = the default). The
+	// pointers are for configs where 0 is a value of its own.
+	CleanupPolicy          string
+	DeleteRetentionMs      *time.Duration // delete.retention.ms
+	MinCleanableDirtyRatio *float64       // min.cleanable.dirty.ratio
+	MinCompactionLagMs     time.Duration  // min.compaction.lag.ms
+	MaxCompactionLagMs     time.Duration  // max.compaction.lag.ms; past maxMs: none
 }
 
 // ProduceRequest appends one or more whole RecordBatch v2 to a partition.

@@ -19,6 +19,12 @@ func PartitionConfigOf(cfg map[string]string) (PartitionConfig, error) {
 		if d.Layer != topicconfig.Logstore {
 			continue
 		}
+		if done, err := pc.setCompaction(d.Name, cfg); done || err != nil {
+			if err != nil {
+				return PartitionConfig{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+			}
+			continue
+		}
 		n, ok, err := topicconfig.IntOf(cfg, d.Name)
 		if err != nil {
 			return PartitionConfig{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)

@@ -45,7 +45,12 @@ func TestEveryLogstoreRowApplied(t *testing.T) {
 			continue
 		}
 		v := "7"
-		if d.Min > 7 {
+		switch {
+		case d.Type == topicconfig.List || d.Type == topicconfig.String:
+			v = d.Values[len(d.Values)-1]
+		case d.Type == topicconfig.Double:
+			v = "0.7"
+		case d.Min > 7:
 			v = "1000"
 		}
 		pc, err := PartitionConfigOf(map[string]string{d.Name: v})

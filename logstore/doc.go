@@ -119,6 +119,47 @@
 // partition there, not at its log end, which may hold records never
 // committed; a follower's fetches then set it to its leader's.
 //
+// # Compaction
+//
+// A partition whose cleanup.policy includes compact is cleaned by the
+// store's cleaner goroutine (cleaner.go), off the shard goroutines, one
+// partition at a time, its reads and writes bounded together by
+// CleanerOptions.BytesPerSecond. It cleans sealed segments only, below
+// the high watermark and older than min.compaction.lag.ms, and only when
+// the part not yet cleaned (above cleaner-offset-checkpoint in the
+// partition's directory) is at least min.cleanable.dirty.ratio of them, or
+// holds a record older than max.compaction.lag.ms (an active segment that
+// old is rolled). A pass builds a map of each key's last offset over the
+// dirty part (a 128-bit hash per key, CleanerOptions.MapEntries at most),
+// then rewrites runs of segments, each into one segment at the first
+// one's base: a record stays unless a later record has its key, it has no
+// key, or it is a tombstone whose batch is older than delete.retention.ms.
+// Rewritten batches keep their offsets, producer fields and codec
+// (checkStoredFields says what a compacted batch may look like); a batch
+// left empty stays, without records, when it is a producer's last or the
+// run's last, so each cleaned segment still ends where the old ones did.
+// Transactional and control batches stay whole. A segment that fails any
+// check stops the partition's cleaning until a restart (CleanerStats),
+// and nothing of it is rewritten.
+//
+// The swap is crash safe through two file names:
+//   - the cleaner writes <base>.{log,index,timeindex}.cleaned and syncs
+//     them, then <base>.swap naming the segments they replace, synced with
+//     its directory;
+//   - the shard goroutine checks the segments are still the ones read,
+//     renames the .cleaned files over the base segment's (the log last:
+//     that rename is the commit), reopens it and records it, unsynced;
+//   - a chore syncs the directory and the catalog, drops the replaced
+//     segments' records and files, and only then removes the marker.
+//
+// At load, a marker beside a .cleaned log means the swap never happened:
+// the .cleaned files go, the old segments stand. A marker alone means it
+// did: the replaced segments' files and records go. Either way the base
+// segment's indexes are rebuilt, and .cleaned files without a marker are
+// removed. A cleaned segment gets a new segment id and is sealed for
+// upload; the objects of the segments it replaced are handed to the tier
+// (ReplacedTier), which deletes them after a grace period.
+//
 // # What it must not import
 //
 // No AeroStream package except catalog. The cold tier is reached only through

@@ -52,6 +52,8 @@ type Options struct {
 
 	Defaults PartitionConfig // topic defaults for CreatePartition
 
+	Cleaner CleanerOptions // the log cleaner of compacted topics (cleaner.go)
+
 	// MaxOpenLogs bounds the segment log files held open across the
 	// shards; others are opened when used (files.go). Default: half of
 	// what RLIMIT_NOFILE leaves after 1,024 for everything else.
@@ -151,5 +153,5 @@ func (c PartitionConfig) withDefaults(d PartitionConfig) PartitionConfig {
 	if c.LocalRetentionMs == nil && d.LocalRetentionMs != nil {
 		c.LocalRetentionMs = new(*d.LocalRetentionMs)
 	}
-	return c
+	return c.withCompactionDefaults(d)
 }

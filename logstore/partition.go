@@ -301,6 +301,9 @@ func loadPartition(s *shard, meta catalog.Partition) (*partition, error) {
 	if err != nil {
 		return nil, err
 	}
+	if recs, err = finishCleanerSwaps(s, p, recs); err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(p.dir)
 	if err != nil {
 		return nil, err
@@ -633,6 +636,11 @@ func expired(next, size, maxTs int64, created time.Time, total int64, logStart i
 // The active segment is never deleted.
 func (p *partition) applyRetention(s *shard, now time.Time) (int, error) {
 	cfg := p.cfg
+	if !cfg.deletes() {
+		// cleanup.policy=compact alone: the cleaner, not retention, bounds
+		// the log, as in Kafka.
+		cfg.RetentionBytes, cfg.RetentionMs = -1, -1
+	}
 	n, err := p.dropRemoteOldest(s, func(r *catalog.Segment, total int64) bool {
 		return expired(r.EndOffset, r.Bytes, r.MaxTimestamp, time.Unix(0, r.UploadedAt), total, p.logStart,
 			cfg.RetentionBytes, cfg.RetentionMs, now)

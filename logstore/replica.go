@@ -465,7 +465,8 @@ func (s *Store) AppendReplica(ctx context.Context, topic string, partition int32
 		return 0, err
 	}
 	if len(records) > 0 {
-		if _, _, err := ValidateBatches(records); err != nil {
+		// Stored batches: the leader's cleaner may have compacted them.
+		if _, _, err := ValidateStoredBatches(records); err != nil {
 			return 0, err
 		}
 	}
@@ -511,7 +512,8 @@ func (s *shard) appendReplica(r *request) {
 	}
 	for off := 0; off < len(r.records); {
 		h, _ := ParseBatchHeader(r.records[off:]) // validated by the caller
-		if h.BaseOffset != next {
+		// A gap is where the leader's cleaner removed batches.
+		if h.BaseOffset < next {
 			if off == 0 {
 				r.finish(fmt.Errorf("%w: %s/%d: replicated records start at offset %d, the local log ends at %d",
 					ErrInvalidRequest, p.topic, p.id, h.BaseOffset, next))

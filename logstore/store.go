@@ -36,6 +36,8 @@ type Store struct {
 	// storageFailed is the first write of the log that did not reach the
 	// disk, on any partition (StorageFailure).
 	storageFailed atomic.Pointer[error]
+
+	cleaner *cleaner // compacted topics' log cleaner (cleaner.go)
 }
 
 // StorageFailure returns the first failed write of the log since Open, nil
@@ -86,6 +88,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	st := &Store{opts: opts, cancel: cancel, closed: make(chan struct{})}
+	st.cleaner = newCleaner(st)
 	st.lease.base = time.Now()
 	st.shards = make([]*shard, opts.Shards)
 	b := &budget{maxPartitions: opts.MaxPartitions, maxMaps: defaultMapBudget()}
@@ -129,6 +132,7 @@ func OpenContext(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return nil, err
 	}
+	st.cleaner.start(runCtx)
 	return st, nil
 }
 
@@ -160,6 +164,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		close(s.closed)
 		s.cancel()
+		s.cleaner.wait() // before the shards: its chores run on them
 		for _, sh := range s.shards {
 			sh.wg.Wait()
 		}

@@ -8,15 +8,38 @@ const maxMs = math.MaxInt64 / int64(1e6)
 // defs is the registry. Names, types and defaults are Kafka's, except where
 // AeroStream's broker defaults differ (segment.bytes is 128 MiB, DESIGN §3).
 // Values a Kafka broker accepts but AeroStream cannot honour yet
-// (compaction, LogAppendTime, broker-side recompression) are refused with a
+// (LogAppendTime, broker-side recompression) are refused with a
 // reason, rather than stored and ignored.
 var defs = []Def{
 	{
 		Name: CleanupPolicy, Broker: "log.cleanup.policy", Type: List, Default: "delete",
-		Doc:     "what happens to old segments: delete (compact is not available yet)",
-		Dynamic: true, Layer: Fixed,
-		Values: []string{"delete", "compact"}, Available: []string{"delete"},
-		Unavailable: "log compaction is not available yet",
+		Doc:     "what happens to old segments: delete (retention), compact (keep the latest record of each key), or both",
+		Dynamic: true, Layer: Logstore,
+		Values: []string{"delete", "compact"}, Available: []string{"delete", "compact"},
+	},
+	{
+		Name: DeleteRetentionMs, Broker: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000",
+		Doc:     "time a tombstone of a compacted topic is kept, counted from its batch's timestamp",
+		Dynamic: true, Layer: Logstore,
+		Min: 0, Max: maxMs,
+	},
+	{
+		Name: MinCleanableDirtyRatio, Broker: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5",
+		Doc:     "share of a compacted log not yet cleaned above which the cleaner cleans it",
+		Dynamic: true, Layer: Logstore,
+		Min: 0, Max: 1,
+	},
+	{
+		Name: MinCompactionLagMs, Broker: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0",
+		Doc:     "time a record stays uncompacted after it is written",
+		Dynamic: true, Layer: Logstore,
+		Min: 0, Max: maxMs, NotAbove: MaxCompactionLagMs,
+	},
+	{
+		Name: MaxCompactionLagMs, Broker: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: "9223372036854775807",
+		Doc:     "time after which a record is eligible for compaction whatever the dirty ratio",
+		Dynamic: true, Layer: Logstore,
+		Min: 1, Max: maxMs, Special: []int64{math.MaxInt64},
 	},
 	{
 		Name: CompressionType, Broker: "compression.type", Type: String, Default: "producer",

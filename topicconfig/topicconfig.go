@@ -3,6 +3,7 @@ package topicconfig
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ const (
 	Long    Type = "LONG"
 	Boolean Type = "BOOLEAN"
 	List    Type = "LIST"
+	Double  Type = "DOUBLE"
 )
 
 // Layer names the part of AeroStream that acts on a config's value.
@@ -55,7 +57,7 @@ type Def struct {
 	Dynamic bool
 	Layer   Layer
 
-	// Min and Max bound an Int or Long; Special lists values outside them
+	// Min and Max bound an Int, Long or Double; Special lists values outside them
 	// that Kafka gives a meaning (-1 unlimited, -2 "as retention.*").
 	Min, Max int64
 	Special  []int64
@@ -73,18 +75,22 @@ type Def struct {
 
 // Names of the configs, for the code that applies them.
 const (
-	CleanupPolicy        = "cleanup.policy"
-	CompressionType      = "compression.type"
-	LocalRetentionBytes  = "local.retention.bytes"
-	LocalRetentionMs     = "local.retention.ms"
-	MaxMessageBytes      = "max.message.bytes"
-	MessageTimestampType = "message.timestamp.type"
-	MinInsyncReplicas    = "min.insync.replicas"
-	RemoteStorageEnable  = "remote.storage.enable"
-	RetentionBytes       = "retention.bytes"
-	RetentionMs          = "retention.ms"
-	SegmentBytes         = "segment.bytes"
-	SegmentMs            = "segment.ms"
+	CleanupPolicy          = "cleanup.policy"
+	CompressionType        = "compression.type"
+	DeleteRetentionMs      = "delete.retention.ms"
+	LocalRetentionBytes    = "local.retention.bytes"
+	LocalRetentionMs       = "local.retention.ms"
+	MaxCompactionLagMs     = "max.compaction.lag.ms"
+	MaxMessageBytes        = "max.message.bytes"
+	MessageTimestampType   = "message.timestamp.type"
+	MinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+	MinCompactionLagMs     = "min.compaction.lag.ms"
+	MinInsyncReplicas      = "min.insync.replicas"
+	RemoteStorageEnable    = "remote.storage.enable"
+	RetentionBytes         = "retention.bytes"
+	RetentionMs            = "retention.ms"
+	SegmentBytes           = "segment.bytes"
+	SegmentMs              = "segment.ms"
 
 	UncleanLeaderElectionEnable = "unclean.leader.election.enable"
 
@@ -202,6 +208,8 @@ func (d *Def) Check(v string) (string, error) {
 	switch d.Type {
 	case Int, Long:
 		return d.checkInt(v)
+	case Double:
+		return d.checkDouble(v)
 	case Boolean:
 		switch strings.ToLower(strings.TrimSpace(v)) {
 		case "true":
@@ -242,6 +250,35 @@ func (d *Def) checkInt(v string) (string, error) {
 		rng += fmt.Sprintf(", or %d", sp)
 	}
 	return "", fmt.Errorf("%s %s", s, rng)
+}
+
+func (d *Def) checkDouble(v string) (string, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) {
+		return "", fmt.Errorf("%q is not a number", v)
+	}
+	if f < float64(d.Min) || f > float64(d.Max) {
+		return "", fmt.Errorf("%s must be from %d to %d", strconv.FormatFloat(f, 'g', -1, 64), d.Min, d.Max)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), nil
+}
+
+// FloatOf reads a Double config from a validated set: its value and true,
+// or (0, false) when the set lacks it.
+func FloatOf(cfg map[string]string, name string) (float64, bool, error) {
+	v, ok := cfg[name]
+	if !ok {
+		return 0, false, nil
+	}
+	d := byName[name]
+	if d == nil || d.Type != Double {
+		return 0, false, errorf(ErrUnknown, "%s is not a double config", name)
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, false, errorf(ErrInvalid, "%s = %q is not a number", name, v)
+	}
+	return f, true, nil
 }
 
 // checkItem checks one value of a String, or one item of a List (whole is

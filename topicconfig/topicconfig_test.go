@@ -22,7 +22,14 @@ func TestSpecialValues(t *testing.T) {
 		{SegmentBytes, "13", "", "segment.bytes = 13 must be from 14 to 2147483647"},
 		{MaxMessageBytes, "x", "", `"x" is not an integer`},
 		{CleanupPolicy, " Delete,delete ", "delete", ""},
-		{CleanupPolicy, "delete,compact", "", "log compaction is not available yet"},
+		{CleanupPolicy, "Compact, delete", "compact,delete", ""},
+		{CleanupPolicy, "compact,shred", "", `"shred" is not one of delete, compact`},
+		{MinCleanableDirtyRatio, " 0.25 ", "0.25", ""},
+		{MinCleanableDirtyRatio, "1.5", "", "1.5 must be from 0 to 1"},
+		{MinCleanableDirtyRatio, "half", "", `"half" is not a number`},
+		{DeleteRetentionMs, "0", "0", ""},
+		{MaxCompactionLagMs, "9223372036854775807", "9223372036854775807", ""},
+		{MaxCompactionLagMs, "0", "", "must be from 1"},
 		{CompressionType, "PRODUCER", "producer", ""},
 		{CompressionType, "zstd", "", "recompression is not available yet"},
 		{MessageTimestampType, "createtime", "CreateTime", ""},
@@ -84,6 +91,7 @@ func TestValidateCrossCheck(t *testing.T) {
 		{map[string]string{RetentionMs: "1000", LocalRetentionMs: "0"}, false, ""},
 		{map[string]string{RetentionMs: "1000", LocalRetentionMs: "-2"}, false, ""},
 		{map[string]string{RetentionMs: "-1", LocalRetentionMs: "-1"}, false, ""},
+		{map[string]string{MinCompactionLagMs: "10", MaxCompactionLagMs: "5"}, false, "min.compaction.lag.ms = 10 must not exceed max.compaction.lag.ms = 5"},
 		{map[string]string{"log.retention.ms": "10", "log.local.retention.ms": "11"}, true, "log.local.retention.ms = 11 must not exceed log.retention.ms = 10"},
 	} {
 		_, err := Validate(tc.in, tc.broker)

@@ -47,7 +47,7 @@ var _ Cluster = (*memCluster)(nil)
 
 var memConfigTypes = map[topicconfig.Type]ConfigType{
 	topicconfig.String: ConfigTypeString, topicconfig.Int: ConfigTypeInt, topicconfig.Long: ConfigTypeLong,
-	topicconfig.Boolean: ConfigTypeBoolean, topicconfig.List: ConfigTypeList,
+	topicconfig.Boolean: ConfigTypeBoolean, topicconfig.List: ConfigTypeList, topicconfig.Double: ConfigTypeDouble,
 }
 
 func newMemCluster(b ring.Backend) *memCluster {

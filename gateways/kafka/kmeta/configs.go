@@ -47,6 +47,7 @@ var configTypes = map[controller.ConfigType]kafka.ConfigType{
 	controller.TypeLong:    kafka.ConfigTypeLong,
 	controller.TypeBoolean: kafka.ConfigTypeBoolean,
 	controller.TypeList:    kafka.ConfigTypeList,
+	controller.TypeDouble:  kafka.ConfigTypeDouble,
 }
 
 func (c *Cluster) DescribeConfigs(ctx context.Context, res kafka.ConfigResource) ([]kafka.ConfigEntry, error) {
