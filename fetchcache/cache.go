@@ -520,11 +520,12 @@ func (c *Cache) object(ctx context.Context, seg catalog.Segment) (*object, error
 // entry of the remote index x at or below offset and reads batch headers
 // forward.
 //
-// Offsets in a segment are dense: logstore assigns each batch the offset
-// after the previous one, and a segment's first batch starts at its base
-// offset. The scan checks that every header continues the sequence from its
-// starting point, since the base offset is outside the batch CRC and a
-// corrupted one would otherwise go unnoticed.
+// Offsets in a segment only go up: logstore assigns each batch the offset
+// after the previous one, and its cleaner, compacting a segment, leaves
+// gaps where it removed batches. An index entry names its batch's base
+// offset exactly. The scan checks every header against that, since the
+// base offset is outside the batch CRC and a corrupted one would otherwise
+// go unnoticed; one past the segment's end is caught by finish.
 func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (int64, logstore.BatchHeader, error) {
 	var h logstore.BatchHeader
 	var err error
@@ -545,7 +546,7 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 			c.purge(r.o, pos, logstore.BatchHeaderSize)
 			return 0, h, c.corrupt(r.o, pos, err)
 		}
-		if h.BaseOffset != want {
+		if h.BaseOffset < want || h.BaseOffset != want && fromIndex && pos == int64(entryPos) {
 			if fromIndex && pos == int64(entryPos) {
 				// Either the index is not this log's, or the chunk under
 				// the batch is damaged: read it once more from the bucket
@@ -578,8 +579,8 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 
 // finish cuts out, which holds the object's bytes from pos and starts with
 // the batch first, to the whole batches it holds and checks them: structure
-// and CRC32C (logstore.ValidateBatch, unless SkipVerify), the dense offset
-// sequence, offsets inside the segment, and partition leader epochs that
+// and CRC32C (logstore.ValidateStoredBatch, unless SkipVerify), offsets
+// that only go up (compacted segments have gaps), offsets inside the segment, and partition leader epochs that
 // never go down. A bad first batch is an error; a bad later one ends the
 // result before it, so the reader gets the good batches and meets the error
 // on its next fetch. The chunks under a bad batch leave the cache, so a
@@ -608,15 +609,15 @@ func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out par
 		if err == nil && !c.opts.SkipVerify {
 			batch = out.slice(batch[:0], p, p+int(h.Length))
 			if len(batch) == 1 {
-				_, err = logstore.ValidateBatch(batch[0])
+				_, err = logstore.ValidateStoredBatch(batch[0])
 			} else {
-				_, err = logstore.ValidateBatchParts(batch)
+				_, err = logstore.ValidateStoredBatchParts(batch)
 			}
 		}
 		switch {
 		case err != nil:
-		case h.BaseOffset != want:
-			err = fmt.Errorf("batch base offset %d, want %d after the batch before it", h.BaseOffset, want)
+		case h.BaseOffset < want:
+			err = fmt.Errorf("batch base offset %d, want %d or more after the batch before it", h.BaseOffset, want)
 		case o.seg.EndOffset > o.seg.BaseOffset && h.LastOffset() >= o.seg.EndOffset:
 			err = fmt.Errorf("last offset %d beyond the segment end %d", h.LastOffset(), o.seg.EndOffset)
 		case h.LeaderEpoch < epoch:

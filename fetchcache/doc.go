@@ -49,7 +49,7 @@
 //     whatever tierd uses for uploads, so cold readers cannot starve
 //     producers or the tiering pipeline.
 //   - Integrity of what it serves: a read returns whole batches only (no
-//     trailing partial batch), each checked (logstore.ValidateBatch: CRC32C
+//     trailing partial batch), each checked (logstore.ValidateStoredBatch: CRC32C
 //     and header; offsets rising inside the segment), and chunks under a
 //     bad batch are dropped from memory, so corrupted bytes are never
 //     served and a corruption that happened in transit heals on the next
