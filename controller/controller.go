@@ -114,6 +114,13 @@ type Controller struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// failed is closed when a loop that serves the port dies on its own
+	// (failErr says why): the voter is then half-alive, and Wait tells
+	// its process to stop.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
+
 	mu struct {
 		sync.Mutex
 		lastSeen map[int32]time.Time // leader only
@@ -158,7 +165,7 @@ func Open(opts Options) (_ *Controller, err error) {
 		return nil, fmt.Errorf("topic defaults: %w", err)
 	}
 	log := opts.Logger.With("component", "controller")
-	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger})}
+	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger}), failed: make(chan struct{})}
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
@@ -216,7 +223,7 @@ func Open(opts Options) (_ *Controller, err error) {
 	if deps == nil {
 		// From here on a failed start must also stop the transport's
 		// goroutines: Raft is not there yet to do it.
-		c.mux = newMux(opts.Listener, tcpAddr(c.addr), log)
+		c.mux = newMux(opts.Listener, tcpAddr(c.addr), log, c.fail)
 		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 			Stream:  streamLayer{c.mux.raft},
 			MaxPool: 3,
@@ -271,8 +278,9 @@ func Open(opts Options) (_ *Controller, err error) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			if err := c.http.Serve(c.mux.api); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-				log.Error("client API server stopped", "err", err)
+			err := c.http.Serve(c.mux.api)
+			if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+				c.fail(fmt.Errorf("client API server: %w", err))
 			}
 		}()
 	}
@@ -283,6 +291,29 @@ func Open(opts Options) (_ *Controller, err error) {
 		go c.join()
 	}
 	return c, nil
+}
+
+// fail records that a serving loop died on its own; the first reason
+// wins.
+func (c *Controller) fail(err error) {
+	c.failOnce.Do(func() {
+		c.log.Error("controller serving loop died", "err", err)
+		c.failErr = err
+		close(c.failed)
+	})
+}
+
+// Wait returns nil when ctx ends, or an error when one of the loops that
+// serve the controller's port (its accept loop, the client API server)
+// has died on its own, leaving Raft and the clients unserved: the
+// process should then stop rather than run half-alive.
+func (c *Controller) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-c.failed:
+		return c.failErr
+	}
 }
 
 // Close stops the controller: the client API, the leader loops, Raft, and

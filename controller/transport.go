@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -27,6 +28,7 @@ type mux struct {
 	ln        net.Listener
 	advertise net.Addr
 	log       *slog.Logger
+	onFail    func(error)
 
 	raft *chanListener
 	api  *chanListener
@@ -41,8 +43,10 @@ type mux struct {
 	}
 }
 
-func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger) *mux {
-	m := &mux{ln: ln, advertise: advertise, log: log, closed: make(chan struct{})}
+// newMux starts accepting on ln; onFail is told if the accept loop dies
+// other than by close.
+func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, onFail func(error)) *mux {
+	m := &mux{ln: ln, advertise: advertise, log: log, onFail: onFail, closed: make(chan struct{})}
 	m.mu.conns = map[net.Conn]struct{}{}
 	m.raft = newChanListener(advertise, m.closed)
 	m.api = newChanListener(ln.Addr(), m.closed)
@@ -68,7 +72,7 @@ func (m *mux) accept() {
 				time.Sleep(delay)
 				continue
 			}
-			m.log.Error("controller listener failed", "err", err)
+			m.onFail(fmt.Errorf("controller listener %s: %w", m.ln.Addr(), err))
 			return
 		}
 		delay = 0

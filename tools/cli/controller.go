@@ -118,15 +118,33 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 	}
 	logger.Info("running", "command", "controller", "node_id", cfg.Controller.NodeID,
 		"controller_addr", c.Addr(), "listen", listenerAddr(ln), "startup", time.Since(start).Round(time.Millisecond))
-	<-ctx.Done()
-	logger.Info("stopping", "reason", "signal")
-	stop()
+	werr := superviseController(ctx, stop, c, logger)
 	if err := c.Close(); err != nil {
-		logger.Error("stopped", "err", err)
-		return fmt.Errorf("close controller: %w", err)
+		werr = errors.Join(werr, fmt.Errorf("close controller: %w", err))
+	}
+	if werr != nil {
+		logger.Error("stopped", "err", werr)
+		return werr
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// superviseController waits for a signal (ctx) or for one of the loops
+// serving the controller's port to die, which it returns: a voter that
+// no longer serves Raft or its clients must exit non-zero, not linger.
+func superviseController(ctx context.Context, stop context.CancelFunc, c *controller.Controller, logger *slog.Logger) error {
+	sup := newSupervisor(logger)
+	sup.start(ctx, "controller", c.Wait)
+	err := sup.wait(ctx)
+	stop() // a second signal now ends the process, for when closing hangs
+	if err != nil {
+		logger.Error("stopping", "reason", "part failed", "part", "controller", "err", err)
+	} else {
+		logger.Info("stopping", "reason", "signal")
+	}
+	sup.stop()
+	return err
 }
 
 // openController starts a voter with its Raft state in <data_dir>/raft.

@@ -481,6 +481,7 @@ func (d *daemon) start(ctx context.Context) error {
 		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), mgr, d.ctl == nil, logger)
 		d.sup.start(ctx, "controller agent", agent.Run)
 		if d.ctl != nil {
+			d.sup.start(ctx, "controller", d.ctl.Wait)
 			parts = append(parts, "controller")
 			attrs = append(attrs, "controller_addr", d.ctl.Addr())
 		} else {
