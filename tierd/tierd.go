@@ -63,9 +63,15 @@ type Options struct {
 	// this store follows are read, for their cloud pointers (replica.go);
 	// default ManifestInterval, which is how far a manifest may lag anyway.
 	FollowerSyncInterval time.Duration
-	Retry                objstore.RetryPolicy
-	Metrics              *Metrics // optional
-	Logger               *slog.Logger
+	// ReplacedGrace is how long the objects of a segment the log cleaner
+	// replaced stay in the bucket (Replaced): a reader that took the old
+	// record before the swap, or a follower that has not read the new
+	// manifest yet, still finds them. Default three FollowerSyncIntervals,
+	// at least a minute.
+	ReplacedGrace time.Duration
+	Retry         objstore.RetryPolicy
+	Metrics       *Metrics // optional
+	Logger        *slog.Logger
 }
 
 type jobKind uint8
@@ -121,6 +127,13 @@ type Daemon struct {
 		m map[partKey]bool
 	}
 
+	// replaced holds the objects of cleaned segments waiting out
+	// ReplacedGrace (compact.go).
+	replaced struct {
+		sync.Mutex
+		list []replacedObjects
+	}
+
 	manifestMu sync.Map // partition -> *sync.Mutex: one manifest writer per partition
 	wg         sync.WaitGroup
 }
@@ -147,6 +160,9 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.FollowerSyncInterval <= 0 {
 		opts.FollowerSyncInterval = opts.ManifestInterval
+	}
+	if opts.ReplacedGrace <= 0 {
+		opts.ReplacedGrace = max(time.Minute, 3*opts.FollowerSyncInterval)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -272,6 +288,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-t.C:
 			d.Rescan(ctx)
 		case <-mt.C:
+			d.deleteReplaced(ctx, time.Now())
 			d.flushManifests(ctx)
 		case <-ft.C:
 			d.syncFollowers(ctx)

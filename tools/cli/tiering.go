@@ -159,7 +159,10 @@ type tierProxy struct {
 	}
 }
 
-var _ logstore.Tier = (*tierProxy)(nil)
+var (
+	_ logstore.Tier         = (*tierProxy)(nil)
+	_ logstore.ReplacedTier = (*tierProxy)(nil)
+)
 
 func (p *tierProxy) set(d *tierd.Daemon) {
 	p.mu.Lock()
@@ -182,6 +185,14 @@ func (p *tierProxy) Sealed(seg catalog.Segment) {
 func (p *tierProxy) DeleteRemote(seg catalog.Segment) {
 	if d := p.get(); d != nil {
 		d.DeleteRemote(seg)
+	}
+}
+
+// Replaced passes on the objects of segments the log cleaner rewrote
+// (logstore.ReplacedTier); before the daemon runs, `tier gc` finds them.
+func (p *tierProxy) Replaced(seg catalog.Segment) {
+	if d := p.get(); d != nil {
+		d.Replaced(seg)
 	}
 }
 
