@@ -199,9 +199,9 @@ func (c *coordinator) load(ctx context.Context) error {
 	if errors.Is(err, ErrUnknownTopic) {
 		t, err = c.g.createInternal(ctx, CreateTopic{
 			Name: offsetsTopic, Partitions: c.g.opts.OffsetsPartitions,
-			// Kept forever: the store has no compaction, and a commit
-			// must not expire under a group that is still there.
-			Configs: map[string]*string{"retention.ms": ptr("-1"), "retention.bytes": ptr("-1")},
+			// Compacted, as in Kafka: the latest commit of each group and
+			// partition stays, and a tombstone removes it.
+			Configs: map[string]*string{"cleanup.policy": ptr("compact")},
 		})
 		if errors.Is(err, ErrTopicExists) {
 			t, err = c.g.cluster.Topic(ctx, offsetsTopic)
