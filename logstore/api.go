@@ -95,6 +95,10 @@ type FetchRequest struct {
 	MinBytes   int32
 	MaxBytes   int32
 	MaxWait    time.Duration
+	// IsolationLevel is ReadUncommitted (0) or ReadCommitted (1): the
+	// latter reads consumers' partitions up to the last stable offset
+	// only, and gets the aborted transactions there (txn.go).
+	IsolationLevel int8
 }
 
 // FetchPartitionResult is the outcome for one partition. Err wraps a
@@ -105,7 +109,13 @@ type FetchPartitionResult struct {
 	Err            error
 	HighWatermark  int64
 	LogStartOffset int64
-	Records        Records
+	// LastStableOffset is below the high watermark while a transaction
+	// is open in the partition (txn.go).
+	LastStableOffset int64
+	// AbortedTransactions, for a ReadCommitted fetch only, are those the
+	// records returned may hold.
+	AbortedTransactions []AbortedTxn
+	Records             Records
 }
 
 // FetchResult holds one result per requested partition, in request order.

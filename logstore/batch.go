@@ -200,7 +200,7 @@ func checkHeaderFields(h *BatchHeader) error {
 		if h.ProducerEpoch < 0 {
 			return fmt.Errorf("%w: producer %d with epoch %d", ErrInvalidProducer, h.ProducerID, h.ProducerEpoch)
 		}
-		if h.BaseSequence < 0 {
+		if h.BaseSequence < 0 && !h.IsControl() { // a marker has no sequence, as in Kafka
 			return fmt.Errorf("%w: producer %d with sequence %d", ErrInvalidProducer, h.ProducerID, h.BaseSequence)
 		}
 	}

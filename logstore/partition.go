@@ -64,6 +64,8 @@ type partition struct {
 
 	// producers is the idempotent-producer state (producer.go).
 	producers map[int64]*producerState
+	// txn is the transaction state: open and aborted transactions (txn.go).
+	txn txnState
 
 	// Paced writeback's view of the readers (writeback.go): the lowest read
 	// since the last step, and the hold it refreshes.

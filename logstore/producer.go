@@ -70,7 +70,8 @@ func nextSeq(s int32) int32 {
 // append (dup != nil) or refuse it.
 func (p *partition) checkProducer(h *BatchHeader) (dup *seqEntry, err error) {
 	st := p.producers[h.ProducerID]
-	if st == nil {
+	if st == nil || h.IsControl() {
+		// A marker (control batch) has no sequence: txn.go checks it.
 		// Unknown producer: a new one starts at 0; a higher sequence means
 		// its state was lost to retention or DeleteRecords, which Kafka
 		// also accepts rather than failing a healthy producer.
@@ -137,16 +138,19 @@ func snapshotPath(dir string, base int64) string {
 	return filepath.Join(dir, segmentName(base)+".snapshot")
 }
 
-// encodeProducers serializes the state: version (2), count, then per
-// producer id, epoch, last append time, entry count and entries; a CRC32C
-// trails the whole. Version 1, read still, had no append time.
-func encodeProducers(m map[int64]*producerState) []byte {
+// encodeProducers serializes the state: version (3), count, then per
+// producer id, epoch, last append time, entry count and entries, then the
+// transaction state (txn.go); a CRC32C trails the whole. Version 1, read
+// still, had no append time, and version 2 no transaction state.
+func encodeProducers(m map[int64]*producerState) []byte { return encodeSnapshot(m, &txnState{}) }
+
+func encodeSnapshot(m map[int64]*producerState, t *txnState) []byte {
 	ids := make([]int64, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	b := []byte{2}
+	b := []byte{3}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
 	for _, id := range ids {
 		st := m[id]
@@ -155,6 +159,7 @@ func encodeProducers(m map[int64]*producerState) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(st.lastTs))
 		b = appendEntries(b, st)
 	}
+	b = appendTxnState(b, t)
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
 }
 
@@ -175,8 +180,16 @@ func appendEntries(b []byte, st *producerState) []byte {
 // decodeProducers reads a snapshot; producers of a version 1 snapshot,
 // which has no append times, are taken as last seen at loadTs.
 func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
-	bad := func(why string) (map[int64]*producerState, error) {
-		return nil, fmt.Errorf("%w: producer snapshot: %s", ErrCorruptSegment, why)
+	m, _, err := decodeSnapshot(b, loadTs)
+	return m, err
+}
+
+// decodeSnapshot reads a snapshot with its transaction state (empty
+// before version 3).
+func decodeSnapshot(b []byte, loadTs int64) (map[int64]*producerState, txnState, error) {
+	var t txnState
+	bad := func(why string) (map[int64]*producerState, txnState, error) {
+		return nil, t, fmt.Errorf("%w: producer snapshot: %s", ErrCorruptSegment, why)
 	}
 	if len(b) < 9 {
 		return bad("too short")
@@ -186,11 +199,11 @@ func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
 		return bad("checksum mismatch")
 	}
 	version := body[0]
-	if version != 1 && version != 2 {
+	if version < 1 || version > 3 {
 		return bad(fmt.Sprintf("version %d", version))
 	}
 	head := 11 // id, epoch, entry count
-	if version == 2 {
+	if version >= 2 {
 		head += 8 // last append time
 	}
 	count := binary.BigEndian.Uint32(body[1:])
@@ -202,7 +215,7 @@ func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
 		}
 		id := int64(binary.BigEndian.Uint64(body))
 		st := &producerState{epoch: int16(binary.BigEndian.Uint16(body[8:])), lastTs: loadTs}
-		if version == 2 {
+		if version >= 2 {
 			st.lastTs = int64(binary.BigEndian.Uint64(body[10:]))
 		}
 		n := int(body[head-1])
@@ -217,20 +230,27 @@ func decodeProducers(b []byte, loadTs int64) (map[int64]*producerState, error) {
 		}
 		m[id] = st
 	}
+	if version >= 3 {
+		var ok bool
+		if t, body, ok = readTxnState(body); !ok {
+			return bad("bad transaction state")
+		}
+	}
 	if len(body) != 0 {
 		return bad("trailing bytes")
 	}
-	return m, nil
+	return m, t, nil
 }
 
 // producerSnapshot encodes the state as of offset base (the start of a new
 // segment) and names its file; writeSnapshot saves it. The path is "" when
 // there is no state to save.
 func (p *partition) producerSnapshot(base int64) (path string, data []byte) {
-	if len(p.producers) == 0 {
+	p.pruneAborted()
+	if len(p.producers) == 0 && p.txn.empty() {
 		return "", nil
 	}
-	return snapshotPath(p.dir, base), encodeProducers(p.producers)
+	return snapshotPath(p.dir, base), encodeSnapshot(p.producers, &p.txn)
 }
 
 // writeSnapshot saves a producer snapshot atomically: temp file, fsync,
@@ -273,6 +293,7 @@ func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 	}
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] > snaps[j] })
 	from := int64(-1)
+	p.txn = txnState{}
 	for _, base := range snaps {
 		if base > p.leo() {
 			// Taken for batches the log no longer holds (a truncation
@@ -285,12 +306,12 @@ func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 		if err != nil {
 			continue
 		}
-		m, err := decodeProducers(b, time.Now().UnixMilli())
+		m, t, err := decodeSnapshot(b, time.Now().UnixMilli())
 		if err != nil {
 			opts.Logger.Warn("skipping unreadable producer snapshot", "topic", p.topic, "partition", p.id, "base", base, "err", err)
 			continue
 		}
-		p.producers, from = m, base
+		p.producers, p.txn, from = m, t, base
 		break
 	}
 	scratch := make([]byte, BatchHeaderSize)
@@ -304,7 +325,7 @@ func (p *partition) rebuildProducers(opts *Options) (epochsAdded bool) {
 				break
 			}
 			if h.BaseOffset >= from {
-				p.recordProducer(&h, h.MaxTimestamp)
+				p.replayBatch(seg, pos, &h)
 				epochsAdded = p.noteRecoveredEpoch(&h, opts.RequireRole) || epochsAdded
 			}
 			pos += int64(h.Length)

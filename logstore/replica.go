@@ -555,7 +555,7 @@ func (s *shard) appendReplica(r *request) {
 			newEpoch = true
 		}
 		if h.ProducerID >= 0 {
-			p.recordProducer(&h, ts)
+			p.noteAppendTxn(&h, r.records[off:off+int(h.Length)], ts)
 		}
 		off += int(h.Length)
 	}

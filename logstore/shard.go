@@ -49,6 +49,7 @@ type request struct {
 	// produce
 	acks       Acks
 	records    []byte
+	marker     bool // records is a transaction marker (txn.go)
 	produced   ProduceResult
 	endOffset  int64 // offset after the last appended record
 	appendedAt time.Time
@@ -732,9 +733,14 @@ func (s *shard) produce(r *request) {
 	}
 	next := seg.next
 	idem := BatchHeader{ProducerID: -1}
-	if h, _ := ParseBatchHeader(r.records); h.ProducerID >= 0 {
+	if h, _ := ParseBatchHeader(r.records); h.ProducerID >= 0 || h.IsControl() || r.marker {
 		if int(h.Length) != len(r.records) {
 			r.finish(fmt.Errorf("%w: an idempotent produce must carry exactly one batch", ErrCorruptBatch))
+			return
+		}
+		if skip, err := p.checkProduceTxn(&h, r.marker); err != nil || skip {
+			r.produced = ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: p.logStart}
+			r.finish(err)
 			return
 		}
 		dup, err := p.checkProducer(&h)
@@ -779,7 +785,7 @@ func (s *shard) produce(r *request) {
 	}
 	if idem.ProducerID >= 0 {
 		idem.BaseOffset = r.produced.BaseOffset
-		p.recordProducer(&idem, r.appendedAt.UnixMilli())
+		p.noteAppendTxn(&idem, r.records, r.appendedAt.UnixMilli())
 	}
 	s.paceWriteback(p, seg)
 	p.appended()
@@ -841,7 +847,7 @@ func (s *shard) fetch(r *request) {
 				continue
 			}
 		}
-		res.HighWatermark, res.LogStartOffset = p.hw, p.logStart
+		res.HighWatermark, res.LogStartOffset, res.LastStableOffset = p.hw, p.logStart, p.lso()
 		max := int(fp.MaxBytes)
 		if r.fetch.MaxBytes > 0 && (max <= 0 || int(r.fetch.MaxBytes) < max) {
 			max = int(r.fetch.MaxBytes)
@@ -850,6 +856,9 @@ func (s *shard) fetch(r *request) {
 			max = 1 << 20
 		}
 		s.readPartition(r, p, i, fp.Offset, max, fp.FollowerID > 0)
+		if r.fetch.IsolationLevel == ReadCommitted && fp.FollowerID <= 0 && res.Err == nil {
+			p.readCommitted(r, fp, res)
+		}
 		got += res.Records.Size()
 	}
 	// Data short of MinBytes: the long poll must also wake when the
@@ -923,6 +932,14 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 			limit = seg.size
 		case p.hw < p.durableEnd:
 			l, err := p.hwLimit(seg, s.scratch[:])
+			if err != nil {
+				res.Err = err
+				return
+			}
+			limit = l
+		}
+		if !follower && r.fetch.IsolationLevel == ReadCommitted {
+			l, err := p.lsoLimit(seg, limit, s.scratch[:])
 			if err != nil {
 				res.Err = err
 				return

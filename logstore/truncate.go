@@ -282,6 +282,7 @@ func (s *shard) truncateFully(p *partition, offset int64) error {
 	p.durableEnd, p.hw = offset, offset
 	p.hwPos = hwPosition{}
 	p.producers = nil
+	p.txn = txnState{}
 	for _, r := range p.waitAcks {
 		r.finish(fmt.Errorf("%w: %s/%d was truncated under this append", ErrNotLeader, p.topic, p.id))
 	}

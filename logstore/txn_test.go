@@ -1,0 +1,202 @@
+package logstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"reflect"
+	"testing"
+
+	"github.com/aerostream/aerostream/logstore/logtest"
+)
+
+// txnBatch is a transactional batch of n records of producer pid.
+func txnBatch(pid int64, epoch int16, seq int32, n int) []byte {
+	b := idemBatch(pid, epoch, seq, n)
+	binary.BigEndian.PutUint16(b[offAttributes:], binary.BigEndian.Uint16(b[offAttributes:])|attrTransactional)
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], crcTable))
+	return b
+}
+
+func fetchIso(t *testing.T, s *Store, topic string, from int64, iso int8) FetchPartitionResult {
+	t.Helper()
+	res, err := s.Fetch(context.Background(), &FetchRequest{IsolationLevel: iso,
+		Partitions: []FetchPartition{{Topic: topic, Partition: 0, Offset: from, MaxBytes: 1 << 20}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := res.Partitions[0]
+	if pr.Err != nil {
+		t.Fatalf("fetch at %d: %v", from, pr.Err)
+	}
+	b, err := pr.Records.ReadAll(nil)
+	res.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Records = Records{Bytes: b}
+	return pr
+}
+
+// lastOffsetIn is the last offset of the whole batches in b, -1 if none.
+func lastOffsetIn(b []byte) int64 {
+	last := int64(-1)
+	for len(b) >= BatchHeaderSize {
+		h, err := ParseBatchHeader(b)
+		if err != nil || int(h.Length) > len(b) {
+			break
+		}
+		last = h.LastOffset()
+		b = b[h.Length:]
+	}
+	return last
+}
+
+func TestTxnLSOAndAbortedIndex(t *testing.T) {
+	dir := t.TempDir()
+	ts := openTestStore(t, dir, nil)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{SegmentBytes: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	// offsets 0-1: plain; 2-4: txn of producer 10 (to abort); 5: plain;
+	// 6-7: txn of producer 11 (to commit), interleaved with 10's.
+	produce(t, ts.Store, "t", 0, logtest.Filler(1, 2, 20, 1))
+	produce(t, ts.Store, "t", 0, txnBatch(10, 0, 0, 3))
+	produce(t, ts.Store, "t", 0, logtest.Filler(1, 1, 20, 2))
+	produce(t, ts.Store, "t", 0, txnBatch(11, 0, 0, 2))
+
+	pr := fetchIso(t, ts.Store, "t", 0, ReadCommitted)
+	if pr.LastStableOffset != 2 || pr.HighWatermark != 8 {
+		t.Fatalf("open txns: lso %d hw %d, want 2 and 8", pr.LastStableOffset, pr.HighWatermark)
+	}
+	if got := lastOffsetIn(pr.Records.Bytes); got != 1 {
+		t.Fatalf("read_committed read to offset %d, want 1 (below the open transaction)", got)
+	}
+	if got := lastOffsetIn(fetchIso(t, ts.Store, "t", 0, ReadUncommitted).Records.Bytes); got != 7 {
+		t.Fatalf("read_uncommitted read to %d, want 7", got)
+	}
+
+	abort, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 10, ProducerEpoch: 0})
+	if err != nil || abort != 8 {
+		t.Fatalf("abort marker at %d, %v; want 8", abort, err)
+	}
+	pr = fetchIso(t, ts.Store, "t", 0, ReadCommitted)
+	if pr.LastStableOffset != 6 {
+		t.Fatalf("lso %d after the abort, want 6 (producer 11 still open)", pr.LastStableOffset)
+	}
+	want := []AbortedTxn{{ProducerID: 10, FirstOffset: 2, LastOffset: 8}}
+	if !reflect.DeepEqual(pr.AbortedTransactions, want) {
+		t.Fatalf("aborted %+v, want %+v", pr.AbortedTransactions, want)
+	}
+	commit, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 11, ProducerEpoch: 0, Commit: true})
+	if err != nil || commit != 9 {
+		t.Fatalf("commit marker at %d, %v; want 9", commit, err)
+	}
+	pr = fetchIso(t, ts.Store, "t", 0, ReadCommitted)
+	if pr.LastStableOffset != 10 || lastOffsetIn(pr.Records.Bytes) != 9 {
+		t.Fatalf("after both markers: lso %d, read to %d; want 10 and 9", pr.LastStableOffset, lastOffsetIn(pr.Records.Bytes))
+	}
+	// The marker batches read back as control batches with the right type.
+	for _, b := range readAll(t, ts.Store, "t", 0, 8) {
+		h, _ := ParseBatchHeader(b)
+		typ, err := controlType(b)
+		if !h.IsControl() || err != nil || (h.BaseOffset == 8) != (typ == controlAbort) {
+			t.Fatalf("marker at %d: control %v type %d err %v", h.BaseOffset, h.IsControl(), typ, err)
+		}
+	}
+	// A read from past the aborted transaction does not get it.
+	if pr := fetchIso(t, ts.Store, "t", 0+9, ReadCommitted); len(pr.AbortedTransactions) != 0 {
+		t.Fatalf("aborted list from 9: %+v", pr.AbortedTransactions)
+	}
+
+	// Bad input: a marker with nothing to end is not written; one with an
+	// old epoch is refused; a client's control batch is refused. Nothing
+	// changes in the log.
+	before, _ := ts.DescribePartition(ctx, "t", 0)
+	if off, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 99, ProducerEpoch: 3, Commit: true}); err != nil || off != -1 {
+		t.Fatalf("marker for an unknown producer: %d, %v", off, err)
+	}
+	produce(t, ts.Store, "t", 0, txnBatch(12, 5, 0, 1))
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 12, ProducerEpoch: 4}); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("stale marker: %v", err)
+	}
+	ctrl := buildMarker(&TxnMarker{ProducerID: 12, ProducerEpoch: 5, Commit: true}, 1)
+	ctrl = logtest.WithProducer(ctrl, 12, 5, 1) // a sequence, as a client would send
+	if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "t", Partition: 0, Acks: -1, Records: ctrl}); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("client control batch: %v", err)
+	}
+	after, _ := ts.DescribePartition(ctx, "t", 0)
+	if after.LogEndOffset != before.LogEndOffset+1 {
+		t.Fatalf("log end %d -> %d, want one record (producer 12's batch)", before.LogEndOffset, after.LogEndOffset)
+	}
+
+	// Producer 12's transaction is open across a restart; the abort of 10
+	// is remembered.
+	for i := 0; i < 20; i++ { // enough to roll, so a snapshot holds the state
+		produce(t, ts.Store, "t", 0, logtest.Filler(1, 1, 200, byte(i)))
+	}
+	ts = ts.reopen(t)
+	defer func() { ts.close(t) }()
+	pr = fetchIso(t, ts.Store, "t", 0, ReadCommitted)
+	if pr.LastStableOffset != 10 || !reflect.DeepEqual(pr.AbortedTransactions, want) {
+		t.Fatalf("after restart: lso %d aborted %+v; want 10 and %+v", pr.LastStableOffset, pr.AbortedTransactions, want)
+	}
+	// An epoch bump by the coordinator (abort with epoch 6) fences epoch 5.
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 12, ProducerEpoch: 6}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Produce(ctx, &ProduceRequest{Topic: "t", Partition: 0, Acks: -1, Records: txnBatch(12, 5, 1, 1)}); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("fenced producer: %v", err)
+	}
+	pr = fetchIso(t, ts.Store, "t", 0, ReadCommitted)
+	if pr.LastStableOffset != pr.HighWatermark || len(pr.AbortedTransactions) != 2 {
+		t.Fatalf("after aborting 12: lso %d hw %d aborted %+v", pr.LastStableOffset, pr.HighWatermark, pr.AbortedTransactions)
+	}
+}
+
+// TestTxnRecoveryWithoutSnapshot rebuilds the state from the log alone.
+func TestTxnRecoveryWithoutSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	ts := openTestStore(t, dir, nil)
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "r", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ts.Store, "r", 0, txnBatch(1, 0, 0, 2))
+	produce(t, ts.Store, "r", 0, txnBatch(2, 0, 0, 2))
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "r", Partition: 0, ProducerID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ts = ts.reopen(t)
+	defer func() { ts.close(t) }()
+	pr := fetchIso(t, ts.Store, "r", 0, ReadCommitted)
+	want := []AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 4}}
+	if pr.LastStableOffset != 2 || !reflect.DeepEqual(pr.AbortedTransactions, want) {
+		t.Fatalf("lso %d aborted %+v; want 2 and %+v", pr.LastStableOffset, pr.AbortedTransactions, want)
+	}
+}
+
+func TestTxnSnapshotRoundTrip(t *testing.T) {
+	m := map[int64]*producerState{4: {epoch: 2, lastTs: 7}}
+	st := txnState{ongoing: map[int64]int64{4: 100, 9: 50}, aborted: []AbortedTxn{{1, 2, 3}, {4, 5, 6}}}
+	gotM, gotT, err := decodeSnapshot(encodeSnapshot(m, &st), 0)
+	if err != nil || len(gotM) != 1 || !reflect.DeepEqual(gotT, st) {
+		t.Fatalf("round trip: %v %+v %v", gotM, gotT, err)
+	}
+}
+
+func FuzzControlType(f *testing.F) {
+	f.Add(buildMarker(&TxnMarker{ProducerID: 1, Commit: true}, 0))
+	f.Add(buildMarker(&TxnMarker{ProducerID: 1}, 0)[:BatchHeaderSize+3])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = controlType(b)
+		m, st, err := decodeSnapshot(b, 0)
+		if err == nil {
+			if _, st2, err := decodeSnapshot(encodeSnapshot(m, &st), 0); err != nil || len(st2.aborted) != len(st.aborted) {
+				t.Fatalf("re-encoded snapshot: %v", err)
+			}
+		}
+	})
+}
