@@ -99,6 +99,9 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			if err == nil {
 				err = g.checkBatch(t, p.Partition, p.Records)
 			}
+			if err == nil {
+				err = g.checkSchemaIDs(ctx, t, p.Records) // schema_validation.go
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				if req.Version >= 8 {

@@ -66,6 +66,9 @@ type Options struct {
 	FetchSessionCacheSlots int
 	// LogDir is the directory DescribeLogDirs names. Default "/data".
 	LogDir string
+	// SchemaIDs answers broker-side schema validation
+	// (schema_validation.go); nil refuses topics that ask for it.
+	SchemaIDs SchemaIDs
 }
 
 func (o *Options) setDefaults() error {
