@@ -424,7 +424,7 @@ func newRemoveVoterCmd(env Env) *cobra.Command {
 func newControllerStatusCmd(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show the controller cluster: id, leader, voters, registered nodes",
+		Short: "Show the controller cluster: id, leader, voters, joining controllers, registered nodes",
 		Args:  cobra.NoArgs,
 	}
 	ctl := addControllerFlag(cmd)
@@ -442,23 +442,34 @@ func newControllerStatusCmd(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "cluster id:\t%s\n", info.ClusterID)
-		fmt.Fprintf(w, "leader:\t%d at %s\n", info.LeaderID, info.LeaderAddr)
-		fmt.Fprintf(w, "metadata version:\t%d\n", info.Version)
-		for _, v := range info.Voters {
-			fmt.Fprintf(w, "voter %d:\t%s (%s)\n", v.ID, v.Address, v.Suffrage)
-		}
-		for _, n := range nodes.Nodes {
-			state := "live"
-			if !n.Live {
-				state = "down"
-			}
-			fmt.Fprintf(w, "%s %d:\t%s, %d shards at %s (ring version %d)\n", n.Kind, n.ID, state, n.Ring.Shards, n.Ring.Address, n.Ring.Version)
-		}
-		return w.Flush()
+		return writeControllerStatus(env.Stdout, info, nodes)
 	}
 	return cmd
+}
+
+// writeControllerStatus prints what `controller status` shows. Controllers
+// being added join as non-voters and are promoted once they have caught
+// up; until then they are listed as joining, with their Raft suffrage, so
+// that an operator sees an add in progress (or one that never catches up).
+func writeControllerStatus(out io.Writer, info controller.ClusterInfo, nodes controller.NodesResponse) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "cluster id:\t%s\n", info.ClusterID)
+	fmt.Fprintf(w, "leader:\t%d at %s\n", info.LeaderID, info.LeaderAddr)
+	fmt.Fprintf(w, "metadata version:\t%d\n", info.Version)
+	for _, v := range info.Voters {
+		fmt.Fprintf(w, "voter %d:\t%s (%s)\n", v.ID, v.Address, v.Suffrage)
+	}
+	for _, v := range info.Joining {
+		fmt.Fprintf(w, "joining %d:\t%s (%s, catching up; promoted to voter once caught up)\n", v.ID, v.Address, v.Suffrage)
+	}
+	for _, n := range nodes.Nodes {
+		state := "live"
+		if !n.Live {
+			state = "down"
+		}
+		fmt.Fprintf(w, "%s %d:\t%s, %d shards at %s (ring version %d)\n", n.Kind, n.ID, state, n.Ring.Shards, n.Ring.Address, n.Ring.Version)
+	}
+	return w.Flush()
 }
 
 func newTopicCmd(env Env) *cobra.Command {
