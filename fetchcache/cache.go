@@ -294,6 +294,12 @@ func (c *Cache) chunkKey(obj string, k int64) string {
 // beyond the ones that batch needs; a consumer gets the rest on its next
 // fetch, as Kafka allows a broker to return less than the maximum.
 func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int) ([][]byte, error) {
+	return c.read(ctx, seg, offset, maxBytes, false)
+}
+
+// read is ReadRemote; memOnly makes it fail with errNotInMemory rather
+// than wait for a GET (ReadCached).
+func (c *Cache) read(ctx context.Context, seg catalog.Segment, offset int64, maxBytes int, memOnly bool) ([][]byte, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -304,6 +310,9 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 	if offset < seg.BaseOffset || (seg.EndOffset > seg.BaseOffset && offset >= seg.EndOffset) {
 		return nil, fmt.Errorf("fetchcache: %s: %w: offset %d not in segment [%d, %d)",
 			seg.ObjectKey, logstore.ErrOffsetOutOfRange, offset, seg.BaseOffset, seg.EndOffset)
+	}
+	if memOnly && !c.knownInMemory(seg) {
+		return nil, errNotInMemory
 	}
 	o, err := c.object(ctx, seg)
 	if err != nil {
@@ -326,7 +335,7 @@ func (c *Cache) ReadRemote(ctx context.Context, seg catalog.Segment, offset int6
 			c.readahead(o, (end-1)/c.chunkSize, -1)
 		}
 	}
-	r := reader{c: c, o: o}
+	r := reader{c: c, o: o, memOnly: memOnly}
 	pos, h, err := c.locate(ctx, &r, x, offset)
 	if err != nil {
 		return nil, err
@@ -681,9 +690,10 @@ func (c *Cache) purge(o *object, pos, n int64) {
 // reader reads bytes of one object for one ReadRemote, remembering the
 // chunks it got so a chunk is looked up (and counted) once per read.
 type reader struct {
-	c    *Cache
-	o    *object
-	memo []memoChunk
+	c       *Cache
+	o       *object
+	memo    []memoChunk
+	memOnly bool // ReadCached: a chunk not in memory is errNotInMemory
 }
 
 type memoChunk struct {
@@ -708,6 +718,13 @@ func (r *reader) readAt(ctx context.Context, dst []byte, pos int64) error {
 
 func (r *reader) chunk(ctx context.Context, k int64) ([]byte, error) {
 	if data, ok := r.memoized(k); ok {
+		return data, nil
+	}
+	if r.memOnly {
+		if !r.cached(k) {
+			return nil, errNotInMemory
+		}
+		data, _ := r.memoized(k)
 		return data, nil
 	}
 	data, fromMain, err := r.c.chunk(ctx, r.o, k)

@@ -16,4 +16,7 @@ var (
 	// ErrNotRemote: the segment record carries no object key, so there is
 	// nothing to read from the bucket.
 	ErrNotRemote = errors.New("fetchcache: segment has no object key")
+	// errNotInMemory: a ReadCached read would have to wait for a GET; it
+	// never leaves the package.
+	errNotInMemory = errors.New("fetchcache: not in memory")
 )

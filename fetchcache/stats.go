@@ -15,6 +15,7 @@ type counters struct {
 	readaheadWasted                                    atomic.Int64
 	promotions, mainEvictions, mainRejections, corrupt atomic.Int64
 	inflight                                           atomic.Int64
+	cachedReads, cachedMisses                          atomic.Int64
 	mainUsed                                           atomic.Int64 // bytes Set in main and not gone
 }
 
@@ -53,6 +54,11 @@ type Stats struct {
 	// never served.
 	CorruptBatches int64
 
+	// CachedReads counts ReadCached calls memory served; CachedMisses
+	// those that would have waited for a GET (the caller then reads
+	// with ReadRemote).
+	CachedReads, CachedMisses int64
+
 	// Gauges: bytes held per segment and GETs in flight.
 	MainBytes, ScanBytes, IndexBytes int64
 	InflightGets                     int64
@@ -80,7 +86,8 @@ func (c *Cache) Stats() Stats {
 		Promotions:      st.promotions.Load(), MainRejections: st.mainRejections.Load(),
 		MainEvictions: st.mainEvictions.Load(), ScanEvictions: scanEvictions,
 		CorruptBatches: st.corrupt.Load(),
-		ScanBytes:      scanBytes, IndexBytes: idxBytes,
+		CachedReads:    st.cachedReads.Load(), CachedMisses: st.cachedMisses.Load(),
+		ScanBytes: scanBytes, IndexBytes: idxBytes,
 		InflightGets: st.inflight.Load(),
 	}
 	s.Evictions = s.MainEvictions + s.ScanEvictions
@@ -104,7 +111,7 @@ type collector struct {
 	lookups, gets, bytes, getErrors, retries, coalesced *prometheus.Desc
 	readahead, promotions, rejections, evictions        *prometheus.Desc
 	corrupt, badIndexes, cached, capacity, inflight     *prometheus.Desc
-	hitRatio                                            *prometheus.Desc
+	hitRatio, cachedReads                               *prometheus.Desc
 }
 
 func newCollector(c *Cache) *collector {
@@ -141,6 +148,8 @@ func newCollector(c *Cache) *collector {
 			"Byte budget, by segment (main, scan, index).", []string{"segment"}, nil),
 		inflight: prometheus.NewDesc(name("inflight_gets"),
 			"GET requests in flight.", nil, nil),
+		cachedReads: prometheus.NewDesc(name("cached_reads_total"),
+			"Reads tried from memory only, by result: served, or missed (read again waiting on the bucket).", []string{"result"}, nil),
 		hitRatio: prometheus.NewDesc(name("hit_ratio"),
 			"Chunk lookups served from memory over all chunk lookups since start.", nil, nil),
 	}
@@ -149,7 +158,7 @@ func newCollector(c *Cache) *collector {
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{k.lookups, k.gets, k.bytes, k.getErrors, k.retries, k.coalesced,
 		k.readahead, k.promotions, k.rejections, k.evictions, k.corrupt, k.badIndexes, k.cached,
-		k.capacity, k.inflight, k.hitRatio} {
+		k.capacity, k.inflight, k.hitRatio, k.cachedReads} {
 		ch <- d
 	}
 }
@@ -189,6 +198,8 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.capacity, float64(o.IndexBytes), "index")
 	gauge(k.inflight, float64(s.InflightGets))
 	gauge(k.hitRatio, s.HitRatio())
+	counter(k.cachedReads, s.CachedReads, "served")
+	counter(k.cachedReads, s.CachedMisses, "missed")
 }
 
 // HeldBytes is the memory the cache holds on the Go heap: cached chunks and

@@ -346,14 +346,11 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 	}
 	// Cold reads wait on the network; a fetch spanning several cold
 	// partitions reads them at once, each in its own goroutine (the cache
-	// bounds the GETs in flight).
-	readCold := func(c coldRead) {
+	// bounds the GETs in flight). Those that memory can serve are read
+	// first, here, one after the other: a goroutine each would only wait
+	// for the scheduler.
+	setCold := func(c coldRead, parts [][]byte, err error) {
 		p := &res.Partitions[c.idx]
-		if s.opts.Cold == nil {
-			p.Err = fmt.Errorf("%w: %s/%d offset %d is in the cold tier", ErrNotLocal, p.Topic, p.Partition, c.offset)
-			return
-		}
-		parts, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
 		if err != nil {
 			s.logColdError(p.Topic, p.Partition, c, err)
 			p.Err = fmt.Errorf("%w: %s/%d offset %d (segment %d, object %s): %w", ErrColdTier, p.Topic, p.Partition, c.offset,
@@ -363,6 +360,26 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		if len(parts) > 0 {
 			p.Records = Records{Bytes: parts[0], More: parts[1:]}
 		}
+	}
+	readCold := func(c coldRead) {
+		if s.opts.Cold == nil {
+			p := &res.Partitions[c.idx]
+			p.Err = fmt.Errorf("%w: %s/%d offset %d is in the cold tier", ErrNotLocal, p.Topic, p.Partition, c.offset)
+			return
+		}
+		parts, err := s.opts.Cold.ReadRemote(ctx, c.seg, c.offset, c.max)
+		setCold(c, parts, err)
+	}
+	if cc, ok := s.opts.Cold.(ColdCache); ok && len(colds) > 1 {
+		waiting := colds[:0]
+		for _, c := range colds {
+			if parts, ok, err := cc.ReadCached(c.seg, c.offset, c.max); ok {
+				setCold(c, parts, err)
+			} else {
+				waiting = append(waiting, c)
+			}
+		}
+		colds = waiting
 	}
 	if len(colds) == 1 {
 		readCold(colds[0])
@@ -378,6 +395,14 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 		wg.Wait()
 	}
 	return res, waits, nil
+}
+
+// ColdCache is implemented by a ColdTier that keeps what it reads in
+// memory: ReadCached is ReadRemote for a read memory can serve, and
+// reports ok false, having read nothing, when the read would wait on the
+// network. It must not block.
+type ColdCache interface {
+	ReadCached(seg catalog.Segment, offset int64, maxBytes int) (parts [][]byte, ok bool, err error)
 }
 
 // trimToMaxBytes enforces the response-level byte limit: the first
