@@ -323,7 +323,9 @@ func hashKey(k []byte) keyHash {
 func (c *cleaner) clean(ctx context.Context, sh *shard, cand *candidate, now time.Time) error {
 	segs := cand.segs
 	firstDirty := readCheckpoint(cand.dir)
-	if firstDirty < segs[0].base {
+	if firstDirty < segs[0].base || firstDirty > segs[len(segs)-1].next {
+		// Past the cleanable end, the checkpoint outlived a truncation
+		// (a follower's): the log below it is not known to be clean.
 		firstDirty = segs[0].base
 	}
 	var cleanBytes, dirtyBytes int64
