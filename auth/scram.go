@@ -408,3 +408,23 @@ func printableNoComma(s string) bool {
 	}
 	return true
 }
+
+// ScramCredentialFromSalted builds a credential from a salted password
+// (Hi(password, salt, iterations)), as Kafka's AlterUserScramCredentials
+// sends it: the client salts and hashes, the password never travels.
+func ScramCredentialFromSalted(mechanism string, salt, saltedPassword []byte, iterations int) (ScramCredential, error) {
+	h, err := scramHash(mechanism)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	if len(saltedPassword) != h().Size() {
+		return ScramCredential{}, fmt.Errorf("%w: a salted password of %d bytes, %s makes %d", ErrInvalid, len(saltedPassword), mechanism, h().Size())
+	}
+	c := ScramCredential{
+		Salt:       bytes.Clone(salt),
+		Iterations: iterations,
+		StoredKey:  hashSum(h, hmacSum(h, saltedPassword, "Client Key")),
+		ServerKey:  hmacSum(h, saltedPassword, "Server Key"),
+	}
+	return c, c.Check(mechanism)
+}

@@ -69,6 +69,9 @@ type Options struct {
 	// SchemaIDs answers broker-side schema validation
 	// (schema_validation.go); nil refuses topics that ask for it.
 	SchemaIDs SchemaIDs
+	// Auth is SASL and the authorizer (auth.go); zero is PLAINTEXT with
+	// every request allowed.
+	Auth AuthOptions
 }
 
 func (o *Options) setDefaults() error {
@@ -127,6 +130,8 @@ type Gateway struct {
 	groups   *coordinator
 	pids     *producerIDs
 	metrics  *requestMetrics
+
+	auditLimit auditLimiter
 }
 
 // New builds a Gateway. Serve runs it.
@@ -190,6 +195,7 @@ func (g *Gateway) NewSession(c *gateways.Conn) gateways.Session {
 type session struct {
 	g    *Gateway
 	conn *gateways.Conn
+	auth connAuth // SASL state (auth.go)
 }
 
 // ReadFrame reads one size-prefixed request.
@@ -368,10 +374,13 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		}
 		return nil, err
 	}
+	if err := s.checkAuthenticated(h.key); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	defer s.g.metrics.observe(h.key, start)
 	rc := &reqCtx{s: s, key: h.key, version: h.version, corr: h.corr, clientID: h.clientID, req: req}
-	resp, err := apiKeys[h.key].fn(s.g, ctx, rc)
+	resp, err := s.g.serve(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
