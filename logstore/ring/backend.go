@@ -37,6 +37,10 @@ type Backend interface {
 	// OffsetForLeaderEpoch answers from the partition's leader-epoch
 	// cache: the end offset of the largest epoch at or below epoch.
 	OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error)
+	// WriteTxnMarker writes a transaction's commit or abort marker to a
+	// partition, durably (as acks all), and returns its offset, or -1 when
+	// the producer has no transaction open there (a retried marker).
+	WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, error)
 	// Close releases the transport. It does not close the store behind it:
 	// the store belongs to whoever opened it. Calls after Close fail with
 	// ErrClosed.
@@ -58,6 +62,14 @@ type (
 	OffsetResult         = logstore.OffsetResult
 	PartitionInfo        = logstore.PartitionInfo
 	EpochEnd             = logstore.EpochEnd
+	TxnMarker            = logstore.TxnMarker
+	AbortedTxn           = logstore.AbortedTxn
+)
+
+// Isolation levels of a fetch.
+const (
+	ReadUncommitted = logstore.ReadUncommitted
+	ReadCommitted   = logstore.ReadCommitted
 )
 
 // Special timestamps for ListOffsets.

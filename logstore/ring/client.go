@@ -354,6 +354,19 @@ func (c *client) OffsetForLeaderEpoch(ctx context.Context, topic string, partiti
 	return resp.EpochEnd, nil
 }
 
+func (c *client) WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, error) {
+	if err := checkTopic(m.Topic); err != nil {
+		return 0, err
+	}
+	resp, err := c.do(ctx, c.shardOf(m.Topic, m.Partition), &request{
+		Op: OpTxnMarker, Topic: m.Topic, Partition: m.Partition, Marker: m,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return resp.MarkerAt, nil
+}
+
 // Close closes every connection, failing calls in flight, and waits for the
 // connections' goroutines to end.
 func (c *client) Close() error {

@@ -24,11 +24,13 @@ import (
 // (a field added to a message) moves it, so gateways and stores of
 // different releases refuse each other at their first frame, with a message
 // naming both versions, rather than misparse each other's messages.
-// Version 2 added the follower fields of Fetch and OffsetForLeaderEpoch.
-// The native protocol keeps its own version 0x01.
+// Version 2 added the follower fields of Fetch and OffsetForLeaderEpoch;
+// version 3 the isolation level, last stable offset and aborted
+// transactions of Fetch, and TxnMarker. The native protocol keeps its own
+// version 0x01.
 const (
 	frameMagic   byte = 0xAE
-	frameVersion byte = 0x02
+	frameVersion byte = 0x03
 	headerSize        = 7
 
 	// DefaultMaxPayloadBytes is the default bound on a frame's payload, on
@@ -53,6 +55,7 @@ const (
 //	  0x89  DeleteRecords      topic, partition, before           new log start offset
 //	  0x8A  Cancel             - (the id is the request to drop)  none: no response is sent
 //	  0x8B  OffsetForLeaderEpoch  topic, partition, epoch         epoch, end offset
+//	  0x8C  TxnMarker          topic, partition, producer, commit  marker offset (-1: nothing to end)
 //	  0xFF  Error              (server to client only)            error code, message; then the server closes
 //
 // Describe is the control request: a client sends it on a first connection
@@ -77,7 +80,10 @@ const (
 	// cache: a follower truncating before it follows, and the gateway's
 	// Kafka OffsetForLeaderEpoch.
 	OpOffsetForLeaderEpoch Opcode = 0x8B
-	OpError                Opcode = 0xFF
+	// OpTxnMarker writes a transaction's commit or abort marker: the
+	// gateway's transaction coordinator ends a transaction with it.
+	OpTxnMarker Opcode = 0x8C
+	OpError     Opcode = 0xFF
 )
 
 var opNames = map[Opcode]string{
@@ -93,6 +99,7 @@ var opNames = map[Opcode]string{
 	OpDeleteRecords:        "DeleteRecords",
 	OpCancel:               "Cancel",
 	OpOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
+	OpTxnMarker:            "TxnMarker",
 	OpError:                "Error",
 }
 

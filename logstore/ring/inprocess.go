@@ -95,6 +95,13 @@ func (b *inProcess) Close() error {
 	return nil
 }
 
+func (b *inProcess) WriteTxnMarker(ctx context.Context, m TxnMarker) (int64, error) {
+	if err := b.check(ctx); err != nil {
+		return 0, err
+	}
+	return b.s.WriteTxnMarker(ctx, m)
+}
+
 func (b *inProcess) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (EpochEnd, error) {
 	if err := b.check(ctx); err != nil {
 		return EpochEnd{}, err

@@ -23,6 +23,7 @@ import (
 //	  Hello              shard int32, ring version int64
 //	  Produce            topic, partition int32, acks int16, records bytes
 //	  Fetch              min bytes int32, max bytes int32, max wait duration,
+//	                     isolation level int8,
 //	                     [topic, partition int32, offset int64, max bytes int32,
 //	                      follower id int32, leader epoch int32]
 //	  ListOffsets        topic, partition int32, timestamp int64
@@ -30,6 +31,9 @@ import (
 //	  DeletePartition    topic, partition int32
 //	  DescribePartition  topic, partition int32
 //	  DeleteRecords      topic, partition int32, before int64
+//	  TxnMarker          topic, partition int32, producer id int64,
+//	                     producer epoch int16, commit int8 (0 or 1),
+//	                     coordinator epoch int32
 //
 //	config = segment bytes int64, segment ms duration, retention ms duration,
 //	         retention bytes int64, max message bytes int32
@@ -45,13 +49,16 @@ import (
 //	  Produce            base offset int64, log append time int64, log start int64
 //	  Fetch              [topic, partition int32, code int16, message string
 //	                      (only when code != 0), high watermark int64,
-//	                      log start int64, records bytes]
+//	                      log start int64, last stable offset int64,
+//	                      [aborted: producer id int64, first offset int64,
+//	                       last offset int64], records bytes]
 //	  ListOffsets        offset int64, timestamp int64
 //	  DescribePartition  info
 //	  ListPartitions     [info]
 //	  DeleteRecords      log start offset int64
 //	  OffsetForLeaderEpoch  epoch int32, end offset int64 (both -1: no
 //	                     epoch at or below the one asked for)
+//	  TxnMarker          marker offset int64 (-1: nothing to end)
 //
 //	info = topic, partition int32, log start int64, high watermark int64,
 //	       log end int64, size int64, segments int32, config
@@ -75,6 +82,7 @@ type request struct {
 	Before    int64           // DeleteRecords
 	Config    PartitionConfig // CreatePartition
 	Epoch     int32           // OffsetForLeaderEpoch
+	Marker    TxnMarker       // TxnMarker (its Topic and Partition are the fields above)
 }
 
 // response is any decoded ring response. Fields follow Op, as in the layout.
@@ -95,6 +103,7 @@ type response struct {
 	Infos    []PartitionInfo // ListPartitions
 	LogStart int64           // DeleteRecords
 	EpochEnd EpochEnd        // OffsetForLeaderEpoch
+	MarkerAt int64           // TxnMarker
 }
 
 // err is the response's top-level error, rebuilt from code and message.
@@ -130,6 +139,7 @@ func appendRequest(dst []byte, r *request) []byte {
 		dst = kbin.AppendInt32(dst, r.Fetch.MinBytes)
 		dst = kbin.AppendInt32(dst, r.Fetch.MaxBytes)
 		dst = kbin.AppendInt64(dst, int64(r.Fetch.MaxWait))
+		dst = kbin.AppendInt8(dst, r.Fetch.IsolationLevel)
 		dst = kbin.AppendArrayLen(dst, len(r.Fetch.Partitions))
 		for _, p := range r.Fetch.Partitions {
 			dst = appendPartition(dst, p.Topic, p.Partition)
@@ -152,6 +162,12 @@ func appendRequest(dst []byte, r *request) []byte {
 	case OpOffsetForLeaderEpoch:
 		dst = appendPartition(dst, r.Topic, r.Partition)
 		dst = kbin.AppendInt32(dst, r.Epoch)
+	case OpTxnMarker:
+		dst = appendPartition(dst, r.Topic, r.Partition)
+		dst = kbin.AppendInt64(dst, r.Marker.ProducerID)
+		dst = kbin.AppendInt16(dst, r.Marker.ProducerEpoch)
+		dst = kbin.AppendBool(dst, r.Marker.Commit)
+		dst = kbin.AppendInt32(dst, r.Marker.CoordinatorEpoch)
 	}
 	putLength(dst[start:])
 	return dst
@@ -185,6 +201,10 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 		r.Fetch.MinBytes = rd.Int32()
 		r.Fetch.MaxBytes = rd.Int32()
 		r.Fetch.MaxWait = time.Duration(rd.Int64())
+		r.Fetch.IsolationLevel = rd.Int8()
+		if r.Fetch.IsolationLevel != 0 && r.Fetch.IsolationLevel != 1 {
+			rd.invalid = true
+		}
 		n := rd.count(2 + 4 + 8 + 4 + 4 + 4)
 		if n > 0 {
 			r.Fetch.Partitions = make([]FetchPartition, n)
@@ -211,6 +231,13 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 	case OpOffsetForLeaderEpoch:
 		r.Topic, r.Partition = rd.partition()
 		r.Epoch = rd.Int32()
+	case OpTxnMarker:
+		r.Topic, r.Partition = rd.partition()
+		r.Marker.ProducerID = rd.Int64()
+		r.Marker.ProducerEpoch = rd.Int16()
+		r.Marker.Commit = rd.boolean()
+		r.Marker.CoordinatorEpoch = rd.Int32()
+		r.Marker.Topic, r.Marker.Partition = r.Topic, r.Partition
 	default:
 		return r, fmt.Errorf("%w: %v", ErrUnsupported, op)
 	}
@@ -264,6 +291,8 @@ func appendResponse(dst []byte, r *response) []byte {
 	case OpOffsetForLeaderEpoch:
 		dst = kbin.AppendInt32(dst, r.EpochEnd.LeaderEpoch)
 		dst = kbin.AppendInt64(dst, r.EpochEnd.EndOffset)
+	case OpTxnMarker:
+		dst = kbin.AppendInt64(dst, r.MarkerAt)
 	}
 	putLength(dst[start:])
 	return dst
@@ -280,6 +309,13 @@ func appendFetchPartitionMeta(dst []byte, p *FetchPartitionResult, n int) []byte
 	}
 	dst = kbin.AppendInt64(dst, p.HighWatermark)
 	dst = kbin.AppendInt64(dst, p.LogStartOffset)
+	dst = kbin.AppendInt64(dst, p.LastStableOffset)
+	dst = kbin.AppendArrayLen(dst, len(p.AbortedTransactions))
+	for _, a := range p.AbortedTransactions {
+		dst = kbin.AppendInt64(dst, a.ProducerID)
+		dst = kbin.AppendInt64(dst, a.FirstOffset)
+		dst = kbin.AppendInt64(dst, a.LastOffset)
+	}
 	return kbin.AppendInt32(dst, int32(n))
 }
 
@@ -313,7 +349,7 @@ func decodeResponse(op Opcode, payload []byte) (*response, error) {
 		r.Produce.LogAppendTime = rd.Int64()
 		r.Produce.LogStartOffset = rd.Int64()
 	case OpFetch:
-		n := rd.count(2 + 4 + 2 + 8 + 8 + 4)
+		n := rd.count(2 + 4 + 2 + 8 + 8 + 8 + 4 + 4)
 		if n > 0 {
 			r.Fetch.Partitions = make([]FetchPartitionResult, n)
 		}
@@ -325,6 +361,13 @@ func decodeResponse(op Opcode, payload []byte) (*response, error) {
 			}
 			p.HighWatermark = rd.Int64()
 			p.LogStartOffset = rd.Int64()
+			p.LastStableOffset = rd.Int64()
+			if na := rd.count(24); na > 0 {
+				p.AbortedTransactions = make([]AbortedTxn, na)
+				for j := range p.AbortedTransactions {
+					p.AbortedTransactions[j] = AbortedTxn{ProducerID: rd.Int64(), FirstOffset: rd.Int64(), LastOffset: rd.Int64()}
+				}
+			}
 			p.Records.Bytes = rd.bytes()
 		}
 	case OpListOffsets:
@@ -345,6 +388,8 @@ func decodeResponse(op Opcode, payload []byte) (*response, error) {
 	case OpOffsetForLeaderEpoch:
 		r.EpochEnd.LeaderEpoch = rd.Int32()
 		r.EpochEnd.EndOffset = rd.Int64()
+	case OpTxnMarker:
+		r.MarkerAt = rd.Int64()
 	default:
 		return r, fmt.Errorf("%w: %v", ErrUnsupported, op)
 	}
@@ -437,6 +482,16 @@ func (r *reader) count(minSize int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// boolean reads an int8 that must be 0 or 1, so every accepted encoding
+// stays canonical.
+func (r *reader) boolean() bool {
+	v := r.Int8()
+	if v != 0 && v != 1 {
+		r.invalid = true
+	}
+	return v == 1
 }
 
 func (r *reader) partition() (string, int32) {

@@ -490,6 +490,8 @@ func (c *serverConn) execute(ctx context.Context, req *request) *outMsg {
 		resp.LogStart, err = st.DeleteRecords(ctx, req.Topic, req.Partition, req.Before)
 	case OpOffsetForLeaderEpoch:
 		resp.EpochEnd, err = st.OffsetForLeaderEpoch(ctx, req.Topic, req.Partition, req.Epoch)
+	case OpTxnMarker:
+		resp.MarkerAt, err = st.WriteTxnMarker(ctx, req.Marker)
 	default:
 		err = fmt.Errorf("%w: %v", ErrUnsupported, req.Op)
 	}

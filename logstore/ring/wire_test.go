@@ -31,6 +31,8 @@ func seedRequests() []*request {
 			{Topic: "orders", Partition: 8, Offset: 99, MaxBytes: 1 << 20, FollowerID: 12, LeaderEpoch: 3},
 		}}},
 		{Op: OpFetch, Corr: 4},
+		{Op: OpFetch, Corr: 15, Fetch: FetchRequest{IsolationLevel: ReadCommitted, Partitions: []FetchPartition{{Topic: "orders", Partition: 1, Offset: 5, MaxBytes: 1 << 20}}}},
+		{Op: OpTxnMarker, Corr: 16, Topic: "orders", Partition: 3, Marker: TxnMarker{Topic: "orders", Partition: 3, ProducerID: 65537, ProducerEpoch: 4, Commit: true, CoordinatorEpoch: 2}},
 		{Op: OpListOffsets, Corr: 5, Topic: "orders", Partition: 1, Timestamp: TimestampMaxTimestamp},
 		{Op: OpCreatePartition, Corr: 6, Topic: "orders", Partition: 2, Config: cfg},
 		{Op: OpDeletePartition, Corr: 7, Topic: "orders", Partition: 2},
@@ -65,6 +67,12 @@ func seedResponses() []*response {
 		{Op: OpOffsetForLeaderEpoch, Corr: 12, EpochEnd: EpochEnd{LeaderEpoch: 5, EndOffset: 1234}},
 		{Op: OpOffsetForLeaderEpoch, Corr: 13, EpochEnd: EpochEnd{LeaderEpoch: -1, EndOffset: -1}},
 		{Op: OpFetch, Corr: 14, Code: 23, Msg: "fenced leader epoch: follower 12 at epoch 2, partition at 3"},
+		{Op: OpFetch, Corr: 15, Fetch: FetchResult{Partitions: []FetchPartitionResult{
+			{Topic: "orders", Partition: 1, HighWatermark: 30, LogStartOffset: 0, LastStableOffset: 12,
+				AbortedTransactions: []AbortedTxn{{ProducerID: 65537, FirstOffset: 3, LastOffset: 9}}, Records: Records{Bytes: []byte("committed")}},
+		}}},
+		{Op: OpTxnMarker, Corr: 16, MarkerAt: 77},
+		{Op: OpTxnMarker, Corr: 17, MarkerAt: -1},
 	}
 }
 
@@ -102,7 +110,12 @@ func TestResponsesRoundTrip(t *testing.T) {
 		if again := appendResponse(nil, got); !bytes.Equal(again, frame) {
 			t.Fatalf("%v: re-encoding differs", r.Op)
 		}
-		if r.Op == OpFetch && r.Code == 0 {
+		if r.Op == OpFetch && r.Code == 0 && r.Corr == 15 {
+			p := got.Fetch.Partitions[0]
+			if p.LastStableOffset != 12 || len(p.AbortedTransactions) != 1 || p.AbortedTransactions[0] != (AbortedTxn{ProducerID: 65537, FirstOffset: 3, LastOffset: 9}) {
+				t.Fatalf("read_committed fetch decoded as %+v", p)
+			}
+		} else if r.Op == OpFetch && r.Code == 0 {
 			p := got.Fetch.Partitions
 			if string(p[0].Records.Bytes) != "batch-bytes" || p[0].Err != nil || !errors.Is(p[1].Err, ErrOffsetOutOfRange) {
 				t.Fatalf("fetch decoded as %+v", p)
@@ -158,12 +171,13 @@ func TestParseHeader(t *testing.T) {
 		h    []byte
 		want error
 	}{
-		{[]byte{0xAE, 2, 0x80, 0, 0, 0, 12}, nil},
-		{[]byte{0xAE, 2, 0x80, 0, 0, 0}, ErrProtocol},
-		{[]byte{0xAD, 2, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 3, 0x80, 0, 0, 0, 12}, nil},
+		{[]byte{0xAE, 3, 0x80, 0, 0, 0}, ErrProtocol},
+		{[]byte{0xAD, 3, 0x80, 0, 0, 0, 12}, ErrProtocol},
 		{[]byte{0xAE, 1, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before follower fetch
-		{[]byte{0xAE, 3, 0x80, 0, 0, 0, 12}, ErrProtocol},
-		{[]byte{0xAE, 2, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
+		{[]byte{0xAE, 2, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before transactions
+		{[]byte{0xAE, 4, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 3, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
 	} {
 		_, _, err := parseHeader(tc.h, 1024)
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {

@@ -419,6 +419,14 @@ func (r *Router) DeleteRecords(ctx context.Context, topic string, partition int3
 	return res, err
 }
 
+func (r *Router) WriteTxnMarker(ctx context.Context, m ring.TxnMarker) (res int64, err error) {
+	err = r.call(ctx, m.Topic, m.Partition, func(b ring.Backend) (err error) {
+		res, err = b.WriteTxnMarker(ctx, m)
+		return err
+	})
+	return res, err
+}
+
 func (r *Router) OffsetForLeaderEpoch(ctx context.Context, topic string, partition int32, epoch int32) (res ring.EpochEnd, err error) {
 	err = r.call(ctx, topic, partition, func(b ring.Backend) (err error) {
 		res, err = b.OffsetForLeaderEpoch(ctx, topic, partition, epoch)
