@@ -336,7 +336,7 @@ func TestOpenRefusals(t *testing.T) {
 		{Options{NodeID: 1, Dir: dir, Listener: ln}, "holds no controller state: set bootstrap"},
 		{Options{NodeID: 1, Dir: dir, Listener: ln, Bootstrap: true, Join: []string{"x:1"}}, "bootstrap and join both set"},
 		{Options{NodeID: -1, Dir: dir, Listener: ln}, "negative"},
-		{Options{NodeID: 1, Dir: dir, Listener: ln, Bootstrap: true, TopicDefaults: map[string]string{"retention.ms": "0"}}, "topic defaults"},
+		{Options{NodeID: 1, Dir: dir, Listener: ln, Bootstrap: true, TopicDefaults: map[string]string{"retention.ms": "-2"}}, "topic defaults"},
 		{Options{NodeID: 1, Dir: dir, Listener: ln, Bootstrap: true, Advertise: "nohost"}, "advertise"},
 	} {
 		tc.opts.Logger = testLogger(t)

@@ -38,6 +38,12 @@ func PartitionConfigOf(cfg map[string]string) (PartitionConfig, error) {
 	return pc, nil
 }
 
+// RetentionNow is retention.ms = 0 as a PartitionConfig holds it, where a
+// zero RetentionMs means "the store's default". Retention compares ages in
+// whole milliseconds, so a duration under a millisecond acts as 0 ms: a
+// sealed segment whose newest record is older than now is deleted.
+const RetentionNow = time.Nanosecond
+
 // set applies one logstore config. Milliseconds stay negative for Kafka's
 // special values (-1, -2), which the fields keep in the same sense.
 func (c *PartitionConfig) set(name string, n int64) error {
@@ -48,6 +54,9 @@ func (c *PartitionConfig) set(name string, n int64) error {
 	case topicconfig.SegmentMs:
 		c.SegmentMs = ms
 	case topicconfig.RetentionMs:
+		if n == 0 {
+			ms = RetentionNow
+		}
 		c.RetentionMs = ms
 	case topicconfig.RetentionBytes:
 		c.RetentionBytes = n

@@ -108,9 +108,11 @@ var defs = []Def{
 	},
 	{
 		Name: RetentionMs, Broker: "log.retention.ms", Type: Long, Default: "604800000",
-		Doc:     "time sealed segments are kept; -1 = forever",
+		Doc:     "time sealed segments are kept; -1 = forever, 0 = delete each once sealed",
 		Dynamic: true, Layer: Logstore,
-		Min: 1, Max: maxMs, Special: []int64{Unlimited},
+		// Kafka's range, atLeast(-1): 0 deletes a segment as soon as it is
+		// sealed and its newest record is in the past.
+		Min: Unlimited, Max: maxMs,
 	},
 	{
 		Name: SegmentBytes, Broker: "log.segment.bytes", Type: Int, Default: "134217728",

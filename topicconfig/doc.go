@@ -9,7 +9,8 @@
 // Kafka's special values keep Kafka's meaning: -1 is unlimited for the
 // retention configs, and -2 for local.retention.ms / local.retention.bytes
 // means "as retention.ms / retention.bytes". A local retention of 0 removes
-// the local copy of a segment as soon as the segment is in the cold tier.
+// the local copy of a segment as soon as the segment is in the cold tier,
+// and retention.ms = 0 deletes a segment as soon as it is sealed.
 //
 // Adding a config is adding a row to defs (defs.go); a row whose Layer is
 // Logstore must also be mapped by logstore, which its tests check.

@@ -17,7 +17,8 @@ func TestSpecialValues(t *testing.T) {
 		{LocalRetentionMs, "-3", "", "-3 must be from -2"},
 		{LocalRetentionBytes, " 0 ", "0", ""},
 		{RetentionMs, "-1", "-1", ""},
-		{RetentionMs, "-2", "", "must be from 1 to 9223372036854, or -1"},
+		{RetentionMs, "-2", "", "must be from -1 to 9223372036854"},
+		{RetentionMs, "0", "0", ""}, // Kafka's atLeast(-1)
 		{RetentionBytes, "-1", "-1", ""},
 		{SegmentBytes, "13", "", "segment.bytes = 13 must be from 14 to 2147483647"},
 		{MaxMessageBytes, "x", "", `"x" is not an integer`},
@@ -100,7 +101,7 @@ func TestValidateCrossCheck(t *testing.T) {
 		}
 	}
 	// The first bad key in sorted order is the one named.
-	_, err := Validate(map[string]string{SegmentMs: "0", RetentionMs: "0"}, false)
+	_, err := Validate(map[string]string{SegmentMs: "0", RetentionMs: "-3"}, false)
 	if err == nil || !strings.HasPrefix(err.Error(), "retention.ms") {
 		t.Errorf("first bad key: %v", err)
 	}
