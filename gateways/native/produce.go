@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -31,7 +32,9 @@ import (
 
 // maxProducesInService bounds a connection's produce requests in the store
 // at once; the read goroutine waits for one to finish beyond it, and TCP
-// pushes back on the client.
+// pushes back on the client. A frame's bytes count against the server's
+// MaxQueuedBytes only while it is read and checked; past that this bound
+// is what holds a connection's produce memory.
 const maxProducesInService = 8
 
 // produces is a session's produce requests in service.
@@ -60,10 +63,15 @@ func (ps *produces) init() {
 // frameBuf hands out a buffer of its own for a produce frame, which
 // outlives the read goroutine's handling of it.
 func (ps *produces) frameBuf(n int) []byte {
-	if bp, _ := ps.bufs.Get().(*[]byte); bp != nil && cap(*bp) >= n {
-		return (*bp)[:n]
+	if bp, _ := ps.bufs.Get().(*[]byte); bp != nil {
+		if cap(*bp) >= n {
+			return (*bp)[:n]
+		}
+		ps.bufs.Put(bp)
 	}
-	return make([]byte, n, max(n, 64<<10))
+	// Powers of two, so that requests of a producer's varying sizes fit
+	// the buffers its earlier ones left.
+	return make([]byte, n, max(64<<10, 1<<bits.Len(uint(n-1))))
 }
 
 func (ps *produces) putFrame(b []byte) {

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -207,6 +208,63 @@ func (c *conn) forget(corr uint32) {
 	c.mu.Unlock()
 }
 
+// sendProduceMany writes m with writev: the fields go through the write
+// buffer, and each partition's records straight from the caller's batch,
+// so a producer's record bytes are not copied once more per request.
+func (c *conn) sendProduceMany(m *wire.ProduceMany) (uint32, chan frame, error) {
+	c.mu.Lock()
+	if c.mu.err != nil {
+		err := c.mu.err
+		c.mu.Unlock()
+		return 0, nil, err
+	}
+	c.mu.next++
+	corr := c.mu.next
+	var ch chan frame
+	if m.Acks != 0 {
+		ch = make(chan frame, 1)
+		c.mu.pending[corr] = ch
+	}
+	c.mu.Unlock()
+
+	c.wmu.Lock()
+	b := wire.AppendHeader(c.wbuf[:0], wire.OpProduceMany, 0)
+	b = wire.AppendU32(b, corr)
+	b = append(b, byte(m.Acks))
+	b = wire.AppendI32(b, m.TimeoutMs)
+	b = wire.AppendU32(b, uint32(len(m.Partitions)))
+	// cuts[i] ends the fields before partition i's records.
+	cuts := make([]int, len(m.Partitions))
+	total := 0
+	for i := range m.Partitions {
+		p := &m.Partitions[i]
+		b = append(b, p.TopicID[:]...)
+		b = wire.AppendI32(b, p.Partition)
+		b = wire.AppendU32(b, uint32(len(p.Records)))
+		cuts[i] = len(b)
+		total += len(p.Records)
+	}
+	binary.BigEndian.PutUint32(b[3:], uint32(len(b)-wire.HeaderSize+total))
+	bufs := make(net.Buffers, 0, 2*len(m.Partitions)+1)
+	prev := 0
+	for i := range m.Partitions {
+		bufs = append(bufs, b[prev:cuts[i]], m.Partitions[i].Records)
+		prev = cuts[i]
+	}
+	if prev < len(b) {
+		bufs = append(bufs, b[prev:])
+	}
+	_, err := bufs.WriteTo(c.nc)
+	c.wbuf = b
+	c.wmu.Unlock()
+	if err != nil {
+		c.forget(corr)
+		_ = c.nc.Close()
+		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	return corr, ch, nil
+}
+
 // roundTrip sends a request and decodes its response's head; the rest of
 // the payload is returned in r. A non-zero error code comes back as an
 // *Error.
@@ -215,6 +273,11 @@ func (c *conn) roundTrip(ctx context.Context, op wire.Opcode, fill func([]byte) 
 	if err != nil {
 		return wire.Reader{}, err
 	}
+	return c.await(ctx, corr, ch)
+}
+
+// await waits for the response to corr on ch.
+func (c *conn) await(ctx context.Context, corr uint32, ch chan frame) (wire.Reader, error) {
 	select {
 	case f, ok := <-ch:
 		if !ok {

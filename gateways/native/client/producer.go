@@ -128,7 +128,8 @@ type partBuf struct {
 	recs      []pending
 	openBytes int
 	full      [][]pending
-	queued    bool // in sink.queue
+	queued    bool   // in sink.queue
+	out       []byte // the last batch built, reused for the next
 	// pid, epoch and seq are the partition's idempotent state: epoch -1
 	// until the first batch takes the producer's id.
 	pid   int64
@@ -397,7 +398,10 @@ func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) []outBatch {
 		if pb.pid > 0 {
 			pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = pb.pid, pb.epoch, pb.seq
 		}
-		ob.bytes, ob.err = pb.b.AppendBatch(nil)
+		// The partition's previous batch is acknowledged by now (one
+		// request per sink is out), so its buffer is free again.
+		ob.bytes, ob.err = pb.b.AppendBatch(pb.out[:0])
+		pb.out = ob.bytes
 		size += len(ob.bytes)
 		out = append(out, ob)
 	}
@@ -485,12 +489,17 @@ func (p *Producer) sendBatches(sk *sink, batches []outBatch) error {
 			req.Partitions = append(req.Partitions, wire.ManyPart{TopicID: b.pb.key.id, Partition: b.pb.key.p, Records: b.bytes})
 		}
 		c := p.conn(sk)
-		if p.opts.Acks == 0 {
-			_, _, err := c.send(wire.OpProduceMany, true, req.Append)
+		corr, ch, err := c.sendProduceMany(&req)
+		if p.opts.Acks == 0 || err != nil {
+			if err != nil && attempt < p.opts.Retries && p.opts.Acks != 0 {
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+				continue // a new connection next time
+			}
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout+5*time.Second)
-		r, err := c.roundTrip(ctx, wire.OpProduceMany, req.Append)
+		r, err := c.await(ctx, corr, ch)
 		cancel()
 		var out wire.ProduceManyResponse
 		if err == nil {
