@@ -381,6 +381,7 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		return fmt.Errorf("open logstore: %w", err)
 	}
 	d.onClose("logstore", d.st.Close)
+	d.reg.MustRegister(cleanerCollectors(d.st)...)
 	if d.tier != nil {
 		// After the store, so it runs before the store closes: tierd's last
 		// upload may still record a pointer through the store.
