@@ -103,6 +103,10 @@ type scanEntry struct {
 	at time.Time
 	// promoted: already sent to the main segment.
 	promoted bool
+	// vFrom, vTo: object positions of the whole batches verifyAhead
+	// checked in data as it landed (empty: none). Set before the entry is
+	// added, never changed.
+	vFrom, vTo int64
 }
 
 var _ logstore.ColdTier = (*Cache)(nil)
@@ -375,7 +379,7 @@ func (c *Cache) read(ctx context.Context, seg catalog.Segment, offset int64, max
 	if !r.fromMain(k0) {
 		c.noteStart(o, k0, pos-k0*c.chunkSize)
 	}
-	out, err = c.finish(o, pos, h, out)
+	out, err = c.finish(&r, pos, h, out)
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +606,8 @@ func (c *Cache) locate(ctx context.Context, r *reader, x []byte, offset int64) (
 // What no check can cover: the 4-byte partition leader epoch is outside
 // the CRC in the Kafka format and carries no redundancy; only an epoch that
 // goes down is caught. (Kafka brokers do not check it at all.)
-func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out parts) (parts, error) {
+func (c *Cache) finish(r *reader, pos int64, first logstore.BatchHeader, out parts) (parts, error) {
+	o := r.o
 	want := first.BaseOffset
 	epoch := int32(-1)
 	size := out.size()
@@ -615,7 +620,11 @@ func (c *Cache) finish(o *object, pos int64, first logstore.BatchHeader, out par
 		if err == nil && int(h.Length) > size-p {
 			break // the trailing partial batch
 		}
-		if err == nil && !c.opts.SkipVerify {
+		switch {
+		case err != nil || c.opts.SkipVerify:
+		case r.checkedAhead(pos+int64(p), pos+int64(p)+int64(h.Length)):
+			c.st.checkedAhead.Add(1)
+		default:
 			batch = out.slice(batch[:0], p, p+int(h.Length))
 			if len(batch) == 1 {
 				_, err = logstore.ValidateStoredBatch(batch[0])
@@ -700,6 +709,8 @@ type memoChunk struct {
 	k        int64
 	data     []byte
 	fromMain bool
+	// vFrom, vTo: the scan entry's, for this buffer (checkedAhead).
+	vFrom, vTo int64
 }
 
 func (r *reader) readAt(ctx context.Context, dst []byte, pos int64) error {
@@ -756,6 +767,7 @@ func (r *reader) keep(k int64, data []byte, fromMain bool) error {
 			r.o.key, k, len(data), r.o.size, want)
 	}
 	r.memo = append(r.memo, memoChunk{k: k, data: data, fromMain: fromMain})
+	r.noteChecked(&r.memo[len(r.memo)-1])
 	return nil
 }
 
@@ -957,10 +969,17 @@ func (c *Cache) prefetch(o *object, k int64, origin *object, anchor int64) bool 
 	}
 	if readahead {
 		c.st.readaheadGets.Add(1)
+		var vFrom, vTo int64 // fetch sets them before fill runs, on the flight's goroutine
 		f := c.startLocked(key, 0, true,
-			func(ctx context.Context) ([]byte, error) { return c.fetchChunk(ctx, o, k, true) },
+			func(ctx context.Context) ([]byte, error) {
+				data, err := c.fetchChunk(ctx, o, k, true)
+				if err == nil {
+					vFrom, vTo = c.verifyAhead(o, k, data)
+				}
+				return data, err
+			},
 			func(data []byte) {
-				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now()}, int64(len(data)))
+				c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now(), vFrom: vFrom, vTo: vTo}, int64(len(data)))
 			},
 			func(err error) {
 				if err == nil {

@@ -3,8 +3,10 @@ package fetchcache
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd/objstore"
 )
 
@@ -62,5 +64,52 @@ func TestReadCached(t *testing.T) {
 	}
 	if !bytes.Equal(all, s.log) {
 		t.Fatalf("read %d bytes, the segment has %d", len(all), len(s.log))
+	}
+}
+
+// TestVerifyAhead: batches of chunks readahead brought in are checked as
+// the chunks land, and reads serve them without a CRC pass of their own;
+// a batch spoilt in the bucket is still never served: the check on
+// landing stops before it, and the read that reaches it reports it.
+func TestVerifyAhead(t *testing.T) {
+	const chunk = 16 << 10
+	s := buildSegment(t, 0, 12*chunk, 93)
+	opts := Options{ChunkSize: chunk, Readahead: 2, MaxBytes: 4 << 20}
+
+	mem := objstore.NewMemBucket()
+	rec := put(t, mem, segKey("va", 0), s, true)
+	c := newCache(t, mem, opts)
+	if got := consume(t, c, rec, 0, 6000); !bytes.Equal(got, s.log) {
+		t.Fatalf("read %d bytes, the segment has %d", len(got), len(s.log))
+	}
+	if st := c.Stats(); st.VerifiedAhead == 0 || st.CheckedAhead == 0 {
+		t.Fatalf("VerifiedAhead %d, CheckedAhead %d: nothing checked on landing", st.VerifiedAhead, st.CheckedAhead)
+	}
+
+	// A batch inside chunk 6, well past where readahead starts.
+	bp := s.batchInOneChunk(t, chunk, 0.5)
+	spoilt := bytes.Clone(s.log)
+	spoilt[bp.pos+bp.len-1] ^= 0xff
+	mem2 := objstore.NewMemBucket()
+	rec2 := put(t, mem2, segKey("va", 0), &testSeg{log: spoilt, index: s.index, base: s.base, end: s.end}, true)
+	c2 := newCache(t, mem2, opts)
+	var served []byte
+	var err error
+	for off := rec2.BaseOffset; off < rec2.EndOffset; {
+		var got []byte
+		if got, err = readJoined(c2, context.Background(), rec2, off, 6000); err != nil {
+			break
+		}
+		served = append(served, got...)
+		off = lastNext(t, got)
+	}
+	if !errors.Is(err, logstore.ErrCorruptSegment) {
+		t.Fatalf("reading past the spoilt batch: %v", err)
+	}
+	if !bytes.Equal(served, s.log[:bp.pos]) {
+		t.Fatalf("served %d bytes before the error, want the %d before the spoilt batch", len(served), bp.pos)
+	}
+	if c2.Stats().CheckedAhead == 0 {
+		t.Fatalf("nothing served as checked ahead before the spoilt batch")
 	}
 }

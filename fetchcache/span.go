@@ -109,9 +109,9 @@ func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object, anchor int
 func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, fs []*flight) error {
 	off := n * c.chunkSize
 	end := min((n+int64(len(fs)))*c.chunkSize, o.size)
-	fill := func(key string) func([]byte) {
+	fill := func(key string, vFrom, vTo int64) func([]byte) {
 		return func(data []byte) {
-			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now()}, int64(len(data)))
+			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now(), vFrom: vFrom, vTo: vTo}, int64(len(data)))
 		}
 	}
 	fail := func(from int, err error) error {
@@ -142,7 +142,9 @@ func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, 
 			return fail(i, fmt.Errorf("fetchcache: %s %q bytes [%d,%d): got %d of %d bytes at %d: %w",
 				objstore.OpGetRange, o.key, off, end, got, len(buf), from, err))
 		}
-		c.land(keys[i], fs[i], buf, nil, fill(keys[i]))
+		// Checked here, outside the flight group's lock that land takes.
+		vFrom, vTo := c.verifyAhead(o, n+int64(i), buf)
+		c.land(keys[i], fs[i], buf, nil, fill(keys[i], vFrom, vTo))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ type counters struct {
 	promotions, mainEvictions, mainRejections, corrupt atomic.Int64
 	inflight                                           atomic.Int64
 	cachedReads, cachedMisses                          atomic.Int64
+	verifiedAhead, checkedAhead                        atomic.Int64
 	mainUsed                                           atomic.Int64 // bytes Set in main and not gone
 }
 
@@ -59,6 +60,11 @@ type Stats struct {
 	// with ReadRemote).
 	CachedReads, CachedMisses int64
 
+	// VerifiedAhead counts readahead chunks whose whole batches were
+	// checked as they landed; CheckedAhead the batches a read then served
+	// without a CRC pass of its own (verify.go).
+	VerifiedAhead, CheckedAhead int64
+
 	// Gauges: bytes held per segment and GETs in flight.
 	MainBytes, ScanBytes, IndexBytes int64
 	InflightGets                     int64
@@ -87,6 +93,7 @@ func (c *Cache) Stats() Stats {
 		MainEvictions: st.mainEvictions.Load(), ScanEvictions: scanEvictions,
 		CorruptBatches: st.corrupt.Load(),
 		CachedReads:    st.cachedReads.Load(), CachedMisses: st.cachedMisses.Load(),
+		VerifiedAhead: st.verifiedAhead.Load(), CheckedAhead: st.checkedAhead.Load(),
 		ScanBytes: scanBytes, IndexBytes: idxBytes,
 		InflightGets: st.inflight.Load(),
 	}
@@ -111,7 +118,7 @@ type collector struct {
 	lookups, gets, bytes, getErrors, retries, coalesced *prometheus.Desc
 	readahead, promotions, rejections, evictions        *prometheus.Desc
 	corrupt, badIndexes, cached, capacity, inflight     *prometheus.Desc
-	hitRatio, cachedReads                               *prometheus.Desc
+	hitRatio, cachedReads, verifiedAhead                *prometheus.Desc
 }
 
 func newCollector(c *Cache) *collector {
@@ -150,6 +157,8 @@ func newCollector(c *Cache) *collector {
 			"GET requests in flight.", nil, nil),
 		cachedReads: prometheus.NewDesc(name("cached_reads_total"),
 			"Reads tried from memory only, by result: served, or missed (read again waiting on the bucket).", []string{"result"}, nil),
+		verifiedAhead: prometheus.NewDesc(name("verified_ahead_total"),
+			"Readahead checks done as chunks landed, by what: chunk (checked on landing), batch (served without a CRC pass of its own).", []string{"what"}, nil),
 		hitRatio: prometheus.NewDesc(name("hit_ratio"),
 			"Chunk lookups served from memory over all chunk lookups since start.", nil, nil),
 	}
@@ -158,7 +167,7 @@ func newCollector(c *Cache) *collector {
 func (k *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{k.lookups, k.gets, k.bytes, k.getErrors, k.retries, k.coalesced,
 		k.readahead, k.promotions, k.rejections, k.evictions, k.corrupt, k.badIndexes, k.cached,
-		k.capacity, k.inflight, k.hitRatio, k.cachedReads} {
+		k.capacity, k.inflight, k.hitRatio, k.cachedReads, k.verifiedAhead} {
 		ch <- d
 	}
 }
@@ -200,6 +209,8 @@ func (k *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(k.hitRatio, s.HitRatio())
 	counter(k.cachedReads, s.CachedReads, "served")
 	counter(k.cachedReads, s.CachedMisses, "missed")
+	counter(k.verifiedAhead, s.VerifiedAhead, "chunk")
+	counter(k.verifiedAhead, s.CheckedAhead, "batch")
 }
 
 // HeldBytes is the memory the cache holds on the Go heap: cached chunks and
