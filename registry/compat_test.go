@@ -160,3 +160,17 @@ func TestProtobufBase64Descriptor(t *testing.T) {
 		t.Fatalf("descriptor form differs from source: %v", errs)
 	}
 }
+
+// What Confluent's Python serializer sends for a message built with
+// descriptor_pb2: a base64 FileDescriptorProto whose fields have no
+// json_name.
+func TestProtobufPythonDescriptor(t *testing.T) {
+	const b64 = "CgtvcmRlci5wcm90bxIEc2hvcCIgCgVPcmRlchIKCgJpZBgBIAEoCRILCgNxdHkYAiABKANiBnByb3RvMw=="
+	p, err := parseSchema(controller.SchemaProtobuf, b64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := p.(*protoSchema).fd.Messages().ByName("Order"); m == nil || m.Fields().Len() != 2 {
+		t.Fatalf("parsed %v", p.(*protoSchema).fd)
+	}
+}

@@ -46,7 +46,42 @@ func descriptorFromBase64(text string) (*descriptorpb.FileDescriptorProto, bool)
 	if err := proto.Unmarshal(b, fdp); err != nil {
 		return nil, false
 	}
+	// protoc fills in every field's json_name, and the linker takes one
+	// that is missing for a custom name "", which clashes with the next;
+	// descriptors built at run time (Python's descriptor_pb2) have none.
+	var fill func(ms []*descriptorpb.DescriptorProto)
+	fill = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			for _, f := range m.GetField() {
+				if f.GetJsonName() == "" {
+					f.JsonName = proto.String(jsonCamelCase(f.GetName()))
+				}
+			}
+			fill(m.GetNestedType())
+		}
+	}
+	fill(fdp.GetMessageType())
 	return fdp, true
+}
+
+// jsonCamelCase is protoc's default JSON name of a field: underscores
+// dropped, the letter after each one upper-cased.
+func jsonCamelCase(s string) string {
+	b := make([]byte, 0, len(s))
+	upper := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' {
+			upper = true
+			continue
+		}
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		upper = false
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 func protoSource(name, text string) protocompile.SearchResult {
