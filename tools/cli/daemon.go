@@ -473,6 +473,16 @@ func (d *daemon) start(ctx context.Context) error {
 		parts = append(parts, "http")
 		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
+	if d.ctl != nil {
+		addr, err := startSchemaRegistry(ctx, d.sup, cfg, d.ctl, logger) // schema_registry.go
+		if err != nil {
+			return err
+		}
+		if addr != "" {
+			parts = append(parts, "schema-registry")
+			attrs = append(attrs, "schema_registry_addr", addr)
+		}
+	}
 	if d.members != nil {
 		if mgr != nil {
 			d.reg.MustRegister(mgr.Collectors()...)
@@ -541,6 +551,16 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 			prefix string
 			h      http.Handler
 		}{"/debug/pprof", gwhttp.Pprof()})
+	}
+	if d.ctl != nil {
+		reg, err := newSchemaRegistry(d.cfg, d.ctl, d.logger)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, struct {
+			prefix string
+			h      http.Handler
+		}{schemaRegistryPrefix, reg.Handler()})
 	}
 	for _, m := range mounts {
 		if err := srv.Mount(m.prefix, m.h); err != nil {

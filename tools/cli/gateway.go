@@ -145,12 +145,17 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 	sup := newSupervisor(logger)
 	defer sup.stop()
 	gw.start(ctx, sup)
+	srAddr, err := startSchemaRegistry(ctx, sup, cfg, api, logger) // schema_registry.go
+	if err != nil {
+		return err
+	}
 	routing := "by partition leader"
 	if cfg.Gateway.RingAddr != "" {
 		routing = "ring_addr override"
 	}
 	logger.Info("running", "command", "gateway kafka", "kafka_addr", listenerAddr(ln), "advertised", gw.advertised,
-		"ring_addr", orNone(cfg.Gateway.RingAddr), "routing", routing, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID)
+		"ring_addr", orNone(cfg.Gateway.RingAddr), "routing", routing, "controllers", strings.Join(addrs, ","), "node_id", cfg.Gateway.NodeID,
+		"schema_registry_addr", orNone(srAddr))
 	err = sup.wait(ctx)
 	stop() // a second signal now ends the process, for when draining hangs
 	if err != nil {
@@ -215,6 +220,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		GroupInitialRebalanceDelay: ms(kc.GroupInitialRebalanceDelayMs),
 		FetchSessionCacheSlots:     kc.FetchSessionCacheSlots,
 		LogDir:                     cfg.DataDir,
+		SchemaIDs:                  schemaIDs(cfg, api, logger),
 	})
 	if err != nil {
 		return nil, err
