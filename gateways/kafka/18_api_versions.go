@@ -11,15 +11,16 @@ import (
 
 // ApiVersions: v0-v4.
 //
-// Lists every key this gateway serves with its version range; keys for
-// transactions, share groups, SASL and ACLs are not served and so not
-// listed. A request at a version above v4 gets the KIP-511 answer: a v0
+// Lists every key this gateway serves with its version range (the
+// KIP-848 and KIP-932 keys at the versions Kafka 4.4 serves); keys for
+// transactions, SASL and ACLs are not served and so not listed. A request at a version above v4 gets the KIP-511 answer: a v0
 // response (header v0, readable by any client) carrying
 // UNSUPPORTED_VERSION and our ApiVersions range, so the client retries at a
 // version we serve. v3+ validates the client software name and version the
 // way Kafka does (INVALID_REQUEST on a mismatch). No feature flags are
-// advertised: none of the features they gate (KRaft metadata versions,
-// transactions v2, the KIP-848 group protocol) is served.
+// advertised: clients find the group protocols by their keys, and the
+// other features they gate (KRaft metadata versions, transactions v2) are
+// not served.
 
 func init() { regKey(18, 0, 4, (*Gateway).handleApiVersions) }
 

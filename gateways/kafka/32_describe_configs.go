@@ -20,8 +20,9 @@ import (
 // followed by the default it overrides (the topicconfig registry's when
 // the Cluster gives none), under the broker-level name where the value
 // does not come from the topic itself, as Kafka names them; documentation
-// and types come with v3+. Other resource types (broker loggers, client metrics, groups) are
-// INVALID_REQUEST.
+// and types come with v3+. Group configs (type 32) come from the gateway
+// (group_configs.go). Other resource types (broker loggers, client
+// metrics) are INVALID_REQUEST.
 //
 // Version notes: v1 synonyms and source, v3 type and documentation, v4
 // flexible.
@@ -117,6 +118,9 @@ func configResource(typ kmsg.ConfigResourceType, name string) (ConfigResource, e
 }
 
 func (g *Gateway) describeConfigs(ctx context.Context, typ kmsg.ConfigResourceType, name string) ([]ConfigEntry, error) {
+	if ConfigResourceType(typ) == configResourceGroup {
+		return g.groupConfigEntries(name)
+	}
 	res, err := configResource(typ, name)
 	if err != nil {
 		return nil, err

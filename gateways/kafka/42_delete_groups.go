@@ -26,7 +26,7 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		res, err := awaitGroup(ctx, g, id, false, func(gr *group, reply chan<- error) {
-			if gr.cg != nil && len(gr.cg.Members) > 0 {
+			if (gr.cg != nil && len(gr.cg.Members) > 0) || (gr.sg != nil && len(gr.sg.members) > 0) {
 				reply <- kerr.NonEmptyGroup
 				return
 			}
@@ -47,6 +47,13 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 				if gr.cg != nil {
 					gr.cg = nil
 					gr.storeConsumer() // its tombstone
+				}
+				if gr.isShare() {
+					if err := gr.c.g.shares.deleteGroup(gr.c.ctx, gr.id); err != nil {
+						reply <- err
+						return
+					}
+					gr.sg = nil
 				}
 				gr.state = groupDead
 				reply <- nil

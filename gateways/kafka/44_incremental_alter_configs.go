@@ -12,7 +12,8 @@ import (
 //
 // Applies set, delete (back to the default), append and subtract (for list
 // configs) operations to topic and broker configs through the Cluster,
-// which validates them (INVALID_CONFIG). A config named twice in one
+// which validates them (INVALID_CONFIG), and set and delete to group
+// configs (resource type 32, group_configs.go), which the gateway keeps. A config named twice in one
 // resource is INVALID_REQUEST, as in Kafka. ValidateOnly changes nothing.
 //
 // Version notes: v1 flexible.
@@ -25,6 +26,13 @@ func (g *Gateway) handleIncrementalAlterConfigs(ctx context.Context, rc *reqCtx)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
+		if ConfigResourceType(rr.ResourceType) == configResourceGroup {
+			if err := g.alterGroupConfigs(ctx, rr.ResourceName, rr.Configs, req.ValidateOnly); err != nil {
+				sr.ErrorCode, sr.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+			resp.Resources = append(resp.Resources, sr)
+			continue
+		}
 		res, err := configResource(rr.ResourceType, rr.ResourceName)
 		if err == nil {
 			seen := map[string]bool{}

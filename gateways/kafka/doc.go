@@ -10,10 +10,9 @@
 //     non-flexible versions, the ApiVersions negotiation with the KIP-511 v0
 //     fallback, and one file per API key (NN_name.go), each opening with
 //     what it does and which versions it serves. Keys for transactions,
-//     share groups, the KIP-848 consumer protocol, SASL and ACLs are not
-//     served and not advertised; a request for a key or version not served
-//     closes the connection with a log line, as Kafka does (ApiVersions is
-//     the exception and answers).
+//     SASL and ACLs are not served and not advertised; a request for a key
+//     or version not served closes the connection with a log line, as
+//     Kafka does (ApiVersions is the exception and answers).
 //   - The mapping of errors to Kafka codes, in one table (errors.go).
 //   - Fetch sessions (KIP-227) and the zero-copy Fetch response encoder
 //     (fetch_encode.go): hot records go from the segment file to the
@@ -30,6 +29,19 @@
 //     The store has no compaction yet, so the topic keeps every commit
 //     (retention -1) and startup reads it all; a compacting snapshot is
 //     future work.
+//   - KIP-848 consumer groups (groups_consumer.go, groups_assignors.go):
+//     server-side assignment ("uniform", "range"), member epochs,
+//     revoke-before-assign reconciliation, on the same group goroutines
+//     and __consumer_offsets as classic groups; an empty group moves
+//     between the two protocols. Their state is written as snapshot
+//     records, so consumer groups survive a restart.
+//   - KIP-932 share groups (groups_share.go for membership,
+//     share_partitions.go for delivery state, share_dlq.go for the
+//     dead-letter topic) and group configs (group_configs.go). The
+//     in-flight window of a share partition lives in the memory of the
+//     gateway leading it; its start offset is written to
+//     __consumer_offsets about once a second, so a restart redelivers
+//     from there (at least once).
 //   - Producer id allocation for idempotent producers (producer_ids.go).
 //     The sequence checks themselves live in the store, per partition.
 //   - Its request metrics (metrics.go): the time spent on each request,

@@ -128,6 +128,8 @@ type Gateway struct {
 	srv      *gateways.Server
 	sessions *fetchSessions
 	groups   *coordinator
+	groupCfg groupConfigs
+	shares   *shares
 	pids     *producerIDs
 	metrics  *requestMetrics
 
@@ -151,6 +153,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.sessions = newFetchSessions(opts.FetchSessionCacheSlots)
 	g.groups = newCoordinator(g)
+	g.shares = newShares(g)
 	g.metrics = newRequestMetrics()
 	g.pids = &producerIDs{alloc: opts.ProducerIDs}
 	if g.pids.alloc == nil {
@@ -180,6 +183,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		g.groups.run(ctx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.shares.run(ctx)
+	}()
 	err := g.srv.Serve(ctx, ln)
 	wg.Wait()
 	return err
@@ -195,7 +203,10 @@ func (g *Gateway) NewSession(c *gateways.Conn) gateways.Session {
 type session struct {
 	g    *Gateway
 	conn *gateways.Conn
-	auth connAuth // SASL state (auth.go)
+	// shareSessions are the share sessions opened on this connection:
+	// closing it releases what their members hold, as Kafka does.
+	shareSessions map[[2]string]bool
+	auth          connAuth // SASL state (auth.go)
 }
 
 // ReadFrame reads one size-prefixed request.
@@ -262,7 +273,11 @@ func putFrame(b []byte) {
 }
 
 // Close implements gateways.Session.
-func (s *session) Close() {}
+func (s *session) Close() {
+	for k := range s.shareSessions {
+		s.g.shares.connClosed(s, k[0], k[1])
+	}
+}
 
 // reqCtx is one request in service.
 type reqCtx struct {

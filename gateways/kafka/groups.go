@@ -313,6 +313,12 @@ func (c *coordinator) applyLocked(r record) {
 	case cgSnapshotKey:
 		c.applyConsumerSnapshotLocked(r)
 		return
+	case groupConfigKey:
+		c.applyGroupConfigLocked(r)
+		return
+	case shareStateKey:
+		c.applyShareStateLocked(r)
+		return
 	case 2:
 		c.applyGroupMetadataLocked(r)
 		return
@@ -536,6 +542,9 @@ func (c *coordinator) list(ctx context.Context) ([]groupSummary, error) {
 		gs := groupSummary{id: id, protocolType: c.mu.dormantType[id], state: "Empty", typ: "classic"}
 		if c.mu.dormantConsumer[id] != nil {
 			gs.protocolType, gs.typ = "consumer", "consumer"
+		}
+		if gs.protocolType == "share" {
+			gs.typ = "share"
 		}
 		out = append(out, gs)
 	}

@@ -257,6 +257,9 @@ type cgAnswer struct {
 func (gr *group) consumerHeartbeat(h cgHeartbeat) cgAnswer {
 	req := h.req
 	fail := func(err error) cgAnswer { return cgAnswer{err: err, memberID: req.MemberID, epoch: req.MemberEpoch} }
+	if gr.isShare() {
+		return fail(fmt.Errorf("%w: group %s is a share group", kerr.GroupIDNotFound, gr.id))
+	}
 	if gr.cg == nil {
 		if len(gr.members) > 0 || len(gr.pending) > 0 || gr.state != groupEmpty {
 			// Kafka's online upgrade of a classic group with members
@@ -711,6 +714,9 @@ func describeAssignment(a topicParts, md *Metadata) kmsg.Assignment {
 // while consumer-protocol members are in the group. An empty consumer
 // group goes back to the classic protocol, as Kafka's downgrade does.
 func (gr *group) classicJoinable() bool {
+	if gr.isShare() {
+		return false
+	}
 	if gr.cg == nil {
 		return true
 	}
@@ -727,6 +733,13 @@ func (gr *group) classicJoinable() bool {
 func (gr *group) summary() groupSummary {
 	if gr.cg != nil {
 		return groupSummary{id: gr.id, protocolType: "consumer", state: gr.cg.state(), typ: "consumer"}
+	}
+	if gr.isShare() {
+		state := "Empty"
+		if gr.sg != nil {
+			state = gr.sg.state()
+		}
+		return groupSummary{id: gr.id, protocolType: "share", state: state, typ: "share"}
 	}
 	return groupSummary{id: gr.id, protocolType: gr.protocolType, state: gr.state.String(), typ: "classic"}
 }

@@ -65,8 +65,10 @@ type group struct {
 	seq          uint64 // join order, for picking a leader
 
 	// cg is set while the group uses the KIP-848 consumer protocol
-	// (groups_consumer.go); classic fields stay empty then.
+	// (groups_consumer.go), sg for a KIP-932 share group
+	// (groups_share.go); classic fields stay empty then.
 	cg *consumerGroup
+	sg *shareGroup
 
 	rebalanceDeadline time.Time // PreparingRebalance: the join phase ends
 	initialDelayUntil time.Time // PreparingRebalance of an empty group
@@ -171,7 +173,7 @@ func (gr *group) loop(ctx context.Context) {
 // idle: no members, none about to join, no rebalance under way.
 func (gr *group) idle() bool {
 	return len(gr.members) == 0 && len(gr.pending) == 0 && (gr.state == groupEmpty || gr.state == groupDead) &&
-		(gr.cg == nil || len(gr.cg.Members) == 0)
+		(gr.cg == nil || len(gr.cg.Members) == 0) && (gr.sg == nil || len(gr.sg.members) == 0)
 }
 
 // shutdown answers whoever waits, so no handler hangs on a stopping
@@ -677,6 +679,9 @@ func (gr *group) tick(now time.Time) {
 	if gr.cg != nil {
 		gr.consumerTick(now)
 	}
+	if gr.sg != nil {
+		gr.shareTick(now)
+	}
 	for id, exp := range gr.pending {
 		if now.After(exp) {
 			delete(gr.pending, id)
@@ -741,6 +746,9 @@ func (gr *group) subscribedTopics() map[string]bool {
 func (gr *group) commitCheck(memberID string, instanceID *string, generation int32) error {
 	if gr.cg != nil && gr.state != groupDead {
 		return gr.consumerCommitCheck(memberID, generation)
+	}
+	if gr.isShare() {
+		return fmt.Errorf("%w: group %s is a share group", kerr.GroupIDNotFound, gr.id)
 	}
 	switch {
 	case gr.state == groupDead:

@@ -1,0 +1,312 @@
+package kafka
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// setGroupConfigs sets group configs with IncrementalAlterConfigs.
+func setGroupConfigs(t *testing.T, cl *kgo.Client, group string, kvs ...string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for i := 0; i < len(kvs); i += 2 {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kvs[i], kmsg.StringPtr(kvs[i+1])
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	for {
+		resp, err := req.RequestWith(testCtx(t), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := resp.Resources[0].ErrorCode
+		if code == kerr.CoordinatorLoadInProgress.Code {
+			listGroups(t, cl) // waits for the load
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("IncrementalAlterConfigs %v: %v", kvs, kerr.ErrorForCode(code))
+		}
+		return
+	}
+}
+
+// TestShareGroupDLQ: two franz-go share consumers share one partition;
+// every record is accepted once, except the rejected ones, which reach
+// the group's dead-letter topic with Kafka's headers.
+func TestShareGroupDLQ(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "shared", 1)
+	const n, rejectBelow = 200, 20
+	setGroupConfigs(t, cl, "sg", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "shared-dlq")
+
+	// Bad group configs are refused, naming the problem.
+	bad := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg"
+	for _, kv := range [][2]string{{"share.delivery.count.limit", "100"}, {"no.such.config", "1"}, {"errors.deadletterqueue.topic.name", "__internal"}} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[0], kmsg.StringPtr(kv[1])
+		res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{c}
+		bad.Resources = []kmsg.IncrementalAlterConfigsRequestResource{res}
+		resp, err := bad.RequestWith(testCtx(t), cl)
+		if err != nil || resp.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
+			t.Errorf("%s=%s: %v %+v", kv[0], kv[1], err, resp)
+		}
+	}
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg"
+	dc.Resources = append(dc.Resources, dr)
+	dresp, err := dc.RequestWith(testCtx(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range dresp.Resources[0].Configs {
+		got[c.Name] = *c.Value
+	}
+	if got["share.auto.offset.reset"] != "earliest" || got["share.record.lock.duration.ms"] != "30000" || got["errors.deadletterqueue.topic.name"] != "shared-dlq" {
+		t.Fatalf("described group configs: %v", got)
+	}
+
+	produceN(t, cl, "shared", 0, n)
+
+	var mu sync.Mutex
+	accepted := map[int]int{}
+	rejected := map[int]int{}
+	ctx, cancel := context.WithTimeout(testCtx(t), 60*time.Second)
+	defer cancel()
+	// Polls stop once every record was seen: a member with nothing left
+	// would otherwise wait in PollFetches.
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	defer stopPolls()
+	done := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(accepted)+len(rejected) >= n
+	}
+	members := make([]map[int]bool, 2)
+	var wg sync.WaitGroup
+	for i := range members {
+		members[i] = map[int]bool{}
+		c := newClient(t, e.addr, kgo.ShareGroup("sg"), kgo.ConsumeTopics("shared"), kgo.ShareMaxRecords(10))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for !done() && pollCtx.Err() == nil {
+				fs := c.PollFetches(pollCtx)
+				for _, r := range fs.Records() {
+					k, _ := strconv.Atoi(string(r.Key))
+					mu.Lock()
+					members[i][k] = true
+					if k < rejectBelow {
+						rejected[k]++
+						r.Ack(kgo.AckReject)
+					} else {
+						accepted[k]++
+						r.Ack(kgo.AckAccept)
+					}
+					mu.Unlock()
+				}
+				if done() {
+					stopPolls()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("consumed %d accepted and %d rejected of %d before the deadline", len(accepted), len(rejected), n)
+	}
+	for k := 0; k < n; k++ {
+		if k < rejectBelow && (rejected[k] != 1 || accepted[k] != 0) || k >= rejectBelow && (accepted[k] != 1 || rejected[k] != 0) {
+			t.Errorf("key %d: accepted %d times, rejected %d times", k, accepted[k], rejected[k])
+		}
+	}
+	if len(members[0]) == 0 || len(members[1]) == 0 {
+		t.Logf("one member got every record (%d and %d): the partition was shared but not split", len(members[0]), len(members[1]))
+	}
+
+	// The DLQ holds the rejected records, headers naming where they came
+	// from.
+	dlq := newClient(t, e.addr, kgo.ConsumeTopics("shared-dlq"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < rejectBelow {
+		fs := dlq.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("the DLQ topic has %d of %d records", len(seen), rejectBelow)
+		}
+		for _, r := range fs.Records() {
+			h := map[string]string{}
+			for _, kv := range r.Headers {
+				h[kv.Key] = string(kv.Value)
+			}
+			if h[dlqHeaderTopic] != "shared" || h[dlqHeaderPartition] != "0" || h[dlqHeaderCount] != "1" || h[dlqHeaderGroup] != "sg" {
+				t.Fatalf("DLQ record headers %v", h)
+			}
+			seen[h[dlqHeaderOffset]] = true
+		}
+	}
+	for o := 0; o < rejectBelow; o++ {
+		if !seen[strconv.Itoa(o)] {
+			t.Errorf("offset %d not in the DLQ", o)
+		}
+	}
+
+	// Once the DLQ writes are done the start offset moves past them all.
+	for {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		rg.GroupID = "sg"
+		req.Groups = append(req.Groups, rg)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := resp.Groups[0]
+		if g.ErrorCode != 0 {
+			t.Fatalf("DescribeShareGroupOffsets: %v", kerr.ErrorForCode(g.ErrorCode))
+		}
+		if len(g.Topics) == 1 && g.Topics[0].Partitions[0].StartOffset == n {
+			if lag := g.Topics[0].Partitions[0].Lag; lag != 0 {
+				t.Errorf("lag %d, want 0", lag)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("share-partition start offset never reached %d: %+v", n, g.Topics)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// shareRaw drives the share protocol by hand, for the error paths.
+type shareRaw struct {
+	t     *testing.T
+	cl    *kgo.Client
+	group string
+	id    [16]byte
+	epoch int32
+}
+
+func (s *shareRaw) fetch(member string, acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+	s.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &member, s.epoch
+	req.MaxWaitMillis, req.MaxRecords, req.BatchSize, req.MaxBytes = 100, 5, 5, 1<<20
+	rt := kmsg.NewShareFetchRequestTopic()
+	rt.TopicID = s.id
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	rp.AcknowledgementBatches = acks
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(s.t), s.cl)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if resp.ErrorCode == 0 {
+		s.epoch++
+	}
+	return resp
+}
+
+func (s *shareRaw) ack(member string, first, last int64, typ int8) int16 {
+	s.t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = &s.group, &member, s.epoch
+	rt := kmsg.NewShareAcknowledgeRequestTopic()
+	rt.TopicID = s.id
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = first, last, []int8{typ}
+	rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, b)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(testCtx(s.t), s.cl)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	s.epoch++
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// TestShareBadAcknowledgements: acknowledgements of records never
+// acquired or already acknowledged, and stale session epochs, get Kafka's
+// error codes and change nothing.
+func TestShareBadAcknowledgements(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "acks", 1)
+	setGroupConfigs(t, cl, "sg-raw", "share.auto.offset.reset", "earliest")
+	produceN(t, cl, "acks", 0, 10)
+	topic, err := e.cluster.Topic(testCtx(t), "acks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg-raw", "m1", []string{"acks"}
+	hr, err := hb.RequestWith(testCtx(t), cl)
+	if err != nil || hr.ErrorCode != 0 || hr.Assignment == nil || len(hr.Assignment.TopicPartitions) != 1 {
+		t.Fatalf("share heartbeat: %v %+v", err, hr)
+	}
+	s := &shareRaw{t: t, cl: cl, group: "sg-raw", id: topic.ID}
+	r := s.fetch("m1", nil)
+	p := r.Topics[0].Partitions[0]
+	// Batch-optimized: the whole batch of 10, past MaxRecords.
+	if p.ErrorCode != 0 || len(p.AcquiredRecords) != 1 || p.AcquiredRecords[0].FirstOffset != 0 || p.AcquiredRecords[0].LastOffset != 9 || p.AcquiredRecords[0].DeliveryCount != 1 {
+		t.Fatalf("first share fetch: %+v", p)
+	}
+	if code := s.ack("m1", 50, 50, ackAccept); code != kerr.InvalidRecordState.Code {
+		t.Errorf("ack of an offset never acquired: %v", kerr.ErrorForCode(code))
+	}
+	if code := s.ack("m1", 0, 1, ackAccept); code != 0 {
+		t.Fatalf("ack: %v", kerr.ErrorForCode(code))
+	}
+	if code := s.ack("m1", 1, 1, ackAccept); code != kerr.InvalidRecordState.Code {
+		t.Errorf("ack twice: %v", kerr.ErrorForCode(code))
+	}
+	if code := s.ack("m2", 2, 2, ackAccept); code != kerr.ShareSessionNotFound.Code {
+		t.Errorf("ack without a session: %v", kerr.ErrorForCode(code))
+	}
+	s.epoch += 5
+	if code := s.ack("m1", 2, 2, ackAccept); code != kerr.InvalidShareSessionEpoch.Code {
+		t.Errorf("ack at a wrong session epoch: %v", kerr.ErrorForCode(code))
+	}
+	s.epoch -= 5
+	// Release 2-4: the next fetch gets them again, delivery count 2.
+	r = s.fetch("m1", []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{{FirstOffset: 2, LastOffset: 4, AcknowledgeTypes: []int8{ackRelease}}})
+	p = r.Topics[0].Partitions[0]
+	if p.AcknowledgeErrorCode != 0 || len(p.AcquiredRecords) == 0 || p.AcquiredRecords[0].FirstOffset != 2 || p.AcquiredRecords[0].DeliveryCount != 2 {
+		t.Fatalf("after a release: %+v", p)
+	}
+	// A classic join of a share group is refused.
+	jr := kmsg.NewPtrJoinGroupRequest()
+	jr.Group, jr.ProtocolType, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = "sg-raw", "consumer", 10000, 10000
+	jr.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0}}}
+	if resp, err := jr.RequestWith(testCtx(t), cl); err != nil || resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
+		t.Errorf("classic join of a share group: %v %v", err, resp)
+	}
+	d := kmsg.NewPtrShareGroupDescribeRequest()
+	d.GroupIDs = []string{"sg-raw"}
+	dresp, err := d.RequestWith(testCtx(t), cl)
+	if err != nil || dresp.Groups[0].ErrorCode != 0 || len(dresp.Groups[0].Members) != 1 || dresp.Groups[0].GroupState != "Stable" {
+		t.Fatalf("ShareGroupDescribe: %v %+v", err, dresp)
+	}
+}
