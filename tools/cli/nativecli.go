@@ -365,7 +365,14 @@ newline, or the key, --key-separator and the value when one is given.`,
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				if err := commit(); err != nil {
+				if follow {
+					// The commit rides on the next poll's fetch: no
+					// round trip of its own. next is kept for the
+					// final commit, which covers it either way.
+					if err := co.commitOnNextPoll(ctx, next); err != nil {
+						return fmt.Errorf("commit for group %s: %w", group, err)
+					}
+				} else if err := commit(); err != nil {
 					return fmt.Errorf("commit for group %s: %w", group, err)
 				}
 				if !follow && co.caughtUp() {
@@ -391,6 +398,7 @@ type consumer interface {
 	poll(ctx context.Context) ([]client.Message, error)
 	caughtUp() bool
 	commit(ctx context.Context, next map[int32]int64) error
+	commitOnNextPoll(ctx context.Context, next map[int32]int64) error
 	close(ctx context.Context) error
 }
 
@@ -400,6 +408,9 @@ func (p plainConsumer) poll(ctx context.Context) ([]client.Message, error) { ret
 func (p plainConsumer) caughtUp() bool                                     { return p.c.CaughtUp() }
 func (p plainConsumer) commit(context.Context, map[int32]int64) error      { return nil }
 func (p plainConsumer) close(context.Context) error                        { return p.c.Close() }
+func (p plainConsumer) commitOnNextPoll(context.Context, map[int32]int64) error {
+	return nil
+}
 
 type groupConsumer struct{ g *client.GroupConsumer }
 
@@ -409,6 +420,9 @@ func (g groupConsumer) commit(ctx context.Context, next map[int32]int64) error {
 	return g.g.Commit(ctx, next)
 }
 func (g groupConsumer) close(ctx context.Context) error { return g.g.Close(ctx) }
+func (g groupConsumer) commitOnNextPoll(ctx context.Context, next map[int32]int64) error {
+	return g.g.CommitOnNextPoll(ctx, next)
+}
 
 // format is a parsed --format template: literal text and fields.
 type format []formatPart

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aerostream/aerostream/gateways/native/client"
 )
 
 // TestGroupAcrossProtocols: a group a native consumer committed continues
@@ -54,6 +57,21 @@ func TestGroupAcrossProtocols(t *testing.T) {
 	}
 	// Its commits hold: kcat finds nothing more.
 	sh(t, e, `seq 25 26 | aerostream produce orders`)
+	// The gateway lists the group and computes its lag: the two records
+	// just produced.
+	cl, err := client.Dial(ctx, nativeAddr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	gs, err := cl.ListGroups(ctx)
+	if err != nil || !slices.Contains(gs, client.GroupListing{Group: "g1"}) {
+		t.Fatalf("ListGroups = %+v, %v; want g1 (no native members)", gs, err)
+	}
+	lag, err := cl.Lag(ctx, "g1", "orders")
+	if err != nil || lag[0]+lag[1] != 2 {
+		t.Fatalf("lag of g1 = %v, %v; want 2 in all", lag, err)
+	}
 	out, err = exec.CommandContext(ctx, "kcat", "-b", kafkaAddr, "-G", "g1", "-e", "-q", "-f", "%s\n", "orders").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat -G: %v\n%s", err, out)

@@ -116,6 +116,12 @@ func TestSDKSeparateProcesses(t *testing.T) {
 	sp := startProc(t, "store", nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", ringAddr,
 		"--controller.join", ctl, "--controller.node_id", "2", "--kafka-listen", "", "--native-listen", "", "--http-listen", "")
 	sp.waitLog(t, `msg="registered with the controller"`)
+	// A Kafka gateway: the native gateways reach the cluster's producer
+	// id allocator and group coordinators through it.
+	kafkaAddr := freeAddr(t)
+	kg := startProc(t, "gateway kafka", nil, "gateway", "kafka", "--kafka-listen", kafkaAddr, "--native-listen", "", "--http-listen", "",
+		"--controller.join", ctl, "--gateway.node_id", "1001", "--data-dir", filepath.Join(dir, "k"))
+	kg.waitLog(t, `msg=running`)
 	routed, pinned := freeAddr(t), freeAddr(t)
 	g1 := startProc(t, "gateway native (routed)", nil, "gateway", "native", "--native-listen", routed,
 		"--controller.join", ctl, "--gateway.node_id", "2001")
@@ -125,7 +131,20 @@ func TestSDKSeparateProcesses(t *testing.T) {
 	g2.waitLog(t, `msg=running .*routing="ring_addr override"`)
 	sdkRoundTrip(t, routed, "sdk-routed", 1000)
 	sdkRoundTrip(t, pinned, "sdk-pinned", 1000)
-	for _, p := range []*proc{g1, g2, sp, cp} {
+	// Producer ids come from the Kafka gateway's allocator: its blocks
+	// carry its node id in the low 16 bits.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := client.Dial(ctx, routed, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := cl.InitProducerID(ctx)
+	cl.Close()
+	if err != nil || id < 1<<16 || id&0xffff != 1001 {
+		t.Fatalf("InitProducerID through gateway native: %d (node %d), %v; want an id of Kafka gateway 1001's blocks", id, id&0xffff, err)
+	}
+	for _, p := range []*proc{g1, g2, kg, sp, cp} {
 		if code := p.stop(t); code != 0 {
 			t.Errorf("%s exit %d:\n%s", p.name, code, p.text())
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -123,6 +124,15 @@ func (g *GroupConsumer) join(ctx context.Context) error {
 	}
 	g.member, g.gen, g.parts = a.MemberID, a.Generation, a.Partitions
 	g.lastBeat = time.Now()
+	if fc := g.co.commit; fc != nil {
+		// A commit queued for the next fetch keeps the partitions this
+		// member still reads, under its new generation.
+		fc.MemberID, fc.Generation = g.member, g.gen
+		fc.Offsets = slices.DeleteFunc(fc.Offsets, func(o wire.TopicOffset) bool { return !slices.Contains(a.Partitions, o.Partition) })
+		if len(fc.Offsets) == 0 {
+			g.co.commit = nil
+		}
+	}
 	committed, err := g.cl.FetchOffsets(ctx, g.opts.Group, g.opts.Topic)
 	if err != nil {
 		return err
