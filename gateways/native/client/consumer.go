@@ -71,6 +71,7 @@ type Consumer struct {
 
 	sub    uint32     // the subscription's id, while subscribed
 	pushes chan frame // its frames
+	owed   int64      // bytes taken in but not yet given back as credit
 
 	// commit, when not nil, rides on the next fetch (FeatureFetchCommit):
 	// a GroupConsumer's offsets, committed by the gateway before it
@@ -292,8 +293,13 @@ func (co *Consumer) pollPush(ctx context.Context) ([]Message, error) {
 		// The gateway ends a subscription at a partition's error: the
 		// next poll subscribes again from the positions absorb leaves.
 		co.unsubscribe()
-	} else if spent > 0 {
-		cr := wire.Credit{Subscription: co.sub, Bytes: spent}
+	} else if co.owed += spent; co.owed >= co.opts.CreditBytes/4 {
+		// Credit goes back in quarters of the window, not per push: a
+		// Credit frame per push cost a write here and a read and a
+		// wake-up at the gateway for every push, and the window left
+		// (three quarters at least) keeps the pushes coming meanwhile.
+		cr := wire.Credit{Subscription: co.sub, Bytes: co.owed}
+		co.owed = 0
 		if _, _, err := co.c.send(wire.OpCredit, true, cr.Append); err != nil {
 			return nil, err
 		}
@@ -326,7 +332,7 @@ func (co *Consumer) subscribe(ctx context.Context) error {
 		co.c.unsubscribeLocal(corr)
 		return ctx.Err()
 	}
-	co.sub, co.pushes = corr, ch
+	co.sub, co.pushes, co.owed = corr, ch, 0
 	return nil
 }
 
