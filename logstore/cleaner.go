@@ -630,14 +630,17 @@ func (c *cleaner) rewrite(ctx context.Context, g *group, cand *candidate, offset
 					}
 				}
 				g.removed += int64(len(recs) - len(kept))
+				holds := last || h.ProducerID >= 0 && cand.producers[h.ProducerID] == h.LastOffset()
 				switch {
-				case len(kept) == len(recs):
+				case len(kept) > 0 && len(kept) == len(recs), len(recs) == 0 && holds:
 					pending = append(pending, b...)
-				case len(kept) > 0 || last || h.ProducerID >= 0 && cand.producers[h.ProducerID] == h.LastOffset():
+				case len(kept) > 0 || holds:
 					if pending, err = rewriteBatch(pending, b, &h, kept, enc); err != nil {
 						return err
 					}
 				}
+				// Otherwise the batch goes, an empty one a pass left too,
+				// once nothing needs it to hold its offsets.
 			}
 			if len(pending) >= 1<<20 {
 				if err := flush(); err != nil {
@@ -763,7 +766,11 @@ func (c *cleaner) swapOnShard(s *shard, cand *candidate, swaps []*group, end int
 		s.files.adopt(seg)
 		d := done{g: g, old: append([]*segment(nil), old...)}
 		for _, o := range old {
-			d.oldRecs = append(d.oldRecs, p.record(o, sealedState(o)))
+			// The cloud pointer is all the tier needs (p.record would
+			// read the segment here, on the produce path).
+			r := o.cloud
+			r.Topic, r.Partition, r.BaseOffset, r.EndOffset = p.topic, p.id, o.base, o.next
+			d.oldRecs = append(d.oldRecs, r)
 			s.files.forget(o)
 		}
 		segsAfter := append([]*segment{seg}, p.segs[i+len(g.segs):]...)
