@@ -132,6 +132,7 @@ func NewRoot(env Env) *cobra.Command {
 		newVersionCmd(env),
 		newBenchCmd(env),
 		newTierCmd(env),
+		newSchemaCmd(env), // schema.go
 	)
 	return root
 }
