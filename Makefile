@@ -33,7 +33,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-cluster test-native ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol
+test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol
 
 test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -67,7 +67,7 @@ measure-controller: ## controller figures: topic-create latency, election after 
 # run. kcat comes from Debian; the Python clients go into a venv under bin/,
 # pinned to versions that support Python 3.11+.
 KAFKA_VENV := bin/kafka-venv
-KAFKA_PY_PKGS := kafka-python==3.0.12 confluent-kafka==2.16.1
+KAFKA_PY_PKGS := kafka-python==3.0.12 'confluent-kafka[avro,protobuf,json,schemaregistry]==2.16.1'
 kafka-clients: ## install kcat (apt) and the Python Kafka clients (bin/kafka-venv)
 	@if ! command -v kcat >/dev/null; then \
 	  apt-get install -y kcat librdkafka-dev || { apt-get update && apt-get install -y kcat librdkafka-dev; }; \
@@ -79,6 +79,16 @@ kafka-clients: ## install kcat (apt) and the Python Kafka clients (bin/kafka-ven
 test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kafka-python, confluent-kafka, separate gateway process
 	KAFKA_CLIENT_TESTS=1 KAFKA_PYTHON=$(CURDIR)/$(KAFKA_VENV)/bin/python \
 	  $(GO) test -count=1 -v -timeout 40m -run '^TestClient' ./gateways/kafka/
+
+# The schema registry against real clients (registry/clients_test.go):
+# confluent-kafka's SchemaRegistryClient and its Avro, Protobuf and JSON
+# Schema serializers producing and consuming through `aerostream serve`,
+# an incompatible Avro change refused with 409, broker-side validation,
+# and franz-go's sr client on the HTTP mount. Seconds once built.
+test-registry: kafka-clients ## schema registry acceptance: confluent-kafka serializers (Avro, Protobuf, JSON), 409, broker-side validation, franz-go sr
+	@$(KAFKA_VENV)/bin/python -c 'import fastavro, google.protobuf, jsonschema, authlib' 2>/dev/null || $(KAFKA_VENV)/bin/pip install -q $(KAFKA_PY_PKGS)
+	REGISTRY_CLIENT_TESTS=1 KAFKA_PYTHON=$(CURDIR)/$(KAFKA_VENV)/bin/python \
+	  $(GO) test -count=1 -v -timeout 10m -run '^TestConfluentClients$$' ./registry/
 
 # The native protocol end to end: the CLI lines as the README writes them,
 # the Go SDK against serve and against controller + store + `gateway
