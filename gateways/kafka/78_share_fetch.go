@@ -351,6 +351,9 @@ func (g *Gateway) shareFetchResponse(resp *kmsg.ShareFetchResponse, outs map[tp]
 			endpoints[rp.CurrentLeader.LeaderID] = true
 		}
 		rp.Records = o.records
+		if rp.Records == nil {
+			rp.Records = []byte{} // not nullable in ShareFetch
+		}
 		for _, a := range o.acq {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.first, a.last, a.count

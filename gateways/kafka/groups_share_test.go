@@ -296,6 +296,13 @@ func TestShareBadAcknowledgements(t *testing.T) {
 	if p.AcknowledgeErrorCode != 0 || len(p.AcquiredRecords) == 0 || p.AcquiredRecords[0].FirstOffset != 2 || p.AcquiredRecords[0].DeliveryCount != 2 {
 		t.Fatalf("after a release: %+v", p)
 	}
+	// Nothing left to hand out: the partition answers with empty records,
+	// never null (Records is not nullable in ShareFetch v1+: Java's
+	// client fails on a null).
+	r = s.fetch("m1", nil)
+	if p = r.Topics[0].Partitions[0]; len(p.AcquiredRecords) != 0 || p.Records == nil {
+		t.Fatalf("a fetch with nothing to acquire: acquired %v, records nil: %v", p.AcquiredRecords, p.Records == nil)
+	}
 	// A classic join of a share group is refused.
 	jr := kmsg.NewPtrJoinGroupRequest()
 	jr.Group, jr.ProtocolType, jr.SessionTimeoutMillis, jr.RebalanceTimeoutMillis = "sg-raw", "consumer", 10000, 10000
