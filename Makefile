@@ -68,7 +68,8 @@ measure-controller: ## controller figures: topic-create latency, election after 
 # pinned to versions that support Python 3.11+.
 KAFKA_VENV := bin/kafka-venv
 KAFKA_PY_PKGS := kafka-python==3.0.12 'confluent-kafka[avro,protobuf,json,schemaregistry]==2.16.1'
-kafka-clients: ## install kcat (apt) and the Python Kafka clients (bin/kafka-venv)
+kafka-clients: ## install kcat (apt), the Python Kafka clients (bin/kafka-venv) and Kafka's Java clients (deploy/kafka-peer)
+	@test -f /tmp/aerostream-kafka-peer/lib-4.4.0/kafka-clients-4.4.0.jar || deploy/kafka-peer/setup.sh
 	@if ! command -v kcat >/dev/null; then \
 	  apt-get install -y kcat librdkafka-dev || { apt-get update && apt-get install -y kcat librdkafka-dev; }; \
 	fi
