@@ -22,7 +22,9 @@ import (
 // members answers GROUP_ID_NOT_FOUND, as Kafka does when it may not
 // convert it. Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
 // UNRELEASED_INSTANCE_ID, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST
-// for a first request without its required fields.
+// for a first request without its required fields. The session timeout
+// and heartbeat interval are the group configs consumer.session.timeout.ms
+// and consumer.heartbeat.interval.ms (Kafka's defaults, 45s and 5s).
 //
 // Version notes: v1 regex subscriptions and client-made member ids.
 
@@ -55,7 +57,7 @@ func (g *Gateway) handleConsumerGroupHeartbeat(ctx context.Context, rc *reqCtx) 
 	}
 	resp.MemberID = &ans.memberID
 	resp.MemberEpoch = ans.epoch
-	resp.HeartbeatIntervalMillis = int32(cgHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(g.groupCfg.getInt(req.Group, "consumer.heartbeat.interval.ms"))
 	if ans.assignment != nil {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		a.Topics = toAssignment(ans.assignment, md)

@@ -36,10 +36,11 @@ import (
 // per change is simpler for a group of the size a gateway coordinates.
 
 const (
-	// cgHeartbeatInterval and cgSessionTimeout are Kafka's defaults for
-	// group.consumer.heartbeat.interval.ms and session.timeout.ms.
-	cgHeartbeatInterval = 5 * time.Second
-	cgSessionTimeout    = 45 * time.Second
+	// cgSessionTimeout is Kafka's group.consumer.session.timeout.ms
+	// default: a member read back after a restart gets it to come back
+	// (the group config consumer.session.timeout.ms applies from its next
+	// heartbeat).
+	cgSessionTimeout = 45 * time.Second
 
 	// cgSnapshotKey is the key version of our consumer group snapshot
 	// records: outside Kafka's range of record types, so that no tool
@@ -346,7 +347,7 @@ func (gr *group) consumerHeartbeat(h cgHeartbeat) cgAnswer {
 			// A static member leaving for a while keeps its
 			// partitions until its session ends.
 			m.PrevEpoch, m.Epoch = m.Epoch, -2
-			m.deadline = h.now.Add(cgSessionTimeout)
+			m.deadline = h.now.Add(gr.c.g.groupCfg.getDuration(gr.id, "consumer.session.timeout.ms"))
 		} else {
 			gr.removeConsumerMember(m)
 			gr.consumerChanged(h.md, true)
@@ -367,7 +368,7 @@ func (gr *group) consumerHeartbeat(h cgHeartbeat) cgAnswer {
 			}
 		}
 	}
-	m.deadline = h.now.Add(cgSessionTimeout)
+	m.deadline = h.now.Add(gr.c.g.groupCfg.getDuration(gr.id, "consumer.session.timeout.ms"))
 	m.ClientID, m.ClientHost = h.clientID, h.clientHost
 	if req.InstanceID != nil {
 		m.InstanceID = req.InstanceID

@@ -316,3 +316,16 @@ func TestConsumerProtocolClients(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerGroupConfigs: the group configs set the heartbeat interval
+// a consumer group's members are told.
+func TestConsumerGroupConfigs(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "cgc", 1)
+	setGroupConfigs(t, cl, "g-cfg", "consumer.heartbeat.interval.ms", "7000")
+	c := &cgClient{t: t, cl: cl, group: "g-cfg"}
+	if r := c.beat("A", 0, []string{"cgc"}, nil); r.ErrorCode != 0 || r.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("heartbeat interval %d (%v), want the group config's 7000", r.HeartbeatIntervalMillis, kerr.ErrorForCode(r.ErrorCode))
+	}
+}
