@@ -218,8 +218,11 @@ func (s *scramServer) final(msg []byte) ([]byte, bool, error) {
 	if cf.ChannelBinding != base64.StdEncoding.EncodeToString([]byte(s.gs2Header)) {
 		return nil, false, fmt.Errorf("%w: channel binding does not match the gs2 header", ErrAuthentication)
 	}
-	if cf.Nonce != s.fullNonce {
-		return nil, false, fmt.Errorf("%w: nonce does not match", ErrAuthentication)
+	// librdkafka echoes its own nonce in front of the server's (the whole
+	// nonce): Kafka accepts any final nonce that ends with the server's,
+	// and so must we. The proof covers what was sent either way.
+	if !strings.HasSuffix(cf.Nonce, s.fullNonce) {
+		return nil, false, fmt.Errorf("%w: the final nonce does not end with the server's", ErrAuthentication)
 	}
 	if !s.known {
 		return nil, false, fmt.Errorf("%w: invalid credentials for user %q", ErrAuthentication, s.user)

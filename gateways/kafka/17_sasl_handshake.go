@@ -9,17 +9,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SaslHandshake: v1.
+// SaslHandshake: v0-v1.
 //
 // Chooses the SASL mechanism of the exchange that follows in
-// SaslAuthenticate requests (v1; v0's raw tokens after the handshake are
-// not served, and every current client sends v1). It answers the enabled
+// SaslAuthenticate requests (v1). v0 is advertised because librdkafka
+// looks for it before it enables SASL at all, but v0's raw tokens after
+// the handshake are not served: a v0 handshake answers UNSUPPORTED_VERSION
+// and closes the connection (every current client sends v1). It answers the enabled
 // mechanisms, with UNSUPPORTED_SASL_MECHANISM for one not among them. On
 // an authenticated connection it starts a re-authentication (KIP-368),
 // which must keep the mechanism. On a listener without SASL it answers
 // ILLEGAL_SASL_STATE, as Kafka does.
 
-func init() { regKey(17, 1, 1, (*Gateway).handleSaslHandshake) }
+func init() { regKey(17, 0, 1, (*Gateway).handleSaslHandshake) }
 
 func (g *Gateway) handleSaslHandshake(_ context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.SASLHandshakeRequest)
@@ -30,6 +32,11 @@ func (g *Gateway) handleSaslHandshake(_ context.Context, rc *reqCtx) (kmsg.Respo
 		return resp, nil
 	}
 	resp.SupportedMechanisms = slices.Clone(g.opts.Auth.Mechanisms)
+	if req.Version == 0 {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		rc.closeAfter = true
+		return resp, nil
+	}
 	if !slices.Contains(g.opts.Auth.Mechanisms, req.Mechanism) {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		return resp, nil

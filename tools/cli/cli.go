@@ -132,7 +132,9 @@ func NewRoot(env Env) *cobra.Command {
 		newVersionCmd(env),
 		newBenchCmd(env),
 		newTierCmd(env),
-		newSchemaCmd(env), // schema.go
+		newSchemaCmd(env),         // schema.go
+		newUserCmd(env, os.Stdin), // security_cmd.go
+		newACLCmd(env),
 	)
 	return root
 }

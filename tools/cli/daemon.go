@@ -310,6 +310,9 @@ func (d *daemon) bind() error {
 		// The serve loops close their listener too; this covers a start
 		// that fails before they run.
 		d.onClose(key, func() error { _ = ln.Close(); return nil })
+		if key == "listeners.http" || key == "listeners.native" {
+			return tlsListener(cfg, key, addr, ln, nil) // security.go; Kafka's is wrapped with its gateway
+		}
 		return ln, nil
 	}
 	var err error
@@ -474,6 +477,9 @@ func (d *daemon) start(ctx context.Context) error {
 		attrs = append(attrs, "http_addr", listenerAddr(ln), "pprof", cfg.Admin.Pprof)
 	}
 	if d.ctl != nil {
+		if err := bootstrapUser(ctx, cfg, d.env, d.ctl, logger); err != nil { // security.go
+			return err
+		}
 		addr, err := startSchemaRegistry(ctx, d.sup, cfg, d.ctl, logger) // schema_registry.go
 		if err != nil {
 			return err

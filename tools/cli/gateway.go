@@ -200,6 +200,13 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	if err != nil {
 		return nil, err
 	}
+	sec, err := newKafkaSecurity(cfg, api, logger) // security.go
+	if err != nil {
+		return nil, err
+	}
+	if ln, err = tlsListener(cfg, "listeners.kafka", cfg.Listeners.Kafka, ln, logger); err != nil {
+		return nil, err
+	}
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	kc := cfg.Kafka
 	cluster := newKafkaCluster(api, backend, cfg.Gateway.NodeID, adv, logger)
@@ -220,6 +227,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		GroupInitialRebalanceDelay: ms(kc.GroupInitialRebalanceDelayMs),
 		FetchSessionCacheSlots:     kc.FetchSessionCacheSlots,
 		LogDir:                     cfg.DataDir,
+		Auth:                       sec.opts,
 		SchemaIDs:                  schemaIDs(cfg, api, logger),
 	})
 	if err != nil {
@@ -231,7 +239,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	return &kafkaGateway{
 		advertised: adv,
 		backend:    backend,
-		serve:      func(ctx context.Context) error { return gw.Serve(ctx, ln) },
+		serve:      func(ctx context.Context) error { return sec.serve(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) }) },
 		member:     cluster.Run,
 		cluster:    cluster,
 	}, nil

@@ -80,7 +80,7 @@ func Load(opts Options) (*Loaded, error) {
 		}
 		l.Sources[k.Name] = "env " + k.Env
 	}
-	known := map[string]bool{EnvConfigFile: true}
+	known := map[string]bool{EnvConfigFile: true, EnvBootstrapPassword: true}
 	for _, k := range keys {
 		known[k.Env] = true
 	}

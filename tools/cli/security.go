@@ -1,0 +1,279 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/aerostream/aerostream/auth"
+	"github.com/aerostream/aerostream/controller"
+	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// Security wiring: TLS on listeners whose address says SSL:// or
+// SASL_SSL://, SASL and the authorizer on the Kafka gateway, the
+// bootstrap user, and the ACL refresh that keeps every gateway's
+// authorizer in step with the controller.
+
+// tlsListener wraps ln in TLS when the listener address asks for it.
+func tlsListener(cfg config.Config, key, addr string, ln net.Listener, logger *slog.Logger) (net.Listener, error) {
+	if !config.IsTLS(config.ListenerProtocol(addr)) {
+		return ln, nil
+	}
+	tc, err := auth.ServerTLS(auth.TLSOptions{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CAFile: cfg.TLS.CAFile,
+		ClientAuth: cfg.TLS.ClientAuth, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	return tls.NewListener(ln, tc), nil
+}
+
+// kafkaSecurity is the Kafka gateway's authentication and authorization,
+// and the loop that keeps its ACLs current.
+type kafkaSecurity struct {
+	opts    kafka.AuthOptions
+	refresh func(ctx context.Context) // nil: nothing to refresh
+}
+
+func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger) (*kafkaSecurity, error) {
+	s := &kafkaSecurity{}
+	sec, _ := api.(controller.Security)
+	proto := config.ListenerProtocol(cfg.Listeners.Kafka)
+	if config.IsSASL(proto) {
+		if sec == nil {
+			return nil, errors.New("listeners.kafka: SASL needs the controller's user store")
+		}
+		s.opts.SASL = true
+		s.opts.Mechanisms = cfg.Auth.SASLMechanisms
+		s.opts.ReauthAfter = time.Duration(cfg.Auth.ReauthMs) * time.Millisecond
+		s.opts.Credentials = func(ctx context.Context, user, mech string) (auth.ScramCredential, bool, error) {
+			r, err := sec.GetScramCredential(ctx, controller.GetScramRequest{User: user, Mechanism: mech})
+			return r.Credential, r.Found, err
+		}
+	}
+	if sec != nil {
+		s.opts.Security = controllerSecurity{sec}
+	}
+	if !cfg.Auth.Authorizer {
+		return s, nil
+	}
+	if sec == nil {
+		return nil, errors.New("auth.authorizer: the ACLs live in the controller, which this process cannot reach")
+	}
+	if !config.IsSASL(proto) {
+		logger.Warn("auth.authorizer is on but listeners.kafka has no SASL: every client is User:ANONYMOUS")
+	}
+	z := auth.NewAuthorizer(true, cfg.Auth.SuperUsers)
+	s.opts.Authorizer = z
+	if c, ok := api.(*controller.Controller); ok {
+		fsm := c.FSM()
+		v, acls := fsm.SecurityACLs()
+		z.Set(v, acls)
+		s.refresh = func(ctx context.Context) {
+			known := v
+			for {
+				nv, acls, err := fsm.WaitSecurity(ctx, known)
+				if err != nil {
+					return
+				}
+				z.Set(nv, acls)
+				known = nv
+			}
+		}
+		return s, nil
+	}
+	// Over the network: poll. An ACL change reaches a separate gateway
+	// process within a second.
+	s.refresh = func(ctx context.Context) {
+		for {
+			r, err := sec.DescribeACLs(ctx, controller.DescribeACLsRequest{})
+			if err == nil {
+				z.Set(r.Version, r.ACLs)
+			} else if ctx.Err() == nil {
+				logger.Warn("acl refresh failed; keeping the ACLs held", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return s, nil
+}
+
+// controllerSecurity adapts the controller's user and ACL API to the
+// Kafka gateway's, with Kafka's error codes.
+type controllerSecurity struct{ api controller.Security }
+
+var _ kafka.Security = controllerSecurity{}
+
+// kafkaErr gives a controller error its Kafka code.
+func kafkaErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, controller.ErrUnknownUser):
+		return fmt.Errorf("%w: %v", kerr.ResourceNotFound, err)
+	case errors.Is(err, controller.ErrInvalidRequest):
+		return fmt.Errorf("%w: %v", kerr.InvalidRequest, err)
+	case errors.Is(err, controller.ErrNotLeader), errors.Is(err, controller.ErrTimeout):
+		return fmt.Errorf("%w: %v", kerr.RequestTimedOut, err)
+	}
+	return err
+}
+
+func (c controllerSecurity) DescribeScramUsers(ctx context.Context, users []string) ([]kafka.ScramUser, error) {
+	r, err := c.api.DescribeScramUsers(ctx, controller.DescribeScramRequest{Users: users})
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	var out []kafka.ScramUser
+	for _, u := range r.Users {
+		if u.Error != nil {
+			continue // unknown: the gateway answers RESOURCE_NOT_FOUND
+		}
+		ku := kafka.ScramUser{User: u.User}
+		for _, m := range u.Credentials {
+			ku.Mechanisms, ku.Iterations = append(ku.Mechanisms, m.Mechanism), append(ku.Iterations, m.Iterations)
+		}
+		out = append(out, ku)
+	}
+	return out, nil
+}
+
+func (c controllerSecurity) AlterScramUsers(ctx context.Context, ups []kafka.ScramUpsert, dels []kafka.ScramDeletion) ([]error, error) {
+	req := controller.AlterScramRequest{}
+	for _, u := range ups {
+		req.Upserts = append(req.Upserts, controller.ScramUpsert{User: u.User, Mechanism: u.Mechanism, Credential: u.Credential})
+	}
+	for _, d := range dels {
+		req.Deletions = append(req.Deletions, controller.ScramDeletion{User: d.User, Mechanism: d.Mechanism})
+	}
+	r, err := c.api.AlterScramUsers(ctx, req)
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	return wireErrs(r.Errors), nil
+}
+
+func wireErrs(es []*controller.Error) []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		if e != nil {
+			out[i] = kafkaErr(e)
+		}
+	}
+	return out
+}
+
+func (c controllerSecurity) CreateACLs(ctx context.Context, acls []auth.ACL) ([]error, error) {
+	r, err := c.api.CreateACLs(ctx, controller.CreateACLsRequest{ACLs: acls})
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	return wireErrs(r.Errors), nil
+}
+
+func (c controllerSecurity) DescribeACLs(ctx context.Context, f auth.ACLFilter) ([]auth.ACL, error) {
+	r, err := c.api.DescribeACLs(ctx, controller.DescribeACLsRequest{Filter: f})
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	return r.ACLs, nil
+}
+
+func (c controllerSecurity) DeleteACLs(ctx context.Context, fs []auth.ACLFilter) ([][]auth.ACL, error) {
+	r, err := c.api.DeleteACLs(ctx, controller.DeleteACLsRequest{Filters: fs})
+	if err != nil {
+		return nil, kafkaErr(err)
+	}
+	return r.Deleted, nil
+}
+
+// bootstrapUser creates auth.bootstrap_user on first start, with the
+// password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD, for both SCRAM
+// mechanisms (as Kafka's `kafka-storage format --add-scram`). A user that
+// exists is left alone, so a restart never resets a changed password. It
+// waits for the controller to lead, which a fresh single-voter controller
+// does at once.
+func bootstrapUser(ctx context.Context, cfg config.Config, env Env, api controller.Security, logger *slog.Logger) error {
+	user := cfg.Auth.BootstrapUser
+	if user == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		d, err := api.DescribeScramUsers(ctx, controller.DescribeScramRequest{Users: []string{user}})
+		if err == nil && len(d.Users) == 1 && d.Users[0].Error == nil {
+			logger.Info("bootstrap user exists", "user", user)
+			return nil
+		}
+		pass := envValue(env.Environ, config.EnvBootstrapPassword)
+		if pass == "" {
+			return fmt.Errorf("auth.bootstrap_user = %q: user does not exist and %s is empty", user, config.EnvBootstrapPassword)
+		}
+		req := controller.AlterScramRequest{}
+		for _, m := range []string{auth.ScramSHA256, auth.ScramSHA512} {
+			c, err := auth.NewScramCredential(m, pass, auth.DefaultIterations)
+			if err != nil {
+				return err
+			}
+			req.Upserts = append(req.Upserts, controller.ScramUpsert{User: user, Mechanism: m, Credential: c})
+		}
+		r, err := api.AlterScramUsers(ctx, req)
+		if err == nil {
+			for _, e := range r.Errors {
+				if e != nil {
+					return fmt.Errorf("auth.bootstrap_user = %q: %v", user, e)
+				}
+			}
+			logger.Info("bootstrap user created", "user", user, "mechanisms", auth.ScramSHA256+","+auth.ScramSHA512)
+			return nil
+		}
+		if !errors.Is(err, controller.ErrNotLeader) && !errors.Is(err, controller.ErrTimeout) {
+			return fmt.Errorf("auth.bootstrap_user: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("auth.bootstrap_user: no controller leader: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func envValue(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// serve runs the gateway and, beside it, the ACL refresh, stopping the
+// refresh once the gateway has stopped.
+func (s *kafkaSecurity) serve(ctx context.Context, run func(ctx context.Context) error) error {
+	if s.refresh == nil {
+		return run(ctx)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.refresh(rctx)
+	}()
+	err := run(ctx)
+	cancel()
+	<-done
+	return err
+}
