@@ -239,9 +239,11 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	return &kafkaGateway{
 		advertised: adv,
 		backend:    backend,
-		serve:      func(ctx context.Context) error { return sec.serve(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) }) },
-		member:     cluster.Run,
-		cluster:    cluster,
+		serve: func(ctx context.Context) error {
+			return sec.serve(ctx, func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+		},
+		member:  cluster.Run,
+		cluster: cluster,
 	}, nil
 }
 
