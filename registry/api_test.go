@@ -23,7 +23,7 @@ import (
 
 // openVoter starts a single-voter controller on loopback and waits until
 // it leads.
-func openVoter(t *testing.T) *controller.Controller {
+func openVoter(t testing.TB) *controller.Controller {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +57,7 @@ func openVoter(t *testing.T) *controller.Controller {
 }
 
 // serveRegistry serves a registry over store and returns its URL.
-func serveRegistry(t *testing.T, store controller.SchemaStore, maxBytes int) string {
+func serveRegistry(t testing.TB, store controller.SchemaStore, maxBytes int) string {
 	t.Helper()
 	reg, err := registry.New(registry.Options{Store: store, MaxSchemaBytes: maxBytes,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

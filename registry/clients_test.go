@@ -39,7 +39,7 @@ func gate(t *testing.T) string {
 
 // buildBinary builds aerostream into a temporary directory, unless
 // AEROSTREAM_BIN names one already built.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("AEROSTREAM_BIN"); b != "" {
 		abs, err := filepath.Abs(b)
@@ -55,7 +55,7 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,7 +89,7 @@ type served struct {
 
 // startServe runs `aerostream serve` on free loopback ports and waits
 // until its registry answers.
-func startServe(t *testing.T) served {
+func startServe(t testing.TB) served {
 	t.Helper()
 	s := served{kafka: freeAddr(t), registry: freeAddr(t), http: freeAddr(t)}
 	cmd := exec.Command(buildBinary(t), "serve", "--data-dir", t.TempDir(),
