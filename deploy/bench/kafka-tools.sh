@@ -13,6 +13,15 @@
 #             RF 1), ProducerPerformance acks=all 1 KiB: $RATE msg/s for $SECS s,
 #             then $NMAX records at full speed; last lines, and for each run
 #             the brokers' CPU (% of one core) and RSS (MiB), summed over processes
+# Publish latency at a fixed rate on one node (aero: serve; kafka: the peer):
+#   deploy/bench/kafka-tools.sh BROKER(aero|kafka) p99
+#   p99     : topic $T ($P partitions, RF 1), ProducerPerformance acks=1 1 KiB,
+#             linger.ms=$LINGER (1) and 1 MiB batches: $P99_RATE (50000) msg/s for
+#             $SECS s after a 10 s warmup at the same rate; the summary line
+#             and the broker's CPU. With PROF=DIR and aero (started with
+#             PPROF=1), a 2 s execution trace then a CPU profile over half
+#             the measured run go to DIR, once its produces flow. For aero, the broker's own
+#             produce time over the run (its request histogram, histq.py).
 # Private ports and homes so other engineers' brokers are not touched.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,9 +30,12 @@ N=${N:-3000000}; P=${P:-32}; T=${T:-cons}
 BIN=${BIN:-$root/bin/aerostream}
 LIB=/tmp/aerostream-kafka-peer/lib-4.4.0
 J="java -Xmx1g -cp $LIB/*"; set -f
-export KAFKA_PEER_HOME=/tmp/cons-kpeer KAFKA_PORT=29192 KAFKA_CONTROLLER_PORT=29193
+# PFX moves the single-node ports (2: 29092, 29192, ...; 4: 49092, ...),
+# so two engineers can measure at once.
+PFX=${PFX:-2}
+export KAFKA_PEER_HOME=${KAFKA_PEER_HOME:-/tmp/cons-kpeer} KAFKA_PORT=${PFX}9192 KAFKA_CONTROLLER_PORT=${PFX}9193
 AERO_DIR=${AERO_DIR:-/tmp/aero-cons}
-if [ "$which" = kafka ]; then BS=127.0.0.1:$KAFKA_PORT; else BS=127.0.0.1:29092; fi
+if [ "$which" = kafka ]; then BS=127.0.0.1:$KAFKA_PORT; else BS=127.0.0.1:${PFX}9092; fi
 RF=${RF:-3}; RATE=${RATE:-20000}; SECS=${SECS:-30}; NMAX=${NMAX:-1000000}; A3=${A3:-/tmp/aero3}
 case $which in
 kafka3) BS=127.0.0.1:19201,127.0.0.1:19202,127.0.0.1:19203 ;;
@@ -44,7 +56,7 @@ pp() { # pp NAME ARGS...: ProducerPerformance, its summary line and the brokers'
 	shift
 	t0=$(ticks); s0=$(date +%s.%N)
 	$J org.apache.kafka.tools.ProducerPerformance --topic $T --record-size 1024 "$@" \
-		--producer-props bootstrap.servers=$BS acks=all linger.ms=5 batch.size=1048576 | tail -1 >/tmp/pp-$which.out
+		--producer-props bootstrap.servers=$BS acks=${ACKS:-all} linger.ms=${LINGER:-5} batch.size=1048576 | tail -1 >/tmp/pp-$which.out
 	t1=$(ticks); s1=$(date +%s.%N)
 	echo "$which $name: $(cat /tmp/pp-$which.out)"
 	echo "$which $name: broker cpu% $(echo "100*($t1-$t0)/100/($s1-$s0)" | bc -l | cut -c1-6) rss MiB $(($(rss) / 1024))"
@@ -75,11 +87,11 @@ start)
 		$root/deploy/kafka-peer/start.sh
 	else
 		mkdir -p $AERO_DIR
-		AEROSTREAM_TIERED_STORAGE_ENABLED=false $BIN serve --data-dir $AERO_DIR \
-			--kafka-listen $BS --native-listen 127.0.0.1:29091 --http-listen 127.0.0.1:29001 \
-			--controller-listen 127.0.0.1:28001 --ring-listen 127.0.0.1:27001 >>$AERO_DIR.log 2>&1 &
+		env ${PPROF:+AEROSTREAM_ADMIN_PPROF=true} AEROSTREAM_TIERED_STORAGE_ENABLED=false $BIN serve --data-dir $AERO_DIR \
+			--kafka-listen $BS --native-listen 127.0.0.1:${PFX}9091 --http-listen 127.0.0.1:${PFX}9001 \
+			--controller-listen 127.0.0.1:${PFX}8001 --ring-listen 127.0.0.1:${PFX}7001 >>$AERO_DIR.log 2>&1 &
 		echo $! >$AERO_DIR.pid
-		for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/29092) 2>/dev/null && break; sleep 0.2; done
+		for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/${PFX}9092) 2>/dev/null && break; sleep 0.2; done
 		cat $AERO_DIR.pid
 	fi
 	;;
@@ -114,6 +126,37 @@ perf)
 	# still writing back gigabytes, which would land in its latencies.
 	pp "rate $RATE" --num-records $((RATE * SECS)) --throughput $RATE
 	pp max --num-records $NMAX --throughput -1
+	;;
+p99)
+	$J org.apache.kafka.tools.TopicCommand --bootstrap-server $BS --create --if-not-exists --topic $T --partitions $P \
+		--replication-factor 1 >/dev/null
+	export ACKS=1 LINGER=${LINGER:-1}
+	RATE=${P99_RATE:-50000}
+	pp warmup --num-records $((RATE * 10)) --throughput $RATE >/dev/null
+	m=http://127.0.0.1:${PFX}9001/metrics
+	[ "$which" = aero ] && curl -s $m >/tmp/p99-metrics-before
+	if [ -n "${PROF:-}" ] && [ "$which" = aero ]; then
+		# Profiles start once the measured run's produces flow: the JVM
+		# takes seconds to start on a loaded machine.
+		mkdir -p $PROF
+		(
+			n0=$(grep -s '_count{api="Produce"}' /tmp/p99-metrics-before | awk '{print $2}')
+			for _ in $(seq 600); do
+				n=$(curl -s $m | grep '_count{api="Produce"}' | awk '{print $2}')
+				[ "${n%.*}" -gt "$((${n0%.*} + 200))" ] && break
+				sleep 0.1
+			done
+			curl -s "http://127.0.0.1:${PFX}9001/debug/pprof/trace?seconds=2" -o $PROF/trace.out
+			curl -s "http://127.0.0.1:${PFX}9001/debug/pprof/profile?seconds=$((SECS / 2))" -o $PROF/cpu.pprof
+		) &
+	fi
+	pp "rate $RATE acks=1 linger.ms=$LINGER" --num-records $((RATE * SECS)) --throughput $RATE
+	if [ "$which" = aero ]; then
+		curl -s $m >/tmp/p99-metrics-after
+		echo "$which broker's share (Produce, parsed frame to built response): $(python3 $root/deploy/bench/histq.py \
+			/tmp/p99-metrics-before /tmp/p99-metrics-after 'api="Produce"')"
+	fi
+	wait
 	;;
 stop)
 	case $which in
