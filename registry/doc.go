@@ -44,8 +44,8 @@
 //
 // # Imports
 //
-// registry imports controller (the state) and nothing else of AeroStream's;
-// tools/ wires it to a listener. Nothing imports registry but tools/ and
-// the Kafka gateway's validation through the SchemaIDs interface it
-// defines itself.
+// registry imports controller (the state) and nothing else of AeroStream's.
+// Only tools/ imports it: it wires the API to the listeners, and hands the
+// Kafka gateway an IDCache as the gateway's own SchemaIDs interface, so no
+// gateway imports the registry.
 package registry
