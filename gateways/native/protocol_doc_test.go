@@ -57,6 +57,8 @@ func decodes(op wire.Opcode, payload []byte, response bool) bool {
 			m = &wire.ProduceResponse{}
 		case wire.OpFetch:
 			m = &wire.FetchResponse{}
+		case wire.OpProduceMany:
+			m = &wire.ProduceManyResponse{}
 		case wire.OpError:
 			return r.End("Error") == nil
 		}
@@ -71,6 +73,8 @@ func decodes(op wire.Opcode, payload []byte, response bool) bool {
 			m = &wire.Produce{}
 		case wire.OpFetch:
 			m = &wire.Fetch{}
+		case wire.OpProduceMany:
+			m = &wire.ProduceMany{}
 		}
 	}
 	return m != nil && m.Decode(&r) == nil
