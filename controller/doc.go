@@ -32,8 +32,13 @@
 // epoch 0 and partition epoch 0. A replication factor above the live
 // stores that are not draining is refused (INVALID_REPLICATION_FACTOR,
 // naming how many are live), as is min.insync.replicas above the factor
-// (INVALID_CONFIG). With no live store, a partition of factor 1 waits
-// unplaced (no replicas, leader -1) and is placed when one registers.
+// (INVALID_CONFIG). A store may register a partition budget
+// (RegisterNodeRequest.MaxPartitions, from its descriptor and mapping
+// limits): placement puts no more replicas on it, and a create whose
+// replicas do not fit in the live stores' budgets is refused whole
+// (ErrTooManyPartitions, naming each store's count and budget), so no
+// topic is left half-created. With no live store, a partition of factor 1
+// waits unplaced (no replicas, leader -1) and is placed when one registers.
 // Partitions from before replication (no Replicas) read as their leader
 // alone. Replica ids are store node ids everywhere in this API: gateways
 // hold no data.
@@ -129,6 +134,10 @@
 // with each topic, so Client can retry a create whose answer was lost and
 // recognise the topics it created. Reads are answered from the local state, unless the query
 // has leader=1 (Client always sets it).
+//
+// Controller.Wait reports the death of a loop serving the port (its accept
+// loop or the client API server), so that the process running the voter
+// stops instead of running half-alive.
 //
 // A new cluster starts from one node with Bootstrap set; the others start
 // with Join set to any existing controller and ask it to add them as

@@ -11,9 +11,8 @@ import (
 //
 // Deletes groups that have no members: their committed offsets and group
 // metadata are tombstoned in __consumer_offsets, so the deletion survives
-// a restart. A
-// group with members is NON_EMPTY_GROUP; one that does not exist,
-// GROUP_ID_NOT_FOUND.
+// a restart. A group with members is NON_EMPTY_GROUP; one that does not
+// exist, GROUP_ID_NOT_FOUND.
 //
 // Version notes: v2 flexible.
 
