@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -459,12 +458,14 @@ func (cg *consumerGroup) subscribedCounts(md *Metadata) map[string]int32 {
 }
 
 // resolve is the topics a member subscribes to: its names, and the
-// non-internal topics its regex matches.
+// topics its regex matches whole, internal ones included, as Kafka's
+// coordinator resolves them (a client that wants no internal topics says
+// so in its regex).
 func (m *cgMember) resolve(md *Metadata) []string {
 	out := slices.Clone(m.Topics)
 	if m.re != nil {
 		for _, t := range md.Topics() {
-			if !t.Internal && !strings.HasPrefix(t.Name, "__") && m.re.MatchString(t.Name) {
+			if m.re.MatchString(t.Name) {
 				out = append(out, t.Name)
 			}
 		}

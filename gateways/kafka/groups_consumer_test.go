@@ -329,3 +329,27 @@ func TestConsumerGroupConfigs(t *testing.T) {
 		t.Fatalf("heartbeat interval %d (%v), want the group config's 7000", r.HeartbeatIntervalMillis, kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroupRegexInternal: a regex subscription is matched against
+// every topic, internal ones included, as Kafka's coordinator does
+// (franz-go's Test848RegexBrokerResolves relies on it).
+func TestConsumerGroupRegexInternal(t *testing.T) {
+	e := newTestEnv(t)
+	cl := newClient(t, e.addr)
+	listGroups(t, cl) // __consumer_offsets exists once loaded
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.RebalanceTimeoutMillis = "g-re", "A", 30000
+	req.SubscribedTopicRegex = ptr("__consumer_off.*")
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := req.RequestWith(testCtx(t), cl)
+	if err != nil || resp.ErrorCode != 0 || resp.Assignment == nil {
+		t.Fatalf("join: %v %+v", err, resp)
+	}
+	n := 0
+	for _, at := range resp.Assignment.Topics {
+		n += len(at.Partitions)
+	}
+	if n != 4 { // OffsetsPartitions in the test gateway
+		t.Fatalf("%d partitions of __consumer_offsets assigned, want 4", n)
+	}
+}
