@@ -426,3 +426,59 @@ func TestCommitInsideFetch(t *testing.T) {
 		t.Fatalf("refused commit stored: %v", offs)
 	}
 }
+
+// TestProducerNextEpochAfterFailure: after a batch fails for good, the
+// partition's next batch goes out under the next epoch from sequence 0 (a
+// failed batch leaves the sequence unknown), and lands.
+func TestProducerNextEpochAfterFailure(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, e.addr, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.CreateTopic(ctx, "epoch", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := client.NewProducer(cl, client.ProducerOptions{BatchBytes: 8 << 20})
+	defer p.Close(ctx)
+	if err := p.ProduceSync(ctx, &client.Record{Topic: "epoch", Partition: 0, Value: []byte("first")}); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 3<<20) // over the default max.message.bytes
+	if err := p.ProduceSync(ctx, &client.Record{Topic: "epoch", Partition: 0, Value: big}); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("an oversized batch: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	after := &client.Record{Topic: "epoch", Partition: 0, Value: []byte("after")}
+	if err := p.ProduceSync(ctx, after); err != nil {
+		t.Fatalf("the batch after a failed one: %v", err)
+	}
+	if after.Offset != 1 {
+		t.Fatalf("landed at %d, want 1", after.Offset)
+	}
+	rc := dialRaw(t, e.addr)
+	ti, _ := cl.Topic(ctx, "epoch")
+	req := wire.Fetch{MaxBytes: 1 << 20, Partitions: []wire.FetchPartition{{TopicID: ti.ID, Partition: 0, Offset: 1, MaxBytes: 1 << 20}}}
+	rc.send(wire.OpFetch, 3, req.Append)
+	_, r := rc.read()
+	var out wire.FetchResponse
+	if err := out.Decode(r); err != nil {
+		t.Fatal(err)
+	}
+	rest := out.Partitions[0].Records
+	for {
+		info, _, next, ok, err := wire.NextBatch(rest)
+		if err != nil || !ok {
+			t.Fatalf("no batch at offset 1 (%v)", err)
+		}
+		if info.BaseOffset == 1 {
+			if info.ProducerEpoch != 1 || info.BaseSequence != 0 {
+				t.Fatalf("batch after the failure: epoch %d sequence %d, want 1 and 0", info.ProducerEpoch, info.BaseSequence)
+			}
+			break
+		}
+		rest = next
+	}
+}
