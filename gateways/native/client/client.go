@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aerostream/aerostream/gateways/native/wire"
@@ -36,6 +37,9 @@ type Client struct {
 		sync.Mutex
 		topics map[string]TopicInfo
 	}
+	// forgets counts Forget calls, so that copies of lookups kept
+	// elsewhere (a Producer's) know to look again.
+	forgets atomic.Uint64
 }
 
 // TopicInfo is a topic as the gateway describes it.
@@ -123,6 +127,7 @@ func (cl *Client) Topic(ctx context.Context, name string) (TopicInfo, error) {
 // Forget drops a topic from the lookup cache (after it was deleted or
 // grew).
 func (cl *Client) Forget(name string) {
+	cl.forgets.Add(1)
 	cl.mu.Lock()
 	delete(cl.mu.topics, name)
 	cl.mu.Unlock()

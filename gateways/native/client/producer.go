@@ -97,7 +97,8 @@ type Producer struct {
 		rr          uint32
 		closed      bool
 	}
-	wg sync.WaitGroup
+	wg   sync.WaitGroup
+	last atomic.Pointer[lastTopic] // the topic last produced to
 
 	// pid is the producer id idempotent batches carry, from the cluster's
 	// allocator (InitProducerID); zero until the first send needs it.
@@ -106,6 +107,13 @@ type Producer struct {
 		id    int64
 		renew atomic.Bool // a partition used up the id's epochs
 	}
+}
+
+// lastTopic is a Producer's copy of its last topic's lookup, good while
+// the Client's Forget count is gen.
+type lastTopic struct {
+	t   TopicInfo
+	gen uint64
 }
 
 type tpKey struct {
@@ -193,11 +201,19 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 			done(r, err)
 		}
 	}
-	t, err := p.cl.Topic(ctx, r.Topic)
-	if err != nil {
-		fail(err)
-		return
+	// Most producers write one topic: its lookup is kept at hand rather
+	// than taken from the Client's map (a lock and a hash) per record.
+	last := p.last.Load()
+	if gen := p.cl.forgets.Load(); last == nil || last.t.Name != r.Topic || last.gen != gen {
+		ti, err := p.cl.Topic(ctx, r.Topic)
+		if err != nil {
+			fail(err)
+			return
+		}
+		last = &lastTopic{t: ti, gen: gen}
+		p.last.Store(last)
 	}
+	t := &last.t
 	part := r.Partition
 	p.mu.Lock()
 	defer p.mu.Unlock()
