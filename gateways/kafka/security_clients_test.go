@@ -171,3 +171,31 @@ bootstrap_user = "admin"
 	}
 	srv.stop(t)
 }
+
+// TestClientFranzGoSASL runs franz-go's own SCRAM tests (TestSCRAMAuth,
+// TestSCRAMAuthBadCredentials, in pkg/kgo) against a SASL_PLAINTEXT
+// serve, with SHA-256 and then SHA-512; TestClientFranzGo runs the rest of
+// that suite on a PLAINTEXT listener, where it skips them.
+func TestClientFranzGoSASL(t *testing.T) {
+	gate(t)
+	dir := t.TempDir()
+	kafkaAddr := freeAddr(t)
+	srv := startProcEnv(t, "serve", dir, []string{"AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD=admin-secret"}, "serve",
+		"--data-dir", "data", "--kafka-listen", "SASL_PLAINTEXT://"+kafkaAddr, "--controller-listen", freeAddr(t),
+		"--ring-listen", freeAddr(t), "--native-listen", "", "--http-listen", "", "--auth.bootstrap_user", "admin")
+	srv.waitLog(t, `msg="committed offsets loaded"`)
+	for _, alg := range []string{"256", "512"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-run", "^TestSCRAMAuth", "github.com/twmb/franz-go/pkg/kgo")
+		cmd.Env = append(os.Environ(), "KGO_TEST_SCRAM_SEEDS="+kafkaAddr, "KGO_TEST_SCRAM=admin:admin-secret:"+alg, "KGO_LOG_LEVEL=none")
+		out, err := cmd.CombinedOutput()
+		cancel()
+		text := string(out)
+		for _, name := range []string{"TestSCRAMAuth", "TestSCRAMAuthBadCredentials"} {
+			if !strings.Contains(text, "--- PASS: "+name+" ") {
+				t.Errorf("SCRAM-SHA-%s: %s did not pass (%v):\n%s", alg, name, err, text)
+			}
+		}
+	}
+	srv.stop(t)
+}
