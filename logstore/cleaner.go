@@ -202,7 +202,6 @@ type segView struct {
 	minTs, maxTs     int64
 	created          time.Time
 	logPath          string
-	ref              *fileRef // held while the cleaner reads it
 }
 
 // candidate is a compacted partition's cleanable segments.
@@ -356,17 +355,10 @@ func (c *cleaner) clean(ctx context.Context, sh *shard, cand *candidate, now tim
 	if ratio < minRatio && !lagged {
 		return nil
 	}
-	if err := c.acquire(ctx, sh, cand); err != nil {
-		return err
-	}
-	defer func() {
-		for i := range cand.segs {
-			if r := cand.segs[i].ref; r != nil {
-				r.release()
-			}
-		}
-	}()
 	err := c.cleanSegments(ctx, sh, cand, firstDirty, now)
+	if errors.Is(err, errSegmentGone) {
+		return nil // retention or an eviction got there first; next pass
+	}
 	if errors.Is(err, ErrCorruptSegment) || errors.Is(err, ErrCorruptBatch) {
 		c.mu.Lock()
 		c.mu.failed[cand.key] = err
@@ -381,31 +373,40 @@ func (c *cleaner) clean(ctx context.Context, sh *shard, cand *candidate, now tim
 	return nil
 }
 
-// acquire takes a reference on each segment's log, so that the files the
-// cleaner reads stay the ones it chose whatever the shard does meanwhile.
-func (c *cleaner) acquire(ctx context.Context, sh *shard, cand *candidate) error {
-	var ferr error
-	r := &request{kind: reqTestHook, done: make(chan struct{}, 1)}
-	r.hook = func(s *shard) {
-		if s.parts[cand.key] != cand.p {
-			ferr = fmt.Errorf("%w: %s/%d", ErrUnknownPartition, cand.key.topic, cand.key.id)
-			return
-		}
-		for i := range cand.segs {
-			v := &cand.segs[i]
-			ref, err := v.seg.file()
-			if err != nil {
-				ferr = err
-				return
-			}
-			ref.acquire()
-			v.ref = ref
-		}
+// errSegmentGone: a segment the cleaner chose was removed before it read
+// it; the pass skips the partition.
+var errSegmentGone = errors.New("cleaner: segment removed meanwhile")
+
+// eachBatch reads the batches of segment v through its own descriptor,
+// opened and closed here, so a pass over many segments holds two at most.
+// The file it opens may no longer be the segment it chose (removed and
+// made again): the swap checks the segments are unchanged before it puts
+// anything in their place. atEnd is set for the segment's last batch.
+func (c *cleaner) eachBatch(v segView, buf []byte, onRead func(int) error, fn func(b []byte, h *BatchHeader, atEnd bool) error) error {
+	f, err := os.Open(v.logPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return errSegmentGone
 	}
-	if err := c.st.call(ctx, sh, r); err != nil {
+	if err != nil {
 		return err
 	}
-	return ferr
+	defer f.Close()
+	rd := newSegReader(f, v.logPath, v.size, v.base, buf, onRead)
+	for {
+		b, h, err := rd.batch()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(b, &h, rd.pos == v.size); err != nil {
+			if errors.Is(err, ErrCorruptBatch) {
+				return fmt.Errorf("%w: %s at byte %d: %w", ErrCorruptSegment, v.logPath, rd.pos-int64(h.Length), err)
+			}
+			return err
+		}
+	}
 }
 
 // group is a run of segments rewritten into one.
@@ -443,27 +444,23 @@ func (c *cleaner) cleanSegments(ctx context.Context, sh *shard, cand *candidate,
 			end = v.base
 			break
 		}
-		rd := newSegReader(v.ref.f, v.logPath, v.size, v.base, buf, onRead)
-		for {
-			b, h, err := rd.batch()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
+		err := c.eachBatch(v, buf, onRead, func(b []byte, h *BatchHeader, _ bool) error {
 			if h.IsControl() || h.IsTransactional() {
-				continue
+				return nil
 			}
-			recs, scratch, err = batchRecords(b, &h, scratch, recs[:0])
-			if err != nil {
-				return fmt.Errorf("%w: %s at byte %d: %w", ErrCorruptSegment, v.logPath, rd.pos-int64(h.Length), err)
+			var err error
+			if recs, scratch, err = batchRecords(b, h, scratch, recs[:0]); err != nil {
+				return err
 			}
 			for i := range recs {
 				if recs[i].key != nil {
 					offsets[hashKey(recs[i].key)] = h.BaseOffset + recs[i].offDelta
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	// Groups: runs of segments whose output fits one segment, within the
@@ -598,22 +595,14 @@ func (c *cleaner) rewrite(ctx context.Context, g *group, cand *candidate, offset
 	var recs, kept []cleanRecord
 	var scratch []byte
 	for si, v := range g.segs {
-		rd := newSegReader(v.ref.f, v.logPath, v.size, v.base, buf, onRead)
-		for {
-			b, h, err := rd.batch()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
-			last := si == len(g.segs)-1 && rd.pos == v.size
+		err := c.eachBatch(v, buf, onRead, func(b []byte, h *BatchHeader, atEnd bool) error {
+			last := si == len(g.segs)-1 && atEnd
 			if h.IsControl() || h.IsTransactional() {
 				pending = append(pending, b...)
 			} else {
-				recs, scratch, err = batchRecords(b, &h, scratch, recs[:0])
-				if err != nil {
-					return fmt.Errorf("%w: %s at byte %d: %w", ErrCorruptSegment, v.logPath, rd.pos-int64(h.Length), err)
+				var err error
+				if recs, scratch, err = batchRecords(b, h, scratch, recs[:0]); err != nil {
+					return err
 				}
 				kept = kept[:0]
 				for _, r := range recs {
@@ -635,7 +624,7 @@ func (c *cleaner) rewrite(ctx context.Context, g *group, cand *candidate, offset
 				case len(kept) > 0 && len(kept) == len(recs), len(recs) == 0 && holds:
 					pending = append(pending, b...)
 				case len(kept) > 0 || holds:
-					if pending, err = rewriteBatch(pending, b, &h, kept, enc); err != nil {
+					if pending, err = rewriteBatch(pending, b, h, kept, enc); err != nil {
 						return err
 					}
 				}
@@ -643,10 +632,12 @@ func (c *cleaner) rewrite(ctx context.Context, g *group, cand *candidate, offset
 				// once nothing needs it to hold its offsets.
 			}
 			if len(pending) >= 1<<20 {
-				if err := flush(); err != nil {
-					return err
-				}
+				return flush()
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	if err := flush(); err != nil {
