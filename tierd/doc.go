@@ -40,6 +40,11 @@
 // remote deletions it is asked for and reports back with
 // Store.RemoteDeleted.
 //
+// Compacted topics (compact.go): a segment the store's log cleaner
+// rewrote is sealed again under a new segment id and uploaded as any
+// other; the objects it replaced reach Replaced and are deleted after
+// Options.ReplacedGrace, so the bucket holds the compacted log.
+//
 // Replicas (issue 24): every replica of a partition runs its own tierd on
 // its own store, and only the leader's touches the bucket (uploads,
 // manifest, remote deletions); the role comes from the store (Replicas,
