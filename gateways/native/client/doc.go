@@ -10,9 +10,16 @@
 // franz-go's kerr values and against this package's sentinels
 // (ErrUnknownTopic, ErrClosed, ErrUnreachable).
 //
+// A Producer sends, per connection, one ProduceMany at a time carrying a
+// batch of every partition that has records, so a busier producer sends
+// bigger requests rather than more of them; its idempotent producer id
+// comes from the cluster's allocator (Client.InitProducerID).
+//
 // A Consumer follows by long-polling Fetch, or with ConsumerOptions.Push
 // by a server-push subscription whose credit it gives back as it hands
-// records out.
+// records out. A GroupConsumer can commit inside its next fetch
+// (CommitOnNextPoll); Client.DescribeGroup, ListGroups and Lag ask the
+// gateway about groups.
 //
 // The package imports only the codec (gateways/native/wire), never server
 // code, so applications can import it alone.
