@@ -158,7 +158,11 @@
 // segment's indexes are rebuilt, and .cleaned files without a marker are
 // removed. A cleaned segment gets a new segment id and is sealed for
 // upload; the objects of the segments it replaced are handed to the tier
-// (ReplacedTier), which deletes them after a grace period.
+// (ReplacedTier), which deletes them after a grace period. The cleaner
+// cleans local segments only: with local.retention.* at its default (as
+// retention, which compact alone turns off) a compacted log stays local
+// and the bucket holds a copy of it as compacted; segments evicted under
+// a local retention set on the topic are not cleaned again.
 //
 // # What it must not import
 //
