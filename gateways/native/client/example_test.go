@@ -78,3 +78,56 @@ func ExampleClient_Describe() {
 		}
 	}
 }
+
+// List the cluster's groups, and how far each is behind on "orders", as
+// the gateway computes it.
+func ExampleClient_ListGroups() {
+	ctx := context.Background()
+	cl, err := client.Dial(ctx, client.DefaultAddr, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+	groups, err := cl.ListGroups(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range groups {
+		lag, err := cl.LagDetail(ctx, g.Group, "orders")
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, p := range lag {
+			fmt.Println(g.Group, p.Partition, p.Committed, p.Lag)
+		}
+	}
+}
+
+// A group member that commits what it handled inside its next fetch.
+func ExampleGroupConsumer_CommitOnNextPoll() {
+	ctx := context.Background()
+	cl, err := client.Dial(ctx, client.DefaultAddr, client.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+	g, err := client.JoinGroup(ctx, cl, client.GroupOptions{Group: "billing", Topic: "orders"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close(ctx)
+	for {
+		msgs, err := g.Poll(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		next := map[int32]int64{}
+		for _, m := range msgs {
+			fmt.Printf("%d %d %s\n", m.Partition, m.Offset, m.Value)
+			next[m.Partition] = m.Offset + 1
+		}
+		if err := g.CommitOnNextPoll(ctx, next); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
