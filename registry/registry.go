@@ -317,10 +317,6 @@ func (r *Registry) compatErrors(ctx context.Context, p parsedSchema, typ, level 
 	return msgs, nil
 }
 
-func live(vs []controller.SubjectVersion) []controller.SubjectVersion {
-	return slices.DeleteFunc(slices.Clone(vs), func(v controller.SubjectVersion) bool { return v.Deleted })
-}
-
 // Register registers a schema under subject and returns its id. A schema
 // the subject already has gets its id back without a check.
 func (r *Registry) Register(ctx context.Context, subject string, in SchemaInput, normalize bool) (int32, error) {
