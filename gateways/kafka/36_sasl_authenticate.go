@@ -24,8 +24,9 @@ import (
 // must prove the same principal with the same mechanism; anything else,
 // like any failed exchange (a wrong password, an unknown user, a
 // malformed message), answers SASL_AUTHENTICATION_FAILED and closes the
-// connection, as Kafka does. A re-authenticated session keeps the
-// connection's state (groups, fetch sessions).
+// connection, as Kafka does; repeated failures from one address wait
+// longer and longer before that answer (audit.go). A re-authenticated
+// session keeps the connection's state (groups, fetch sessions).
 
 func init() { regKey(36, 0, 2, (*Gateway).handleSaslAuthenticate) }
 
@@ -49,6 +50,14 @@ func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.
 		rc.closeAfter = true
 		log.Warn("sasl: authentication failed", "mechanism", a.mechanism, "client", rc.s.clientHost(), "err", err)
 		g.audit(rc, "authenticate", "", "", err)
+		if d := g.authFails.fail(g.now(), rc.s.clientHost()); d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
 		return resp, nil
 	}
 	if !g.opts.Auth.SASL {

@@ -134,6 +134,7 @@ type Gateway struct {
 	metrics  *requestMetrics
 
 	auditLimit auditLimiter
+	authFails  authFailures
 }
 
 // New builds a Gateway. Serve runs it.
