@@ -21,7 +21,7 @@ const maxReferenceDepth = 64
 
 // registerAttempts bounds how often a register checks compatibility
 // again because another version was registered meanwhile.
-const registerAttempts = 8
+const registerAttempts = 64
 
 // parsedCacheSize bounds the parsed schemas kept by id.
 const parsedCacheSize = 1024
