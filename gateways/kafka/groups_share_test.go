@@ -49,7 +49,8 @@ func TestShareGroupDLQ(t *testing.T) {
 	cl := newClient(t, e.addr)
 	createTopic(t, cl, "shared", 1)
 	const n, rejectBelow = 200, 20
-	setGroupConfigs(t, cl, "sg", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "shared-dlq")
+	setGroupConfigs(t, cl, "sg", "share.auto.offset.reset", "earliest", "errors.deadletterqueue.topic.name", "shared-dlq",
+		"errors.deadletterqueue.copy.record.enable", "true")
 
 	// Bad group configs are refused, naming the problem.
 	bad := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -156,6 +157,11 @@ func TestShareGroupDLQ(t *testing.T) {
 			}
 			if h[dlqHeaderTopic] != "shared" || h[dlqHeaderPartition] != "0" || h[dlqHeaderCount] != "1" || h[dlqHeaderGroup] != "sg" {
 				t.Fatalf("DLQ record headers %v", h)
+			}
+			// The original record comes along (copy.record.enable): its
+			// key is its offset here.
+			if string(r.Key) != h[dlqHeaderOffset] {
+				t.Fatalf("DLQ record key %q for offset %s", r.Key, h[dlqHeaderOffset])
 			}
 			seen[h[dlqHeaderOffset]] = true
 		}
