@@ -616,6 +616,7 @@ func storeOptions(cfg config.Config, cat *catalog.Catalog, logger *slog.Logger) 
 		MaxIndexBytes:          l.MaxIndexBytes,
 		RetentionCheckInterval: ms(l.RetentionCheckIntervalMs),
 		ProducerIDExpiration:   ms(l.ProducerIDExpirationMs),
+		Cleaner:                logstore.CleanerOptions{Interval: ms(l.CleanerIntervalMs), BytesPerSecond: l.CleanerBytesPerSec},
 		Defaults:               storeDefaults(td),
 		Catalog:                cat,
 		Logger:                 logger,

@@ -132,6 +132,8 @@ type Logstore struct {
 	MaxIndexBytes            int    `toml:"max_index_bytes" help:"preallocated size of each mmapped index file"`
 	RetentionCheckIntervalMs int64  `toml:"retention_check_interval_ms" help:"how often retention runs"`
 	ProducerIDExpirationMs   int64  `toml:"producer_id_expiration_ms" help:"a partition forgets an idempotent producer this long after its last append (Kafka's producer.id.expiration.ms)"`
+	CleanerIntervalMs        int64  `toml:"cleaner_interval_ms" help:"how often the log cleaner looks for compacted partitions to clean"`
+	CleanerBytesPerSec       int64  `toml:"cleaner_bytes_per_sec" help:"what the log cleaner may read and write per second, together; -1 = no bound"`
 }
 
 // TopicDefaults are the per-partition configs a topic gets unless it sets its
@@ -250,6 +252,8 @@ func Default() Config {
 			MaxIndexBytes:            10 << 20,
 			RetentionCheckIntervalMs: 30000,
 			ProducerIDExpirationMs:   86400000,
+			CleanerIntervalMs:        15000,
+			CleanerBytesPerSec:       32 << 20,
 		},
 		TieredStorage: TieredStorage{
 			Enabled:            true,

@@ -75,6 +75,8 @@ func TestKeyNames(t *testing.T) {
 		"logstore.max_index_bytes":                "AEROSTREAM_LOGSTORE_MAX_INDEX_BYTES",
 		"logstore.retention_check_interval_ms":    "AEROSTREAM_LOGSTORE_RETENTION_CHECK_INTERVAL_MS",
 		"logstore.producer_id_expiration_ms":      "AEROSTREAM_LOGSTORE_PRODUCER_ID_EXPIRATION_MS",
+		"logstore.cleaner_interval_ms":            "AEROSTREAM_LOGSTORE_CLEANER_INTERVAL_MS",
+		"logstore.cleaner_bytes_per_sec":          "AEROSTREAM_LOGSTORE_CLEANER_BYTES_PER_SEC",
 		"topic_defaults.segment_bytes":            "AEROSTREAM_TOPIC_DEFAULTS_SEGMENT_BYTES",
 		"topic_defaults.segment_ms":               "AEROSTREAM_TOPIC_DEFAULTS_SEGMENT_MS",
 		"topic_defaults.retention_ms":             "AEROSTREAM_TOPIC_DEFAULTS_RETENTION_MS",

@@ -130,6 +130,10 @@ func (c *Config) validate() []fieldError {
 	positive("logstore.max_index_bytes", int64(c.Logstore.MaxIndexBytes))
 	positive("logstore.retention_check_interval_ms", c.Logstore.RetentionCheckIntervalMs)
 	positive("logstore.producer_id_expiration_ms", c.Logstore.ProducerIDExpirationMs)
+	positive("logstore.cleaner_interval_ms", c.Logstore.CleanerIntervalMs)
+	if n := c.Logstore.CleanerBytesPerSec; n <= 0 && n != -1 {
+		bad("logstore.cleaner_bytes_per_sec", "must be positive, or -1 for no bound")
+	}
 
 	// The ranges are the topic configs' own, from the registry.
 	for _, k := range c.TopicDefaults.keys() {
@@ -174,6 +178,7 @@ func (c *Config) validate() []fieldError {
 		"logstore.flush_interval_ms":             c.Logstore.FlushIntervalMs,
 		"logstore.retention_check_interval_ms":   c.Logstore.RetentionCheckIntervalMs,
 		"logstore.producer_id_expiration_ms":     c.Logstore.ProducerIDExpirationMs,
+		"logstore.cleaner_interval_ms":           c.Logstore.CleanerIntervalMs,
 		"topic_defaults.segment_ms":              c.TopicDefaults.SegmentMs,
 		"topic_defaults.retention_ms":            c.TopicDefaults.RetentionMs,
 		"kafka.group_initial_rebalance_delay_ms": c.Kafka.GroupInitialRebalanceDelayMs,
