@@ -548,6 +548,11 @@ func TestCleanerNewFollower(t *testing.T) {
 	}
 	settle(a.Store)
 	b := newReplNode(t, storeB, off)
+	// The topic's configs reach every replica, as the controller applies
+	// them.
+	if err := b.SetPartitionConfig(ctx, replTopic, 0, compactConfig()); err != nil {
+		t.Fatal(err)
+	}
 	b.follow(t, storeA, 1)
 	for i := 0; b.info(t).LogEndOffset < a.info(t).LogEndOffset; i++ {
 		if i > 1000 {

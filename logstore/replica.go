@@ -512,8 +512,9 @@ func (s *shard) appendReplica(r *request) {
 	}
 	for off := 0; off < len(r.records); {
 		h, _ := ParseBatchHeader(r.records[off:]) // validated by the caller
-		// A gap is where the leader's cleaner removed batches.
-		if h.BaseOffset < next {
+		// In a compacted topic a gap is where the leader's cleaner removed
+		// batches; elsewhere the offsets must follow on.
+		if h.BaseOffset != next && (h.BaseOffset < next || !p.cfg.compacts()) {
 			if off == 0 {
 				r.finish(fmt.Errorf("%w: %s/%d: replicated records start at offset %d, the local log ends at %d",
 					ErrInvalidRequest, p.topic, p.id, h.BaseOffset, next))
