@@ -33,9 +33,12 @@ import (
 // any partition failed, the only signal such a producer gets); 1 and -1
 // answer once the store acknowledges under its flush policy, -1 waiting for
 // durability where the policy distinguishes them. -1 is bounded by the
-// request's timeout (REQUEST_TIMED_OUT). Transactional produces are refused
-// (transactions are not served). The internal topic __consumer_offsets
-// cannot be produced to (INVALID_TOPIC_EXCEPTION).
+// request's timeout (REQUEST_TIMED_OUT). Transactional batches are
+// appended like idempotent ones; the store opens the producer's
+// transaction in the partition with the first (txn_coordinator.go). A
+// control batch from a client is INVALID_RECORD: markers are the
+// coordinator's. The internal topic __consumer_offsets cannot be produced
+// to (INVALID_TOPIC_EXCEPTION).
 //
 // Version notes: v5 log start offset, v8 per-record errors and error
 // message, v9 flexible, v13 topics named by id.
@@ -48,8 +51,6 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 
 	var reqErr error
 	switch {
-	case req.TransactionID != nil:
-		reqErr = fmt.Errorf("%w: transactional id %q", errUnsupportedTxn, *req.TransactionID)
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		reqErr = kerr.InvalidRequiredAcks
 	}
@@ -178,7 +179,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 }
 
 // checkBatch applies the checks that need the topic: the partition exists,
-// one batch, not transactional.
+// one batch, not a control batch.
 func (g *Gateway) checkBatch(t *Topic, partition int32, records []byte) error {
 	if partition < 0 || partition >= t.Partitions {
 		return fmt.Errorf("%w: %s has %d partitions", kerr.UnknownTopicOrPartition, t.Name, t.Partitions)
@@ -192,8 +193,8 @@ func (g *Gateway) checkBatch(t *Topic, partition int32, records []byte) error {
 		}
 		return fmt.Errorf("%w: batch length says %d bytes, request carries %d", ring.ErrCorruptBatch, n, len(records))
 	}
-	if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x10 != 0 {
-		return fmt.Errorf("%w: transactional batch", errUnsupportedTxn)
+	if attrs := binary.BigEndian.Uint16(records[21:]); attrs&0x20 != 0 {
+		return fmt.Errorf("%w: control batches are written by the transaction coordinator only", kerr.InvalidRecord)
 	}
 	return nil
 }

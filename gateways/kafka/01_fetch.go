@@ -17,8 +17,11 @@ import (
 // MinBytes over all its partitions, woken by the high watermark moving, not
 // by a timer. MaxBytes and each partition's max bytes bound the response,
 // except that the first non-empty partition always gets at least one whole
-// batch (KIP-74). Isolation levels read the same records: without
-// transactions, the last stable offset is the high watermark. A consumer's
+// batch (KIP-74). read_committed (isolation level 1) reads up to the last
+// stable offset, which an open transaction holds below the high
+// watermark, and gets the aborted transactions the records may hold, for
+// the client to drop; read_uncommitted reads up to the high watermark. A
+// consumer's
 // current leader epoch (v9+) is checked: a newer one than ours gets
 // UNKNOWN_LEADER_EPOCH, an older one FENCED_LEADER_EPOCH.
 //
@@ -132,6 +135,9 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 		}
 	}
 	breq := &ring.FetchRequest{MinBytes: req.MinBytes, MaxBytes: req.MaxBytes, MaxWait: time.Duration(req.MaxWaitMillis) * time.Millisecond}
+	if req.IsolationLevel == 1 {
+		breq.IsolationLevel = ring.ReadCommitted
+	}
 	var backendIdx []int
 	preErr := false
 	for i := range items {
@@ -222,8 +228,14 @@ func (g *Gateway) handleFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, e
 					g.log.Warn("fetch failed", "topic", it.name, "partition", it.key.partition, "err", r.Err)
 				}
 			}
-			rp.hw, rp.lso, rp.logStart = r.HighWatermark, r.HighWatermark, r.LogStartOffset
+			rp.hw, rp.lso, rp.logStart = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
 			rp.records = r.Records
+			if req.IsolationLevel == 1 {
+				rp.aborted = r.AbortedTransactions
+				if rp.aborted == nil {
+					rp.aborted = []ring.AbortedTxn{}
+				}
+			}
 		}
 		if sp := it.sp; sp != nil {
 			news := rp.errCode != 0 || rp.records.Size() > 0 ||

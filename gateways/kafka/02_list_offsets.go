@@ -17,9 +17,10 @@ import (
 // -5 the last offset in the cold tier (v9+), or a timestamp in ms: the
 // first offset whose batch holds a timestamp at or after it (offset -1,
 // timestamp -1 if there is none, as Kafka answers). The store answers per
-// batch, so a time lookup returns the batch's base offset. Both isolation
-// levels read the same offsets (no transactions: the last stable offset is
-// the high watermark). Partitions are looked up concurrently.
+// batch, so a time lookup returns the batch's base offset. Latest under
+// read_committed (v2+ isolation level 1) is the last stable offset, below
+// the high watermark while a transaction is open. Partitions are looked up
+// concurrently.
 //
 // Version notes: v2 isolation level, v4 current leader epoch, v6 flexible,
 // v7 max timestamp, v8 earliest local, v9 latest tiered, v10 timeout.
@@ -66,6 +67,9 @@ func (g *Gateway) handleListOffsets(ctx context.Context, rc *reqCtx) (kmsg.Respo
 	parallel(len(jobs), func(i int) {
 		jb := jobs[i]
 		res, err := g.backend.ListOffsets(ctx, jb.topic, jb.rp.Partition, jb.rp.Timestamp)
+		if err == nil && req.IsolationLevel == 1 && jb.rp.Timestamp == ring.TimestampLatest {
+			res.Offset, err = g.lastStable(ctx, jb.topic, jb.rp.Partition, res.Offset)
+		}
 		if err != nil {
 			jb.sp.ErrorCode = errorCode(err)
 			return

@@ -10,11 +10,10 @@ import (
 
 // FindCoordinator: v0-v6.
 //
-// Group keys (type 0) are hashed over the live gateways, the same way on
-// every gateway, and that gateway coordinates the group (see doc.go).
-// Transaction keys (type 1) get COORDINATOR_NOT_AVAILABLE, since
-// transactions are not served; share group keys (type 2) are
-// INVALID_REQUEST. v4+ resolves a batch of keys.
+// Group keys (type 0) and transactional ids (type 1) are hashed over the
+// live gateways, the same way on every gateway, and that gateway
+// coordinates the group or the transactions (see doc.go); share group keys
+// (type 2) are INVALID_REQUEST. v4+ resolves a batch of keys.
 //
 // Version notes: v1 key type and error message, v3 flexible, v4 batched
 // keys, v5 and v6 only widen the errors.
@@ -28,8 +27,10 @@ func (g *Gateway) handleFindCoordinator(ctx context.Context, rc *reqCtx) (kmsg.R
 
 	find := func(key string) (Broker, error) {
 		switch {
+		case req.CoordinatorType == 1 && key == "":
+			return Broker{}, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
 		case req.CoordinatorType == 1:
-			return Broker{}, fmt.Errorf("%w: transactions are not supported", kerr.CoordinatorNotAvailable)
+			return coordinatorFor(key, brokers), nil
 		case req.CoordinatorType != 0:
 			return Broker{}, fmt.Errorf("%w: coordinator type %d is not served", kerr.InvalidRequest, req.CoordinatorType)
 		case key == "":

@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,11 +19,19 @@ import (
 // Ids are reserved in blocks (Options.ProducerIDs, by default a counter kept
 // in __producer_ids, see producer_ids.go), so an id is never handed out
 // twice, across gateways and restarts. The sequence checks live in the
-// store, with each partition. A transactional id is refused (transactions
-// are not served): INVALID_TXN_STATE.
+// store, with each partition.
 //
-// Version notes: v1 throttle, v2 flexible, v3 producer id and epoch, v4 and
-// v5 only widen the errors a transactional producer may see.
+// With a transactional id the request goes to the id's transaction
+// coordinator (txn_coordinator.go), on the gateway the id hashes to
+// (NOT_COORDINATOR elsewhere): a new id gets a producer id with epoch 0,
+// a known one the next epoch of its producer id, after the transaction
+// the previous producer left open is aborted (fencing it) or a prepared
+// one completed. The timeout must be within transaction.max.timeout.ms
+// (15 minutes): INVALID_TRANSACTION_TIMEOUT otherwise.
+//
+// Version notes: v1 throttle, v2 flexible, v3 producer id and epoch (a
+// mismatch is INVALID_PRODUCER_EPOCH, PRODUCER_FENCED from v4), v5 only
+// widens the errors.
 
 func init() { regKey(22, 0, 5, (*Gateway).handleInitProducerID) }
 
@@ -30,7 +40,17 @@ func (g *Gateway) handleInitProducerID(ctx context.Context, rc *reqCtx) (kmsg.Re
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = errorCode(fmt.Errorf("%w: transactional id %q", errUnsupportedTxn, *req.TransactionalID))
+		id := *req.TransactionalID
+		timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
+		pid, epoch, err := g.txns.initProducer(ctx, id, timeout, req.ProducerID, req.ProducerEpoch, req.Version)
+		if err != nil {
+			if ErrorFor(err) == kerr.UnknownServerError || errors.Is(err, kerr.CoordinatorNotAvailable) {
+				g.log.Warn("initializing a transactional producer", "transactional_id", id, "err", err)
+			}
+			resp.ErrorCode = errorCode(err)
+			return resp, nil
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		return resp, nil
 	}
 	id, err := g.pids.next(ctx)

@@ -9,10 +9,10 @@
 //     (socket.request.max.bytes), header and body decoding for flexible and
 //     non-flexible versions, the ApiVersions negotiation with the KIP-511 v0
 //     fallback, and one file per API key (NN_name.go), each opening with
-//     what it does and which versions it serves. Keys for transactions,
-//     SASL and ACLs are not served and not advertised; a request for a key
-//     or version not served closes the connection with a log line, as
-//     Kafka does (ApiVersions is the exception and answers).
+//     what it does and which versions it serves. Keys for SASL and ACLs
+//     are not served and not advertised; a request for a key or version
+//     not served closes the connection with a log line, as Kafka does
+//     (ApiVersions is the exception and answers).
 //   - The mapping of errors to Kafka codes, in one table (errors.go).
 //   - Fetch sessions (KIP-227) and the zero-copy Fetch response encoder
 //     (fetch_encode.go): hot records go from the segment file to the
@@ -42,6 +42,19 @@
 //     gateway leading it; its start offset is written to
 //     __consumer_offsets about once a second, so a restart redelivers
 //     from there (at least once).
+//   - The transaction coordinator (txn_coordinator.go and the keys
+//     22, 24-26, 28, 65, 66): transactional ids are placed like groups
+//     (hashed over the live gateways), their state is written (acks all)
+//     to __transaction_state in Kafka's record format and read back at
+//     startup, so a transaction prepared before a crash is completed
+//     after it; markers go to the stores through the ring, which keep
+//     each partition's last stable offset and aborted transactions
+//     (logstore/txn.go) for read_committed fetches. Offsets committed in
+//     a transaction are applied to their group when it commits: through
+//     the group's coordinator when that is the same gateway, otherwise
+//     as records appended to __consumer_offsets, which the other gateway
+//     reads when it next loads the group (an active group there keeps
+//     its older offsets until then).
 //   - Producer id allocation for idempotent producers (producer_ids.go).
 //     The sequence checks themselves live in the store, per partition.
 //   - Its request metrics (metrics.go): the time spent on each request,

@@ -30,16 +30,12 @@ var errorTable = kcode.Table([]kcode.Row{
 	{Err: ErrUnavailable, Code: kerr.LeaderNotAvailable},
 
 	// The gateway's own.
-	{Err: errUnsupportedTxn, Code: kerr.InvalidTxnState},
 	{Err: errMultipleBatches, Code: kerr.InvalidRecord},
 	{Err: errCoordinatorLoading, Code: kerr.CoordinatorLoadInProgress},
 }...)
 
 // Sentinels of the gateway itself.
 var (
-	// errUnsupportedTxn: a transactional produce or transactional id; this
-	// gateway serves no transactions (the keys are not advertised).
-	errUnsupportedTxn = errors.New("transactions are not supported")
 	// errMultipleBatches: a produce for one partition carried more than
 	// one record batch, which Kafka refuses for produce v3+.
 	errMultipleBatches = errors.New("produce requests v3+ must carry exactly one record batch per partition")

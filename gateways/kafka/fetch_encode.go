@@ -41,7 +41,10 @@ type fetchRespPartition struct {
 	hw        int64
 	lso       int64
 	logStart  int64
-	records   ring.Records // zero for none
+	// aborted is nil for read_uncommitted (encoded as null), the aborted
+	// transactions otherwise (txn_coordinator.go).
+	aborted []ring.AbortedTxn
+	records ring.Records // zero for none
 }
 
 // encodeFetchResponse builds a Fetch response body at version (4+). The
@@ -92,11 +95,18 @@ func encodeFetchResponse(version int16, errCode int16, sessionID int32, topics [
 			if version >= 5 {
 				buf = kbin.AppendInt64(buf, p.logStart)
 			}
-			// Aborted transactions: null, as there are none.
-			if flexible {
-				buf = kbin.AppendUvarint(buf, 0)
-			} else {
+			switch {
+			case p.aborted == nil && flexible:
+				buf = kbin.AppendUvarint(buf, 0) // null
+			case p.aborted == nil:
 				buf = kbin.AppendInt32(buf, -1)
+			default:
+				arrayLen(len(p.aborted))
+				for _, a := range p.aborted {
+					buf = kbin.AppendInt64(buf, a.ProducerID)
+					buf = kbin.AppendInt64(buf, a.FirstOffset)
+					tags()
+				}
 			}
 			if version >= 11 {
 				buf = kbin.AppendInt32(buf, -1) // preferred read replica

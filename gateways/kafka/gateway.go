@@ -128,6 +128,7 @@ type Gateway struct {
 	srv      *gateways.Server
 	sessions *fetchSessions
 	groups   *coordinator
+	txns     *txnCoordinator
 	groupCfg groupConfigs
 	shares   *shares
 	pids     *producerIDs
@@ -154,6 +155,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.sessions = newFetchSessions(opts.FetchSessionCacheSlots)
 	g.groups = newCoordinator(g)
+	g.txns = newTxnCoordinator(g)
 	g.shares = newShares(g)
 	g.metrics = newRequestMetrics()
 	g.pids = &producerIDs{alloc: opts.ProducerIDs}
@@ -183,6 +185,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		defer wg.Done()
 		g.groups.run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.txns.run(ctx)
 	}()
 	wg.Add(1)
 	go func() {

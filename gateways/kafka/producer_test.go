@@ -40,15 +40,19 @@ func TestProducerIDsNeverRepeat(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	// A transactional id is refused: transactions are not served. (A
-	// client would look for a transaction coordinator first and find
-	// none; this asks the broker directly.)
+	// A transactional id draws from the same blocks (txn_coordinator.go);
+	// a timeout beyond transaction.max.timeout.ms is refused.
 	cl := newClient(t, e.addr)
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = kmsg.StringPtr("txn")
+	req.TransactionTimeoutMillis = 16 * 60 * 1000
 	resp, err := cl.Broker(int(e.gw.opts.NodeID)).Request(testCtx(t), req)
-	if err != nil || resp.(*kmsg.InitProducerIDResponse).ErrorCode != kerr.InvalidTxnState.Code {
-		t.Fatalf("transactional InitProducerID: %+v %v", resp, err)
+	if err != nil || resp.(*kmsg.InitProducerIDResponse).ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("transactional InitProducerID with a 16 minute timeout: %+v %v", resp, err)
+	}
+	pid, _ := initTxnProducer(t, cl, "txn", 60000)
+	if seen[pid] {
+		t.Fatalf("transactional producer id %d handed out twice", pid)
 	}
 }
 
