@@ -92,9 +92,43 @@ type served struct {
 func startServe(t testing.TB) served {
 	t.Helper()
 	s := served{kafka: freeAddr(t), registry: freeAddr(t), http: freeAddr(t)}
-	cmd := exec.Command(buildBinary(t), "serve", "--data-dir", t.TempDir(),
+	p := startProc(t, "serve", "serve", "--data-dir", t.TempDir(),
 		"--kafka-listen", s.kafka, "--native-listen", freeAddr(t), "--http-listen", s.http,
 		"--controller-listen", freeAddr(t), "--ring-listen", freeAddr(t), "--schema-registry-listen", s.registry)
+	p.waitRegistry(t, s.registry)
+	return s
+}
+
+// startGateway runs a controller, a store and `aerostream gateway kafka`
+// with its registry listener, and waits until the registry answers.
+func startGateway(t testing.TB) served {
+	t.Helper()
+	ctl := freeAddr(t)
+	c := startProc(t, "controller", "controller", "--data-dir", t.TempDir(), "--controller-listen", ctl,
+		"--controller.bootstrap", "--controller.node_id", "1", "--http-listen", freeAddr(t))
+	c.waitLog(t, "msg=running")
+	st := startProc(t, "store", "store", "--data-dir", t.TempDir(), "--ring-listen", freeAddr(t),
+		"--controller.join", ctl, "--controller.node_id", "11", "--http-listen", freeAddr(t))
+	st.waitLog(t, "msg=running")
+	s := served{kafka: freeAddr(t), registry: freeAddr(t)}
+	g := startProc(t, "gateway", "gateway", "kafka", "--data-dir", t.TempDir(), "--kafka-listen", s.kafka,
+		"--controller.join", ctl, "--schema-registry-listen", s.registry)
+	g.waitRegistry(t, s.registry)
+	return s
+}
+
+// proc is a running aerostream process with its log.
+type proc struct {
+	name string
+	log  lockedBuffer
+	// exited is closed when the process has exited, with err its status.
+	exited chan struct{}
+	err    error
+}
+
+func startProc(t testing.TB, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "AEROSTREAM_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -107,56 +141,67 @@ func startServe(t testing.TB) served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log lockedBuffer
-	done := make(chan error, 1)
+	p := &proc{name: name, exited: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			log.add(sc.Text() + "\n")
+			p.log.add(sc.Text() + "\n")
 		}
-		done <- cmd.Wait()
+		p.err = cmd.Wait()
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-p.exited:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-p.exited
 		}
 		if t.Failed() {
-			t.Logf("serve log:\n%s", log.String())
+			t.Logf("%s log:\n%s", p.name, p.log.String())
 		}
 	})
+	return p
+}
+
+// wait polls ok every 100 ms for up to a minute, failing if the process
+// exits first.
+func (p *proc) wait(t testing.TB, what string, ok func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + s.registry + "/subjects")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
+	for !ok() {
 		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v\n%s", err, log.String())
+		case <-p.exited:
+			t.Fatalf("%s exited: %v\n%s", p.name, p.err, p.log.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the registry did not answer within 60s\n%s", log.String())
+			t.Fatalf("%s: %s did not happen within 60s\n%s", p.name, what, p.log.String())
 		}
 	}
 }
 
-// TestConfluentClients: confluent-kafka's serializers produce and consume
-// Avro, Protobuf and JSON Schema records through AeroStream with schemas
-// registered in its registry; an incompatible Avro change gets 409, a
-// compatible one version 2; a topic with schema validation refuses a
-// record whose id is not the topic's.
-func TestConfluentClients(t *testing.T) {
-	python := gate(t)
-	s := startServe(t)
+func (p *proc) waitLog(t testing.TB, s string) {
+	t.Helper()
+	p.wait(t, "log line "+s, func() bool { return strings.Contains(p.log.String(), s) })
+}
+
+func (p *proc) waitRegistry(t testing.TB, addr string) {
+	t.Helper()
+	p.wait(t, "the registry answering", func() bool {
+		resp, err := http.Get("http://" + addr + "/subjects")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// runClients runs confluent_clients.py against s and checks every step.
+func runClients(t *testing.T, python string, s served) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, python, filepath.Join("testdata", "confluent_clients.py"),
@@ -172,6 +217,27 @@ func TestConfluentClients(t *testing.T) {
 			t.Errorf("no OK for %q", want)
 		}
 	}
+}
+
+// TestConfluentClientsGateway: the same against the registry and the Kafka
+// port of a separate `aerostream gateway kafka` process, whose registry
+// reaches the state over the controller client.
+func TestConfluentClientsGateway(t *testing.T) {
+	python := gate(t)
+	runClients(t, python, startGateway(t))
+}
+
+// TestConfluentClients: confluent-kafka's serializers produce and consume
+// Avro, Protobuf and JSON Schema records through AeroStream with schemas
+// registered in its registry; an incompatible Avro change gets 409, a
+// compatible one version 2; a topic with schema validation refuses a
+// record whose id is not the topic's.
+func TestConfluentClients(t *testing.T) {
+	python := gate(t)
+	s := startServe(t)
+	runClients(t, python, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 
 	// franz-go's sr client against the same registry, through its mount
 	// on the HTTP admin listener: it sees what the Python client wrote.
