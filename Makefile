@@ -83,7 +83,8 @@ test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kaf
 
 # The schema registry against real clients (registry/clients_test.go):
 # confluent-kafka's SchemaRegistryClient and its Avro, Protobuf and JSON
-# Schema serializers producing and consuming through `aerostream serve`,
+# Schema serializers producing and consuming through `aerostream serve`
+# and through a separate `aerostream gateway kafka` (with a store),
 # an incompatible Avro change refused with 409, broker-side validation,
 # and franz-go's sr client on the HTTP mount. Seconds once built.
 test-registry: kafka-clients ## schema registry acceptance: confluent-kafka serializers (Avro, Protobuf, JSON), 409, broker-side validation, franz-go sr
