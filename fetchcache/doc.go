@@ -53,7 +53,12 @@
 //     and header; offsets rising inside the segment), and chunks under a
 //     bad batch are dropped from memory, so corrupted bytes are never
 //     served and a corruption that happened in transit heals on the next
-//     read.
+//     read. A chunk readahead brought in has its whole batches checked as
+//     it lands, off any fetch's path, and reads skip the CRC pass for those
+//     (verify.go).
+//   - Reads that never wait: ReadCached serves a read from memory or
+//     reports that it would need a GET (logstore.ColdCache), so a fetch
+//     over many cold partitions reads those in memory on its own goroutine.
 //   - Zero copy: a read is served from the cached chunks' own memory (read
 //     only to the caller), one part per chunk, up to the end of the chunk
 //     its first batch ends in; a batch that straddles chunks is sent as a
