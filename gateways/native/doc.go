@@ -9,13 +9,19 @@
 //   - The protocol's server side, one Session per connection on the
 //     shared plumbing (gateways.Server): the handshake, topic lookups by
 //     name (the hot path then carries 16-byte topic ids, the same ids
-//     Kafka clients see), produce, fetch with long poll, list offsets by
-//     time, and topic admin through Cluster.
+//     Kafka clients see), produce and ProduceMany (produce.go: pipelined,
+//     a connection's produces served concurrently, each partition's
+//     appends in arrival order), fetch with long poll and an optional
+//     commit, list offsets by time, and topic admin through Cluster.
 //   - Native consumer groups (groups.go): membership and partition
 //     assignment in this gateway's memory; committed offsets through
 //     Offsets, which tools/ wires to the Kafka gateways' coordinators, so
 //     they live in __consumer_offsets in Kafka's format and a group
-//     continues across protocols.
+//     continues across protocols. DescribeGroup, ListGroups and GroupLag
+//     are answered here (groupops.go).
+//   - InitProducerID: idempotent producer ids through ProducerIDs, which
+//     tools/ wires to the Kafka gateways' InitProducerId, the cluster's
+//     one allocator.
 //   - Subscribe (subscribe.go): a server-push stream per subscription, one
 //     goroutine each, pushing through gateways.Conn.Push within a credit
 //     window the client gives back.
@@ -26,9 +32,9 @@
 //
 // # Not built yet
 //
-// Group describe/list on the server and producer id allocation are not
-// served: their opcodes are unknown to this gateway
-// (PROTOCOL.md lists them as reserved).
+// Group membership shared with Kafka clients: native members and Kafka
+// members of a group of the same name do not coordinate (offsets are
+// shared, membership is not).
 //
 // # Imports
 //
