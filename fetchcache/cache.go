@@ -340,6 +340,15 @@ func (c *Cache) read(ctx context.Context, seg catalog.Segment, offset int64, max
 		}
 	}
 	r := reader{c: c, o: o, memOnly: memOnly}
+	if memOnly {
+		// A read that gives up is done again by ReadRemote, which counts
+		// the hits on its chunks itself.
+		defer func() {
+			if r.gaveUp {
+				c.st.hits.Add(-r.hits)
+			}
+		}()
+	}
 	pos, h, err := c.locate(ctx, &r, x, offset)
 	if err != nil {
 		return nil, err
@@ -702,7 +711,9 @@ type reader struct {
 	c       *Cache
 	o       *object
 	memo    []memoChunk
-	memOnly bool // ReadCached: a chunk not in memory is errNotInMemory
+	memOnly bool  // ReadCached: a chunk not in memory is errNotInMemory
+	gaveUp  bool  // memOnly: it met a chunk not in memory
+	hits    int64 // memOnly: chunk hits counted so far
 }
 
 type memoChunk struct {
@@ -733,6 +744,7 @@ func (r *reader) chunk(ctx context.Context, k int64) ([]byte, error) {
 	}
 	if r.memOnly {
 		if !r.cached(k) {
+			r.gaveUp = true
 			return nil, errNotInMemory
 		}
 		data, _ := r.memoized(k)
@@ -779,6 +791,9 @@ func (r *reader) cached(k int64) bool {
 		return true
 	}
 	data, fromMain, ok := r.c.inMemory(r.c.chunkKey(r.o.key, k))
+	if ok && r.memOnly {
+		r.hits++
+	}
 	// A chunk of the wrong size is left for r.chunk to report.
 	return ok && r.keep(k, data, fromMain) == nil
 }

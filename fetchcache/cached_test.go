@@ -113,3 +113,47 @@ func TestVerifyAhead(t *testing.T) {
 		t.Fatalf("nothing served as checked ahead before the spoilt batch")
 	}
 }
+
+// TestReadCachedCountsOnce: a ReadCached that finds one chunk of its read
+// in memory and not the next gives up without counting a hit, as the
+// ReadRemote that follows counts the hits on the chunks it uses.
+func TestReadCachedCountsOnce(t *testing.T) {
+	const chunk = 16 << 10
+	mem := objstore.NewMemBucket()
+	s := buildSegment(t, 0, 8*chunk, 95)
+	rec := put(t, mem, segKey("rc1", 0), s, true)
+	c := newCache(t, mem, Options{ChunkSize: chunk, Readahead: -1, MaxBytes: 4 << 20})
+	// A batch over chunks k and k+1 whose index entry is in chunk k, and
+	// a batch inside chunk k to bring that chunk in first.
+	var over, in batchPos
+	for _, b := range s.batches {
+		k := b.pos / chunk
+		_, anchor, _ := indexLookup(s.index, uint32(b.base-s.base))
+		if int(anchor)/chunk != k {
+			continue
+		}
+		if (b.pos+b.len-1)/chunk == k && over.len == 0 {
+			in = b
+		} else if (b.pos+b.len-1)/chunk == k+1 && in.len > 0 && in.pos/chunk == k {
+			over = b
+			break
+		}
+	}
+	if over.len == 0 {
+		t.Fatal("no batch over two chunks after one inside the first")
+	}
+	if _, err := readJoined(c, context.Background(), rec, in.base, 1); err != nil {
+		t.Fatal(err)
+	}
+	before := c.Stats().Hits
+	if _, ok, err := c.ReadCached(rec, over.base, 1); ok || err != nil {
+		t.Fatalf("ReadCached of a batch half in memory: ok %v, err %v", ok, err)
+	}
+	// The ReadRemote that follows counts the hit; the attempt counted none.
+	if hits := c.Stats().Hits - before; hits != 0 {
+		t.Fatalf("the ReadCached that gave up left %d chunk hits counted, want 0", hits)
+	}
+	if _, err := readJoined(c, context.Background(), rec, over.base, 1); err != nil {
+		t.Fatal(err)
+	}
+}
