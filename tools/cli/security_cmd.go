@@ -389,20 +389,22 @@ func newACLCmd(env Env) *cobra.Command {
 		Use:   "remove",
 		Short: "Remove the ACL bindings the flags select",
 		Args:  cobra.NoArgs,
-		RunE: withController(ctl, func(ctx context.Context, cl *controller.Client, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(rmF.resources()) == 0 && len(rmF.allow)+len(rmF.deny) == 0 {
-				return usageError{errors.New("name a principal or a resource: removing every ACL takes --allow User:* or --topic * and the like")}
+				return usageError{errors.New("name a principal or a resource (--allow, --deny, --topic, --group, --transactional-id, --cluster): remove does not take every ACL at once")}
 			}
-			r, err := cl.DeleteACLs(ctx, controller.DeleteACLsRequest{Filters: rmF.filters()})
-			if err != nil {
-				return err
-			}
-			var gone []auth.ACL
-			for _, d := range r.Deleted {
-				gone = append(gone, d...)
-			}
-			return writeACLs(env.Stdout, gone)
-		}),
+			return withController(ctl, func(ctx context.Context, cl *controller.Client, _ []string) error {
+				r, err := cl.DeleteACLs(ctx, controller.DeleteACLsRequest{Filters: rmF.filters()})
+				if err != nil {
+					return err
+				}
+				var gone []auth.ACL
+				for _, d := range r.Deleted {
+					gone = append(gone, d...)
+				}
+				return writeACLs(env.Stdout, gone)
+			})(cmd, args)
+		},
 	}
 	addACLFlags(remove, &rmF, true)
 	cmd.AddCommand(add, list, remove)
