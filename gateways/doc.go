@@ -28,8 +28,8 @@
 //
 // Authentication: every connection starts as the Anonymous principal. The
 // hook point is Conn.SetPrincipal, which a protocol's authentication
-// exchange (Kafka SASL, later) calls once it has verified a client; nothing
-// sets another principal today, since no mechanism is built yet.
+// exchange calls once it has verified a client: the Kafka gateway's SASL
+// does; the native protocol has no authentication yet.
 //
 // Imports: of AeroStream's packages, gateways imports only logstore/ring,
 // whose Backend every gateway consumes and whose SendRange is the one

@@ -13,8 +13,7 @@ import (
 //
 // Lists every key this gateway serves with its version range (the
 // KIP-848 and KIP-932 keys, and the transaction keys, at the versions
-// Kafka 4.4 serves); keys for SASL and ACLs are not served and so not
-// listed. A request at a version above v4 gets the KIP-511 answer: a v0
+// Kafka 4.4 serves), SASL and ACL keys included. A request at a version above v4 gets the KIP-511 answer: a v0
 // response (header v0, readable by any client) carrying
 // UNSUPPORTED_VERSION and our ApiVersions range, so the client retries at a
 // version we serve. v3+ validates the client software name and version the

@@ -9,10 +9,14 @@
 //     (socket.request.max.bytes), header and body decoding for flexible and
 //     non-flexible versions, the ApiVersions negotiation with the KIP-511 v0
 //     fallback, and one file per API key (NN_name.go), each opening with
-//     what it does and which versions it serves. Keys for SASL and ACLs
-//     are not served and not advertised; a request for a key or version
-//     not served closes the connection with a log line, as Kafka does
-//     (ApiVersions is the exception and answers).
+//     what it does and which versions it serves. A request for a key or
+//     version not served closes the connection with a log line, as Kafka
+//     does (ApiVersions is the exception and answers).
+//   - Authentication and authorization (auth.go, authz.go): SASL
+//     (SaslHandshake, SaslAuthenticate with PLAIN and SCRAM, KIP-368
+//     re-authentication) against the users a Security store holds, and
+//     Kafka's ACL checks on every key through an auth.Authorizer, with the
+//     ACL and SCRAM admin keys (29-31, 50-51) managing both.
 //   - The mapping of errors to Kafka codes, in one table (errors.go).
 //   - Fetch sessions (KIP-227) and the zero-copy Fetch response encoder
 //     (fetch_encode.go): hot records go from the segment file to the
