@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka kafka-clients test-cluster test-native
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos kafka-clients test-cluster test-native
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -80,6 +80,13 @@ kafka-clients: ## install kcat (apt), the Python Kafka clients (bin/kafka-venv) 
 test-kafka: kafka-clients ## Kafka gateway acceptance: franz-go suite, kcat, kafka-python, confluent-kafka, separate gateway process
 	KAFKA_CLIENT_TESTS=1 KAFKA_PYTHON=$(CURDIR)/$(KAFKA_VENV)/bin/python \
 	  $(GO) test -count=1 -v -timeout 40m -run '^TestClient' ./gateways/kafka/
+
+# Exactly-once with Kafka's Java clients (gateways/kafka/
+# clients_java_txn_test.go): a transactional consume-transform-produce
+# loop killed with SIGKILL three times and restarted, then a read_committed
+# check that every input came out once. A few minutes, so not in test-kafka.
+test-kafka-eos: kafka-clients ## Kafka transactions: Java consume-transform-produce loop under kill -9, exactly once
+	KAFKA_CLIENT_TESTS=1 $(GO) test -count=1 -v -timeout 20m -run '^TestJavaTxnEos$$' ./gateways/kafka/
 
 # The schema registry against real clients (registry/clients_test.go):
 # confluent-kafka's SchemaRegistryClient and its Avro, Protobuf and JSON
