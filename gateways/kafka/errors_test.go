@@ -46,6 +46,8 @@ var sentinelPackages = []struct {
 		"ErrNoReassignmentInProgress": controller.ErrNoReassignmentInProgress,
 		"ErrStaleRequest":             controller.ErrStaleRequest,
 		"ErrIneligibleReplica":        controller.ErrIneligibleReplica,
+		"ErrTooManyPartitions":        controller.ErrTooManyPartitions,
+		"ErrUnknownUser":              controller.ErrUnknownUser,
 	}},
 	{"../../logstore/ring", map[string]error{
 		"ErrProtocol":             ring.ErrProtocol,

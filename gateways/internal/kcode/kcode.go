@@ -72,6 +72,7 @@ var shared = []Row{
 	{controller.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{controller.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{controller.ErrTooManyPartitions, kerr.PolicyViolation},
+	{controller.ErrUnknownUser, kerr.ResourceNotFound},
 	{controller.ErrInvalidConfig, kerr.InvalidConfig},
 	{controller.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{controller.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
