@@ -195,6 +195,9 @@ type SchemaReadRequest struct {
 	Deleted bool `json:"deleted,omitempty"`
 	// Prefix filters SchemaReadSubjects.
 	Prefix string `json:"prefix,omitempty"`
+	// Uses asks SchemaReadID for the versions naming the id, a walk over
+	// every subject that a plain lookup by id does not need.
+	Uses bool `json:"uses,omitempty"`
 }
 
 // SchemaReadResponse answers a read: Subjects for SchemaReadSubjects;
@@ -656,7 +659,7 @@ func (f *FSM) SchemaRead(req SchemaReadRequest) (SchemaReadResponse, error) {
 			}
 		case schemaReadID:
 			r.Schema = s.schemas[req.ID]
-			if r.Schema == nil {
+			if r.Schema == nil || !req.Uses {
 				return
 			}
 			for name, sub := range s.subjects {

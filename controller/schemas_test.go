@@ -145,7 +145,7 @@ func TestSchemaSnapshotRoundTrip(t *testing.T) {
 	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, f)))); err != nil {
 		t.Fatal(err)
 	}
-	for _, req := range []SchemaReadRequest{{Op: SchemaReadSubject, Subject: "a", Deleted: true}, {Op: SchemaReadConfig}, {Op: SchemaReadID, ID: 1}} {
+	for _, req := range []SchemaReadRequest{{Op: SchemaReadSubject, Subject: "a", Deleted: true}, {Op: SchemaReadConfig}, {Op: SchemaReadID, ID: 1, Uses: true}} {
 		a, _ := f.SchemaRead(req)
 		b, _ := g.SchemaRead(req)
 		if !reflect.DeepEqual(a, b) {

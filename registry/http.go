@@ -351,7 +351,7 @@ func (r *Registry) getByID(ctx context.Context, req *http.Request) (any, error) 
 	}
 	// ?subject= names a context in Confluent's registry; there is one
 	// context here, so it changes nothing.
-	s, _, err := r.SchemaByID(ctx, id, true)
+	s, _, err := r.SchemaByID(ctx, id, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +367,7 @@ func (r *Registry) getRawByID(ctx context.Context, req *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := r.SchemaByID(ctx, id, true)
+	s, _, err := r.SchemaByID(ctx, id, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +385,7 @@ func (r *Registry) idVersions(ctx context.Context, req *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	_, uses, err := r.SchemaByID(ctx, id, boolParam(req, "deleted"))
+	_, uses, err := r.SchemaByID(ctx, id, boolParam(req, "deleted"), true)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func (r *Registry) idSubjects(ctx context.Context, req *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	_, uses, err := r.SchemaByID(ctx, id, boolParam(req, "deleted"))
+	_, uses, err := r.SchemaByID(ctx, id, boolParam(req, "deleted"), true)
 	if err != nil {
 		return nil, err
 	}

@@ -445,9 +445,10 @@ func (r *Registry) Compatibility(ctx context.Context, subject string, version in
 	return r.compatErrors(ctx, p, in.typ(), level, against)
 }
 
-// SchemaByID returns a schema by its id.
-func (r *Registry) SchemaByID(ctx context.Context, id int32, deleted bool) (*controller.StoredSchema, []controller.SubjectVersionRef, error) {
-	resp, err := r.read(ctx, controller.SchemaReadRequest{Op: controller.SchemaReadID, ID: id, Deleted: deleted})
+// SchemaByID returns a schema by its id and, with uses, the versions
+// that name it.
+func (r *Registry) SchemaByID(ctx context.Context, id int32, deleted, uses bool) (*controller.StoredSchema, []controller.SubjectVersionRef, error) {
+	resp, err := r.read(ctx, controller.SchemaReadRequest{Op: controller.SchemaReadID, ID: id, Deleted: deleted, Uses: uses})
 	if err != nil {
 		return nil, nil, err
 	}
