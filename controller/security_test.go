@@ -124,3 +124,44 @@ func TestSecuritySnapshotRejectsBadEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestSecurityOverTheNetwork: users and ACLs through Client, as tools/
+// and separate gateways use them, on a single-voter cluster; every error
+// keeps its sentinel across the wire.
+func TestSecurityOverTheNetwork(t *testing.T) {
+	nodes := startNetCluster(t, 1)
+	cl := NewClient(addrsOf(nodes), ClientOptions{Timeout: 30 * time.Second})
+	defer cl.Close()
+	ctx := context.Background()
+
+	cred := scramCred(t, auth.ScramSHA512, "pw-pw-pw")
+	ar, err := cl.AlterScramUsers(ctx, AlterScramRequest{
+		Upserts:   []ScramUpsert{{User: "alice", Mechanism: auth.ScramSHA512, Credential: cred}},
+		Deletions: []ScramDeletion{{User: "nobody", Mechanism: auth.ScramSHA256}},
+	})
+	if err != nil || len(ar.Errors) != 2 || ar.Errors[0] != nil || !errors.Is(ar.Errors[1], ErrUnknownUser) {
+		t.Fatalf("alter users: %+v %v", ar, err)
+	}
+	g, err := cl.GetScramCredential(ctx, GetScramRequest{User: "alice", Mechanism: auth.ScramSHA512})
+	if err != nil || !g.Found || !g.Credential.VerifyPassword(auth.ScramSHA512, "pw-pw-pw") {
+		t.Fatalf("get credential: %+v %v", g, err)
+	}
+	d, err := cl.DescribeScramUsers(ctx, DescribeScramRequest{Users: []string{"alice", "bob"}})
+	if err != nil || len(d.Users) != 2 || len(d.Users[0].Credentials) != 1 || d.Users[0].Credentials[0].Iterations != auth.MinIterations ||
+		!errors.Is(d.Users[1].Error, ErrUnknownUser) {
+		t.Fatalf("describe users: %+v %v", d, err)
+	}
+
+	cr, err := cl.CreateACLs(ctx, CreateACLsRequest{ACLs: []auth.ACL{topicACL("User:alice", "orders", auth.OpRead), topicACL("User:alice", "", auth.OpRead)}})
+	if err != nil || cr.Errors[0] != nil || !errors.Is(cr.Errors[1], ErrInvalidRequest) {
+		t.Fatalf("create ACLs: %+v %v", cr, err)
+	}
+	acls, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: auth.ACLFilter{PatternType: auth.Match, ResourceName: "orders"}})
+	if err != nil || len(acls.ACLs) != 1 || acls.Version == 0 {
+		t.Fatalf("describe ACLs: %+v %v", acls, err)
+	}
+	del, err := cl.DeleteACLs(ctx, DeleteACLsRequest{Filters: []auth.ACLFilter{{Principal: "User:alice"}}})
+	if err != nil || len(del.Deleted) != 1 || len(del.Deleted[0]) != 1 {
+		t.Fatalf("delete ACLs: %+v %v", del, err)
+	}
+}
