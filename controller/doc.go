@@ -14,7 +14,10 @@
 //     ring (shard count, ring address, and a ring version the controller
 //     bumps when either changes), liveness, last heartbeat and whether it
 //     is draining;
-//   - the dynamic cluster-default (broker-level) configs.
+//   - the dynamic cluster-default (broker-level) configs;
+//   - users (SCRAM credentials: salt, iterations and derived keys, never a
+//     password) and Kafka ACLs (security.go), under a security version of
+//     their own that gateways follow to refresh their authorizers.
 //
 // Every change goes through Raft as a command (command.go: a version byte,
 // an op byte, a JSON payload) and bumps the metadata version. Apply
