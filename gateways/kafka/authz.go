@@ -560,6 +560,106 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		return resp, err
 
+	case *kmsg.AddPartitionsToTxnRequest:
+		r := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		if req.Version >= 4 {
+			// v4+ batches are broker-to-broker.
+			if !a.cluster(auth.OpClusterAction) {
+				r.ErrorCode = codeCluster
+				return r, nil
+			}
+			return serve()
+		}
+		txnOK := a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID)
+		denied := map[string]bool{}
+		for _, t := range req.Topics {
+			if txnOK && !a.topic(auth.OpWrite, t.Topic) {
+				denied[t.Topic] = true
+			}
+		}
+		if txnOK && len(denied) == 0 {
+			return serve()
+		}
+		// As Kafka: nothing is added; the denied partitions say why, the
+		// others OPERATION_NOT_ATTEMPTED.
+		for _, t := range req.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			code := kerr.OperationNotAttempted.Code
+			switch {
+			case !txnOK:
+				code = codeTxn
+			case denied[t.Topic]:
+				code = codeTopic
+			}
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+		return r, nil
+	case *kmsg.AddOffsetsToTxnRequest:
+		r := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+		switch {
+		case !a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
+			r.ErrorCode = codeTxn
+		case !a.group(auth.OpRead, req.Group):
+			r.ErrorCode = codeGroup
+		default:
+			return serve()
+		}
+		return r, nil
+	case *kmsg.EndTxnRequest:
+		if !a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID) {
+			r := req.ResponseKind().(*kmsg.EndTxnResponse)
+			r.ErrorCode = codeTxn
+			return r, nil
+		}
+		return serve()
+	case *kmsg.TxnOffsetCommitRequest:
+		code := int16(0)
+		switch {
+		case !a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
+			code = codeTxn
+		case !a.group(auth.OpRead, req.Group):
+			code = codeGroup
+		}
+		var denied []kmsg.TxnOffsetCommitRequestTopic
+		kept := req.Topics[:0:0]
+		for _, t := range req.Topics {
+			n := t.Topic
+			if n == "" {
+				n = name(t.TopicID)
+			}
+			if code == 0 && a.topic(auth.OpRead, n) {
+				kept = append(kept, t)
+			} else {
+				denied = append(denied, t)
+			}
+		}
+		var resp kmsg.Response = req.ResponseKind()
+		var err error
+		if code == 0 {
+			code = codeTopic
+			req.Topics = kept
+			resp, err = serve()
+		}
+		if r, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok && err == nil {
+			for _, t := range denied {
+				rt := kmsg.NewTxnOffsetCommitResponseTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				r.Topics = append(r.Topics, rt)
+			}
+		}
+		return resp, err
+
 	case *kmsg.InitProducerIDRequest:
 		r := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 		r.ProducerID, r.ProducerEpoch = -1, -1

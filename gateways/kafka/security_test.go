@@ -545,3 +545,60 @@ func TestAuditIsRateLimited(t *testing.T) {
 		t.Errorf("suppressed counted twice: %d", dropped)
 	}
 }
+
+// TestTransactionACLs: the transaction keys need WRITE on the
+// transactional id (and READ on the group for offsets); a denied
+// AddPartitionsToTxn adds nothing.
+func TestTransactionACLs(t *testing.T) {
+	e := newSecEnv(t, 0)
+	ctx := testCtx(t)
+	s := &session{g: e.gw}
+	ask := func(key int16, req kmsg.Request) kmsg.Response {
+		t.Helper()
+		resp, err := e.gw.authorized(ctx, &reqCtx{s: s, key: key, version: req.GetVersion(), req: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID = "t1"
+	if r := ask(26, end).(*kmsg.EndTxnResponse); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("EndTxn: code %d", r.ErrorCode)
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.Group = "t1", "g"
+	if r := ask(25, ao).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("AddOffsetsToTxn: code %d", r.ErrorCode)
+	}
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.Version, ap.TransactionalID = 3, "t1"
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "orders", []int32{0, 1}
+	ap.Topics = append(ap.Topics, at)
+	r := ask(24, ap).(*kmsg.AddPartitionsToTxnResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 2 || r.Topics[0].Partitions[0].ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("AddPartitionsToTxn: %+v", r.Topics)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group = "t1", "g"
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = "orders"
+	tt.Partitions = append(tt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+	tc.Topics = append(tc.Topics, tt)
+	if r := ask(28, tc).(*kmsg.TxnOffsetCommitResponse); len(r.Topics) != 1 || r.Topics[0].Partitions[0].ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("TxnOffsetCommit: %+v", r.Topics)
+	}
+	// With WRITE on t1 but no READ on the group, the group is the reason.
+	if _, err := e.sec.CreateACLs(ctx, []auth.ACL{{ResourceType: auth.ResourceTransactionalID, ResourceName: "t1", PatternType: auth.PatternLiteral,
+		Principal: "User:ANONYMOUS", Host: "*", Operation: auth.OpWrite, Permission: auth.Allow}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := ask(25, ao).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("AddOffsetsToTxn with WRITE on t1: code %d", r.ErrorCode)
+	}
+	r = ask(24, ap).(*kmsg.AddPartitionsToTxnResponse)
+	if len(r.Topics) != 1 || r.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("AddPartitionsToTxn with WRITE on t1 only: %+v", r.Topics)
+	}
+}
