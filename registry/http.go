@@ -428,24 +428,38 @@ func subjectParam(req *http.Request) (string, error) {
 }
 
 func (r *Registry) getConfig(ctx context.Context, req *http.Request) (any, error) {
-	subject, err := subjectParam(req)
+	l, err := r.subjectSetting(ctx, req, func(res controller.SchemaReadResponse) map[string]string { return res.Config },
+		controller.DefaultCompatibility, controller.SchemaErrSubjectConfigNotFound, "compatibility")
 	if err != nil {
 		return nil, err
-	}
-	cfg, err := r.read(ctx, controller.SchemaReadRequest{Op: controller.SchemaReadConfig})
-	if err != nil {
-		return nil, err
-	}
-	l, ok := cfg.Config[subject]
-	if !ok && subject != "" && !boolParam(req, "defaultToGlobal") {
-		return nil, errorf(controller.SchemaErrSubjectConfigNotFound, "Subject '%s' does not have subject-level compatibility configured", subject)
-	}
-	if !ok {
-		if l, ok = cfg.Config[""]; !ok {
-			l = controller.DefaultCompatibility
-		}
 	}
 	return map[string]string{"compatibilityLevel": l}, nil
+}
+
+// subjectSetting reads the subject's entry of a per-subject setting (the
+// compatibility levels or the modes), falling back to the global entry and
+// then to def; without defaultToGlobal a subject with no entry of its own is
+// an error, as in Confluent's API.
+func (r *Registry) subjectSetting(ctx context.Context, req *http.Request, pick func(controller.SchemaReadResponse) map[string]string, def string, notFound int, what string) (string, error) {
+	subject, err := subjectParam(req)
+	if err != nil {
+		return "", err
+	}
+	res, err := r.read(ctx, controller.SchemaReadRequest{Op: controller.SchemaReadConfig})
+	if err != nil {
+		return "", err
+	}
+	settings := pick(res)
+	v, ok := settings[subject]
+	if !ok && subject != "" && !boolParam(req, "defaultToGlobal") {
+		return "", errorf(notFound, "Subject '%s' does not have subject-level %s configured", subject, what)
+	}
+	if !ok {
+		if v, ok = settings[""]; !ok {
+			v = def
+		}
+	}
+	return v, nil
 }
 
 func (r *Registry) putConfig(ctx context.Context, req *http.Request) (any, error) {
@@ -470,37 +484,31 @@ func (r *Registry) putConfig(ctx context.Context, req *http.Request) (any, error
 }
 
 func (r *Registry) deleteConfig(ctx context.Context, req *http.Request) (any, error) {
+	return r.deleteSetting(ctx, req, r.getConfig, controller.SchemaSetConfig)
+}
+
+// deleteSetting clears the subject's entry written by op and answers with
+// the setting that applied before, as get reads it with defaultToGlobal.
+func (r *Registry) deleteSetting(ctx context.Context, req *http.Request, get func(context.Context, *http.Request) (any, error), op string) (any, error) {
 	subject, err := subjectParam(req)
 	if err != nil {
 		return nil, err
 	}
-	old, err := r.getConfig(ctx, withQuery(req, "defaultToGlobal", "true"))
+	old, err := get(ctx, withQuery(req, "defaultToGlobal", "true"))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.write(ctx, controller.SchemaWriteRequest{Op: controller.SchemaSetConfig, Subject: subject}); err != nil {
+	if _, err := r.write(ctx, controller.SchemaWriteRequest{Op: op, Subject: subject}); err != nil {
 		return nil, err
 	}
 	return old, nil
 }
 
 func (r *Registry) getMode(ctx context.Context, req *http.Request) (any, error) {
-	subject, err := subjectParam(req)
+	m, err := r.subjectSetting(ctx, req, func(res controller.SchemaReadResponse) map[string]string { return res.Modes },
+		controller.ModeReadWrite, controller.SchemaErrSubjectModeNotFound, "mode")
 	if err != nil {
 		return nil, err
-	}
-	cfg, err := r.read(ctx, controller.SchemaReadRequest{Op: controller.SchemaReadConfig})
-	if err != nil {
-		return nil, err
-	}
-	m, ok := cfg.Modes[subject]
-	if !ok && subject != "" && !boolParam(req, "defaultToGlobal") {
-		return nil, errorf(controller.SchemaErrSubjectModeNotFound, "Subject '%s' does not have subject-level mode configured", subject)
-	}
-	if !ok {
-		if m, ok = cfg.Modes[""]; !ok {
-			m = controller.ModeReadWrite
-		}
 	}
 	return map[string]string{"mode": m}, nil
 }
@@ -527,18 +535,7 @@ func (r *Registry) putMode(ctx context.Context, req *http.Request) (any, error) 
 }
 
 func (r *Registry) deleteMode(ctx context.Context, req *http.Request) (any, error) {
-	subject, err := subjectParam(req)
-	if err != nil {
-		return nil, err
-	}
-	old, err := r.getMode(ctx, withQuery(req, "defaultToGlobal", "true"))
-	if err != nil {
-		return nil, err
-	}
-	if _, err := r.write(ctx, controller.SchemaWriteRequest{Op: controller.SchemaSetMode, Subject: subject}); err != nil {
-		return nil, err
-	}
-	return old, nil
+	return r.deleteSetting(ctx, req, r.getMode, controller.SchemaSetMode)
 }
 
 func (r *Registry) compatibility(ctx context.Context, req *http.Request) (any, error) {
