@@ -85,8 +85,18 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // returns an error only when serving fails on its own, which a daemon must
 // treat as the death of the part.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn)}
+	return ServeHandler(ctx, ln, s.mux, s.logger)
+}
+
+// ServeHandler answers h on ln until ctx ends, stopping as Server.Serve
+// does; it is for an API that has a listener of its own rather than a
+// mount on the node's Server.
+func ServeHandler(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
 	"syscall"
-	"time"
 
 	"github.com/aerostream/aerostream/controller"
+	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/kafka"
 	"github.com/aerostream/aerostream/registry"
 	"github.com/aerostream/aerostream/tools/config"
@@ -74,26 +73,6 @@ func bindSchemaRegistry(cfg config.Config, logger *slog.Logger) (net.Listener, e
 	return ln, nil
 }
 
-// serveSchemaRegistry answers reg's REST API on ln until ctx ends.
-func serveSchemaRegistry(ctx context.Context, reg *registry.Registry, ln net.Listener, logger *slog.Logger) error {
-	srv := &http.Server{Handler: reg.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			_ = srv.Close()
-		}
-		<-errc
-		return nil
-	}
-}
-
 // startSchemaRegistry binds and serves the registry over api under sup; it
 // returns the address served ("" for none).
 func startSchemaRegistry(ctx context.Context, sup *supervisor, cfg config.Config, api any, logger *slog.Logger) (string, error) {
@@ -105,6 +84,6 @@ func startSchemaRegistry(ctx context.Context, sup *supervisor, cfg config.Config
 	if err != nil || ln == nil {
 		return "", err
 	}
-	sup.start(ctx, "schema registry", func(ctx context.Context) error { return serveSchemaRegistry(ctx, reg, ln, logger) })
+	sup.start(ctx, "schema registry", func(ctx context.Context) error { return gwhttp.ServeHandler(ctx, ln, reg.Handler(), logger) })
 	return listenerAddr(ln), nil
 }
