@@ -142,6 +142,20 @@ func (g *Gateway) closeShareSession(group, member string) {
 	g.shares.memberLeft(group, member)
 }
 
+// shareRequestStart does what ShareFetch and ShareAcknowledge both do
+// first: require the group and member ids, report the group's record
+// lock duration (before the metadata fetch, so an answer failing on that
+// still carries it) and fetch the metadata topic ids resolve against.
+func (g *Gateway) shareRequestStart(ctx context.Context, groupID, memberID *string, lockMs *int32) (group, member string, md *Metadata, err error) {
+	if groupID == nil || *groupID == "" || memberID == nil || *memberID == "" {
+		return "", "", nil, fmt.Errorf("%w: group and member ids are required", kerr.InvalidRequest)
+	}
+	group, member = *groupID, *memberID
+	*lockMs = int32(g.groupCfg.getInt(group, "share.record.lock.duration.ms"))
+	md, err = g.cluster.Metadata(ctx)
+	return group, member, md, err
+}
+
 func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
@@ -149,12 +163,7 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
-	if req.GroupID == nil || *req.GroupID == "" || req.MemberID == nil || *req.MemberID == "" {
-		return fail(fmt.Errorf("%w: group and member ids are required", kerr.InvalidRequest))
-	}
-	group, member := *req.GroupID, *req.MemberID
-	resp.AcquisitionLockTimeoutMillis = int32(g.groupCfg.getInt(group, "share.record.lock.duration.ms"))
-	md, err := g.cluster.Metadata(ctx)
+	group, member, md, err := g.shareRequestStart(ctx, req.GroupID, req.MemberID, &resp.AcquisitionLockTimeoutMillis)
 	if err != nil {
 		return fail(err)
 	}

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -31,12 +30,7 @@ func (g *Gateway) handleShareAcknowledge(ctx context.Context, rc *reqCtx) (kmsg.
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 		return resp, nil
 	}
-	if req.GroupID == nil || *req.GroupID == "" || req.MemberID == nil || *req.MemberID == "" {
-		return fail(fmt.Errorf("%w: group and member ids are required", kerr.InvalidRequest))
-	}
-	group, member := *req.GroupID, *req.MemberID
-	resp.AcquisitionLockTimeoutMillis = int32(g.groupCfg.getInt(group, "share.record.lock.duration.ms"))
-	md, err := g.cluster.Metadata(ctx)
+	group, member, md, err := g.shareRequestStart(ctx, req.GroupID, req.MemberID, &resp.AcquisitionLockTimeoutMillis)
 	if err != nil {
 		return fail(err)
 	}
