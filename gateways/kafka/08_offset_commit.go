@@ -37,6 +37,29 @@ func init() { regKey(8, 2, 10, (*Gateway).handleOffsetCommit) }
 // maxOffsetMetadata is Kafka's offset.metadata.max.bytes default.
 const maxOffsetMetadata = 4096
 
+// stageCommit checks one partition of an offset commit (the topic lookup
+// error terr, the partition, the metadata size) and adds the offset to
+// offs when it passes; it returns the partition's error code, 0 if staged.
+// OffsetCommit and TxnOffsetCommit validate their partitions the same way.
+func stageCommit(offs map[tp]committed, t *Topic, terr error, partition int32, offset int64, epoch int32, meta *string, now int64) int16 {
+	err := terr
+	if err == nil {
+		err = checkPartition(t, partition, -1)
+	}
+	md := ""
+	if meta != nil {
+		md = *meta
+	}
+	if err == nil && len(md) > maxOffsetMetadata {
+		err = kerr.OffsetMetadataTooLarge
+	}
+	if err != nil {
+		return errorCode(err)
+	}
+	offs[tp{t.Name, partition}] = committed{offset: offset, leaderEpoch: epoch, metadata: md, commitTs: now}
+	return 0
+}
+
 func (g *Gateway) handleOffsetCommit(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -63,26 +86,11 @@ func (g *Gateway) handleOffsetCommit(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
-			err := terr
-			if err == nil {
-				err = checkPartition(t, rp.Partition, -1)
+			epoch := int32(-1)
+			if req.Version >= 6 {
+				epoch = rp.LeaderEpoch
 			}
-			md := ""
-			if rp.Metadata != nil {
-				md = *rp.Metadata
-			}
-			if err == nil && len(md) > maxOffsetMetadata {
-				err = kerr.OffsetMetadataTooLarge
-			}
-			if err != nil {
-				sp.ErrorCode = errorCode(err)
-			} else {
-				epoch := int32(-1)
-				if req.Version >= 6 {
-					epoch = rp.LeaderEpoch
-				}
-				offs[tp{t.Name, rp.Partition}] = committed{offset: rp.Offset, leaderEpoch: epoch, metadata: md, commitTs: now}
-			}
+			sp.ErrorCode = stageCommit(offs, t, terr, rp.Partition, rp.Offset, epoch, rp.Metadata, now)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -42,26 +42,11 @@ func (g *Gateway) handleTxnOffsetCommit(ctx context.Context, rc *reqCtx) (kmsg.R
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
-			err := terr
-			if err == nil {
-				err = checkPartition(t, rp.Partition, -1)
+			epoch := int32(-1)
+			if req.Version >= 2 {
+				epoch = rp.LeaderEpoch
 			}
-			md := ""
-			if rp.Metadata != nil {
-				md = *rp.Metadata
-			}
-			if err == nil && len(md) > maxOffsetMetadata {
-				err = kerr.OffsetMetadataTooLarge
-			}
-			if err != nil {
-				sp.ErrorCode = errorCode(err)
-			} else {
-				epoch := int32(-1)
-				if req.Version >= 2 {
-					epoch = rp.LeaderEpoch
-				}
-				offs[tp{t.Name, rp.Partition}] = committed{offset: rp.Offset, leaderEpoch: epoch, metadata: md, commitTs: now}
-			}
+			sp.ErrorCode = stageCommit(offs, t, terr, rp.Partition, rp.Offset, epoch, rp.Metadata, now)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
