@@ -30,6 +30,25 @@ import (
 
 func init() { regKey(68, 0, 1, (*Gateway).handleConsumerGroupHeartbeat) }
 
+// groupHeartbeat runs a consumer or share group heartbeat on the group's
+// loop. Both protocols answer a group that vanished meanwhile with
+// UNKNOWN_MEMBER_ID and carry the member's own error in the answer, which
+// becomes the returned error.
+func groupHeartbeat[A interface{ answerErr() error }](ctx context.Context, g *Gateway, id string, join bool, beat func(*group) A) (A, error) {
+	ans, err := awaitGroup(ctx, g, id, join, func(gr *group, reply chan<- A) {
+		reply <- beat(gr)
+	})
+	if groupGone(err) {
+		err = kerr.UnknownMemberID
+	}
+	if err == nil {
+		err = ans.answerErr()
+	}
+	return ans, err
+}
+
+func (a cgAnswer) answerErr() error { return a.err }
+
 func (g *Gateway) handleConsumerGroupHeartbeat(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -39,15 +58,9 @@ func (g *Gateway) handleConsumerGroupHeartbeat(ctx context.Context, rc *reqCtx) 
 		return resp, nil
 	}
 	h := cgHeartbeat{req: req, clientID: rc.clientID, clientHost: clientHost(rc), md: md, now: time.Now()}
-	ans, err := awaitGroup(ctx, g, req.Group, req.MemberEpoch == 0, func(gr *group, reply chan<- cgAnswer) {
-		reply <- gr.consumerHeartbeat(h)
+	ans, err := groupHeartbeat(ctx, g, req.Group, req.MemberEpoch == 0, func(gr *group) cgAnswer {
+		return gr.consumerHeartbeat(h)
 	})
-	if groupGone(err) {
-		err = kerr.UnknownMemberID
-	}
-	if err == nil {
-		err = ans.err
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +20,8 @@ import (
 
 func init() { regKey(76, 1, 1, (*Gateway).handleShareGroupHeartbeat) }
 
+func (a sgAnswer) answerErr() error { return a.err }
+
 func (g *Gateway) handleShareGroupHeartbeat(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.ShareGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
@@ -30,15 +31,9 @@ func (g *Gateway) handleShareGroupHeartbeat(ctx context.Context, rc *reqCtx) (km
 		return resp, nil
 	}
 	host, now := clientHost(rc), time.Now()
-	ans, err := awaitGroup(ctx, g, req.GroupID, req.MemberEpoch == 0, func(gr *group, reply chan<- sgAnswer) {
-		reply <- gr.shareHeartbeat(req, rc.clientID, host, md, now)
+	ans, err := groupHeartbeat(ctx, g, req.GroupID, req.MemberEpoch == 0, func(gr *group) sgAnswer {
+		return gr.shareHeartbeat(req, rc.clientID, host, md, now)
 	})
-	if groupGone(err) {
-		err = kerr.UnknownMemberID
-	}
-	if err == nil {
-		err = ans.err
-	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
