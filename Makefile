@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos kafka-clients test-cluster test-native
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
