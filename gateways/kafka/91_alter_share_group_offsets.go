@@ -20,16 +20,23 @@ import (
 
 func init() { regKey(91, 0, 0, (*Gateway).handleAlterShareGroupOffsets) }
 
-func (g *Gateway) handleAlterShareGroupOffsets(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
-	req := rc.req.(*kmsg.AlterShareGroupOffsetsRequest)
-	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	res, err := awaitGroup(ctx, g, req.GroupID, true, func(gr *group, reply chan<- error) {
+// emptyShareGroup makes sure id is a share group with no members,
+// creating the empty share group when there is none: altering and
+// deleting share offsets both need that first.
+func (g *Gateway) emptyShareGroup(ctx context.Context, id string) error {
+	res, err := awaitGroup(ctx, g, id, true, func(gr *group, reply chan<- error) {
 		reply <- gr.ensureEmptyShare()
 	})
 	if err == nil {
 		err = res
 	}
-	if err != nil {
+	return err
+}
+
+func (g *Gateway) handleAlterShareGroupOffsets(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
+	req := rc.req.(*kmsg.AlterShareGroupOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if err := g.emptyShareGroup(ctx, req.GroupID); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

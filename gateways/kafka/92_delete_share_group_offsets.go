@@ -22,13 +22,7 @@ func (g *Gateway) handleDeleteShareGroupOffsets(ctx context.Context, rc *reqCtx)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
 	err := g.shareGroupKnown(ctx, req.GroupID)
 	if err == nil {
-		var res error
-		res, err = awaitGroup(ctx, g, req.GroupID, true, func(gr *group, reply chan<- error) {
-			reply <- gr.ensureEmptyShare()
-		})
-		if err == nil {
-			err = res
-		}
+		err = g.emptyShareGroup(ctx, req.GroupID)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
