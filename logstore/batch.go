@@ -109,11 +109,17 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 // magic, length, CRC32C, record count and producer fields. It does no
 // per-record work, so its cost is one CRC pass over the bytes.
 func ValidateBatch(b []byte) (BatchHeader, error) {
+	return validateBatch(b, checkHeaderFields)
+}
+
+// validateBatch is ValidateBatch with fields checking the header's fields,
+// so that a stored batch can be held to its own rules (checkStoredFields).
+func validateBatch(b []byte, fields func(*BatchHeader) error) (BatchHeader, error) {
 	h, err := ParseBatchHeader(b)
 	if err != nil {
 		return h, err
 	}
-	if err := checkLengthAndFields(&h, len(b)); err != nil {
+	if err := checkLengthAndFields(&h, len(b), fields); err != nil {
 		return h, err
 	}
 	return h, checkCRC(&h, crc32.Checksum(b[offAttributes:], crcTable))
@@ -125,6 +131,11 @@ func ValidateBatch(b []byte) (BatchHeader, error) {
 // together (a quarter of a cold replay's bytes, with 1 MiB batches in 4 MiB
 // chunks).
 func ValidateBatchParts(parts [][]byte) (BatchHeader, error) {
+	return validateBatchParts(parts, checkHeaderFields)
+}
+
+// validateBatchParts is validateBatch over parts back to back.
+func validateBatchParts(parts [][]byte, fields func(*BatchHeader) error) (BatchHeader, error) {
 	var buf [BatchHeaderSize]byte
 	hdr, total := buf[:0], 0
 	for _, p := range parts {
@@ -137,7 +148,7 @@ func ValidateBatchParts(parts [][]byte) (BatchHeader, error) {
 	if err != nil {
 		return h, err
 	}
-	if err := checkLengthAndFields(&h, total); err != nil {
+	if err := checkLengthAndFields(&h, total, fields); err != nil {
 		return h, err
 	}
 	var crc uint32
@@ -151,12 +162,12 @@ func ValidateBatchParts(parts [][]byte) (BatchHeader, error) {
 }
 
 // checkLengthAndFields checks that h's length is the size of the bytes
-// holding the batch, and the header's fields (checkHeaderFields).
-func checkLengthAndFields(h *BatchHeader, size int) error {
+// holding the batch, and the header's fields with fields.
+func checkLengthAndFields(h *BatchHeader, size int, fields func(*BatchHeader) error) error {
 	if int(h.Length) != size {
 		return fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorruptBatch, h.Length, size)
 	}
-	return checkHeaderFields(h)
+	return fields(h)
 }
 
 func checkCRC(h *BatchHeader, got uint32) error {

@@ -55,48 +55,13 @@ func checkStoredFields(h *BatchHeader) error {
 // stored segment checks (the cold tier's cache), never what a producer
 // sends.
 func ValidateStoredBatch(b []byte) (BatchHeader, error) {
-	h, err := ParseBatchHeader(b)
-	if err != nil {
-		return h, err
-	}
-	if int(h.Length) != len(b) {
-		return h, fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorruptBatch, h.Length, len(b))
-	}
-	if err := checkStoredFields(&h); err != nil {
-		return h, err
-	}
-	return h, checkCRC(&h, crc32.Checksum(b[offAttributes:], crcTable))
+	return validateBatch(b, checkStoredFields)
 }
 
 // ValidateStoredBatchParts is ValidateStoredBatch over parts back to back
 // (see ValidateBatchParts).
 func ValidateStoredBatchParts(parts [][]byte) (BatchHeader, error) {
-	var buf [BatchHeaderSize]byte
-	hdr, total := buf[:0], 0
-	for _, p := range parts {
-		if len(hdr) < BatchHeaderSize {
-			hdr = append(hdr, p[:min(len(p), BatchHeaderSize-len(hdr))]...)
-		}
-		total += len(p)
-	}
-	h, err := ParseBatchHeader(hdr)
-	if err != nil {
-		return h, err
-	}
-	if int(h.Length) != total {
-		return h, fmt.Errorf("%w: batch length field says %d bytes, got %d", ErrCorruptBatch, h.Length, total)
-	}
-	if err := checkStoredFields(&h); err != nil {
-		return h, err
-	}
-	var crc uint32
-	skip := offAttributes
-	for _, p := range parts {
-		n := min(skip, len(p))
-		skip -= n
-		crc = crc32.Update(crc, crcTable, p[n:])
-	}
-	return h, checkCRC(&h, crc)
+	return validateBatchParts(parts, checkStoredFields)
 }
 
 // segReader reads the batches of one sealed segment in order, through a
