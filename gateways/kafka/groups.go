@@ -233,18 +233,51 @@ func ptr[T any](v T) *T { return &v }
 // partitionFor is Kafka's choice of offsets partition for a group: the
 // Java hash code of the group id, made non-negative, modulo the partition
 // count.
-func (c *coordinator) partitionFor(group string) int32 {
-	var h int32
-	for _, r := range group {
-		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
-			r -= 0x10000
-			h = 31*h + int32(0xD800+(r>>10))
-			h = 31*h + int32(0xDC00+(r&0x3FF))
-			continue
-		}
-		h = 31*h + int32(r)
+func (c *coordinator) partitionFor(group string) int32 { return javaHashPartition(group, c.parts) }
+
+// internalRecord is a record of an internal topic with the base offset of
+// its batch.
+type internalRecord struct {
+	off int64
+	r   record
+}
+
+// readInternalChunk reads one fetch of an internal topic's partition p
+// from offset from: the records a coordinator wrote (uncompressed, not
+// control batches) and the offset after the last whole batch. The group
+// and transaction coordinators both catch up on their topics this way.
+func (g *Gateway) readInternalChunk(ctx context.Context, topic string, p int32, from int64) ([]internalRecord, int64, error) {
+	res, err := g.backend.Fetch(ctx, &ring.FetchRequest{
+		Partitions: []ring.FetchPartition{{Topic: topic, Partition: p, Offset: from, MaxBytes: 1 << 20}},
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s/%d at %d: %w", topic, p, from, err)
 	}
-	return int32(uint32(h)&0x7fffffff) % c.parts
+	pr := res.Partitions[0]
+	if pr.Err != nil {
+		res.Release()
+		return nil, 0, fmt.Errorf("reading %s/%d at %d: %w", topic, p, from, pr.Err)
+	}
+	data, err := pr.Records.ReadAll(nil)
+	res.Release()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s/%d at %d: %w", topic, p, from, err)
+	}
+	var recs []internalRecord
+	next, err := readBatches(data, func(b batchInfo, r record) error {
+		if b.compressed || b.control {
+			return nil // not written by a coordinator
+		}
+		recs = append(recs, internalRecord{b.baseOffset, r})
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s/%d at %d: %w", topic, p, from, err)
+	}
+	if next <= from {
+		return nil, 0, fmt.Errorf("%s/%d: no whole batch at offset %d", topic, p, from)
+	}
+	return recs, next, nil
 }
 
 // catchUp reads partition p of __consumer_offsets from where it was last
@@ -262,39 +295,13 @@ func (c *coordinator) catchUp(ctx context.Context, p int32) error {
 	}
 	from = max(from, info.LogStartOffset)
 	for from < info.HighWatermark {
-		res, err := c.g.backend.Fetch(ctx, &ring.FetchRequest{
-			Partitions: []ring.FetchPartition{{Topic: offsetsTopic, Partition: p, Offset: from, MaxBytes: 1 << 20}},
-		})
+		recs, next, err := c.g.readInternalChunk(ctx, offsetsTopic, p, from)
 		if err != nil {
-			return fmt.Errorf("reading %s/%d at %d: %w", offsetsTopic, p, from, err)
-		}
-		pr := res.Partitions[0]
-		if pr.Err != nil {
-			res.Release()
-			return fmt.Errorf("reading %s/%d at %d: %w", offsetsTopic, p, from, pr.Err)
-		}
-		data, err := pr.Records.ReadAll(nil)
-		res.Release()
-		if err != nil {
-			return fmt.Errorf("reading %s/%d at %d: %w", offsetsTopic, p, from, err)
-		}
-		var recs []record
-		next, err := readBatches(data, func(b batchInfo, r record) error {
-			if b.compressed || b.control {
-				return nil // not written by a coordinator
-			}
-			recs = append(recs, r)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s/%d at %d: %w", offsetsTopic, p, from, err)
-		}
-		if next <= from {
-			return fmt.Errorf("%s/%d: no whole batch at offset %d", offsetsTopic, p, from)
+			return err
 		}
 		c.mu.Lock()
 		for _, r := range recs {
-			c.applyLocked(r)
+			c.applyLocked(r.r)
 		}
 		c.mu.loadedTo[p] = next
 		c.mu.Unlock()

@@ -322,43 +322,13 @@ func (c *txnCoordinator) catchUp(ctx context.Context, p int32) error {
 	}
 	from = max(from, info.LogStartOffset)
 	for from < info.HighWatermark {
-		res, err := c.g.backend.Fetch(ctx, &ring.FetchRequest{
-			Partitions: []ring.FetchPartition{{Topic: txnStateTopic, Partition: p, Offset: from, MaxBytes: 1 << 20}},
-		})
+		recs, next, err := c.g.readInternalChunk(ctx, txnStateTopic, p, from)
 		if err != nil {
-			return fmt.Errorf("reading %s/%d at %d: %w", txnStateTopic, p, from, err)
-		}
-		pr := res.Partitions[0]
-		if pr.Err != nil {
-			res.Release()
-			return fmt.Errorf("reading %s/%d at %d: %w", txnStateTopic, p, from, pr.Err)
-		}
-		data, err := pr.Records.ReadAll(nil)
-		res.Release()
-		if err != nil {
-			return fmt.Errorf("reading %s/%d at %d: %w", txnStateTopic, p, from, err)
-		}
-		type rec struct {
-			off int64
-			r   record
-		}
-		var recs []rec
-		next, err := readBatches(data, func(b batchInfo, r record) error {
-			if b.compressed || b.control {
-				return nil // not written by a coordinator
-			}
-			recs = append(recs, rec{b.baseOffset, r}) // one record per batch: see write
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%s/%d at %d: %w", txnStateTopic, p, from, err)
-		}
-		if next <= from {
-			return fmt.Errorf("%s/%d: no whole batch at offset %d", txnStateTopic, p, from)
+			return err
 		}
 		c.mu.Lock()
 		for _, r := range recs {
-			if r.off >= from {
+			if r.off >= from { // one record per batch: see write
 				c.applyLocked(r.off, r.r)
 			}
 		}
