@@ -315,26 +315,11 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		return serve()
 	case *kmsg.HeartbeatRequest:
-		if !a.group(auth.OpRead, req.Group) {
-			r := req.ResponseKind().(*kmsg.HeartbeatResponse)
-			r.ErrorCode = codeGroup
-			return r, nil
-		}
-		return serve()
+		return gate(a.group(auth.OpRead, req.Group), req, codeGroup, serve)
 	case *kmsg.LeaveGroupRequest:
-		if !a.group(auth.OpRead, req.Group) {
-			r := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-			r.ErrorCode = codeGroup
-			return r, nil
-		}
-		return serve()
+		return gate(a.group(auth.OpRead, req.Group), req, codeGroup, serve)
 	case *kmsg.SyncGroupRequest:
-		if !a.group(auth.OpRead, req.Group) {
-			r := req.ResponseKind().(*kmsg.SyncGroupResponse)
-			r.ErrorCode = codeGroup
-			return r, nil
-		}
-		return serve()
+		return gate(a.group(auth.OpRead, req.Group), req, codeGroup, serve)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		if !a.group(auth.OpRead, req.Group) {
 			r := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -612,12 +597,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		return r, nil
 	case *kmsg.EndTxnRequest:
-		if !a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID) {
-			r := req.ResponseKind().(*kmsg.EndTxnResponse)
-			r.ErrorCode = codeTxn
-			return r, nil
-		}
-		return serve()
+		return gate(a.can(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID), req, codeTxn, serve)
 	case *kmsg.TxnOffsetCommitRequest:
 		code := int16(0)
 		switch {
@@ -762,33 +742,13 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		return resp, err
 
 	case *kmsg.DescribeLogDirsRequest:
-		if !a.cluster(auth.OpDescribe) {
-			r := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-			r.ErrorCode = codeCluster
-			return r, nil
-		}
-		return serve()
+		return gate(a.cluster(auth.OpDescribe), req, codeCluster, serve)
 	case *kmsg.AlterPartitionAssignmentsRequest:
-		if !a.cluster(auth.OpAlter) {
-			r := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-			r.ErrorCode = codeCluster
-			return r, nil
-		}
-		return serve()
+		return gate(a.cluster(auth.OpAlter), req, codeCluster, serve)
 	case *kmsg.ListPartitionReassignmentsRequest:
-		if !a.cluster(auth.OpDescribe) {
-			r := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-			r.ErrorCode = codeCluster
-			return r, nil
-		}
-		return serve()
+		return gate(a.cluster(auth.OpDescribe), req, codeCluster, serve)
 	case *kmsg.DescribeACLsRequest:
-		if !a.cluster(auth.OpDescribe) {
-			r := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-			r.ErrorCode = codeCluster
-			return r, nil
-		}
-		return serve()
+		return gate(a.cluster(auth.OpDescribe), req, codeCluster, serve)
 	case *kmsg.CreateACLsRequest:
 		if !a.cluster(auth.OpAlter) {
 			r := req.ResponseKind().(*kmsg.CreateACLsResponse)
@@ -812,12 +772,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		return serve()
 	case *kmsg.DescribeUserSCRAMCredentialsRequest:
-		if !a.cluster(auth.OpDescribe) {
-			r := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-			r.ErrorCode = codeCluster
-			return r, nil
-		}
-		return serve()
+		return gate(a.cluster(auth.OpDescribe), req, codeCluster, serve)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		if !a.cluster(auth.OpAlter) {
 			r := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
@@ -847,11 +802,34 @@ func (g *Gateway) unreviewed(rc *reqCtx, a authorizer, serve func() (kmsg.Respon
 		return serve()
 	}
 	resp := rc.req.ResponseKind()
-	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 && f.CanSet() {
-		f.SetInt(int64(codeCluster))
+	if setTopError(resp, codeCluster) {
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%s denied to %s: no authorization rule for this API", kmsg.NameForKey(rc.key), rc.s.principal())
+}
+
+// setTopError sets resp's top-level error code, reporting false when the
+// response has none.
+func setTopError(resp kmsg.Response, code int16) bool {
+	if f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 && f.CanSet() {
+		f.SetInt(int64(code))
+		return true
+	}
+	return false
+}
+
+// gate serves req when ok and otherwise answers it with code in the
+// response's top-level error code: the rule of every key whose denial is
+// just that one code.
+func gate(ok bool, req kmsg.Request, code int16, serve func() (kmsg.Response, error)) (kmsg.Response, error) {
+	if ok {
+		return serve()
+	}
+	resp := req.ResponseKind()
+	if !setTopError(resp, code) {
+		return nil, fmt.Errorf("%s denied: %T has no top-level error code", kmsg.NameForKey(req.Key()), resp)
+	}
+	return resp, nil
 }
 
 // config decides a config resource: topics by their name, the broker and
