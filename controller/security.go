@@ -411,18 +411,30 @@ func (c *Controller) DescribeScramUsers(_ context.Context, req DescribeScramRequ
 
 // AlterScramUsers upserts and deletes credentials through Raft.
 func (c *Controller) AlterScramUsers(ctx context.Context, req AlterScramRequest) (AlterScramResponse, error) {
-	if len(req.Upserts)+len(req.Deletions) == 0 {
-		return AlterScramResponse{Errors: []*Error{}}, nil
-	}
-	r, err := c.propose(ctx, &cmdSecurity{Op: secAlterUsers, Upserts: req.Upserts, Deletions: req.Deletions})
+	errs, err := c.proposeSecurity(ctx, len(req.Upserts)+len(req.Deletions),
+		&cmdSecurity{Op: secAlterUsers, Upserts: req.Upserts, Deletions: req.Deletions})
 	if err != nil {
 		return AlterScramResponse{}, err
 	}
-	resp := AlterScramResponse{Errors: make([]*Error, len(r.items))}
-	for i, e := range r.items {
-		resp.Errors[i] = toError(e)
+	return AlterScramResponse{Errors: errs}, nil
+}
+
+// proposeSecurity proposes cmd, which carries n items, and answers one
+// error (nil for success) per item in order; with no items there is
+// nothing to agree on, so nothing is proposed.
+func (c *Controller) proposeSecurity(ctx context.Context, n int, cmd *cmdSecurity) ([]*Error, error) {
+	if n == 0 {
+		return []*Error{}, nil
 	}
-	return resp, nil
+	r, err := c.propose(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	errs := make([]*Error, len(r.items))
+	for i, e := range r.items {
+		errs[i] = toError(e)
+	}
+	return errs, nil
 }
 
 // GetScramCredential returns one stored credential, for a gateway
@@ -434,18 +446,11 @@ func (c *Controller) GetScramCredential(_ context.Context, req GetScramRequest) 
 
 // CreateACLs adds ACLs through Raft.
 func (c *Controller) CreateACLs(ctx context.Context, req CreateACLsRequest) (CreateACLsResponse, error) {
-	if len(req.ACLs) == 0 {
-		return CreateACLsResponse{Errors: []*Error{}}, nil
-	}
-	r, err := c.propose(ctx, &cmdSecurity{Op: secCreateACLs, ACLs: req.ACLs})
+	errs, err := c.proposeSecurity(ctx, len(req.ACLs), &cmdSecurity{Op: secCreateACLs, ACLs: req.ACLs})
 	if err != nil {
 		return CreateACLsResponse{}, err
 	}
-	resp := CreateACLsResponse{Errors: make([]*Error, len(r.items))}
-	for i, e := range r.items {
-		resp.Errors[i] = toError(e)
-	}
-	return resp, nil
+	return CreateACLsResponse{Errors: errs}, nil
 }
 
 // DescribeACLs lists the ACLs the filter selects, sorted.
