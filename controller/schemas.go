@@ -582,17 +582,20 @@ func (s *schemaState) dropUnused(id int32) {
 	}
 }
 
+// clearSetting deletes subject's entry of a per-subject setting (the
+// compatibility levels or the modes); clearing the global entry always
+// succeeds, a subject's only when it has one, as in Confluent's API.
+func clearSetting(settings map[string]string, subject string, notFound int, what string) *SchemaWriteResponse {
+	if _, ok := settings[subject]; !ok && subject != "" {
+		return schemaFail(notFound, "Subject '%s' does not have subject-level %s configured", subject, what)
+	}
+	delete(settings, subject)
+	return &SchemaWriteResponse{}
+}
+
 func (s *schemaState) setConfig(req *SchemaWriteRequest) *SchemaWriteResponse {
 	if req.Level == "" {
-		if req.Subject == "" {
-			delete(s.config, "")
-			return &SchemaWriteResponse{}
-		}
-		if _, ok := s.config[req.Subject]; !ok {
-			return schemaFail(SchemaErrSubjectConfigNotFound, "Subject '%s' does not have subject-level compatibility configured", req.Subject)
-		}
-		delete(s.config, req.Subject)
-		return &SchemaWriteResponse{}
+		return clearSetting(s.config, req.Subject, SchemaErrSubjectConfigNotFound, "compatibility")
 	}
 	if !slices.Contains(CompatibilityLevels, req.Level) {
 		return schemaFail(SchemaErrInvalidCompatibility, "Invalid compatibility level. Valid values are none, backward, forward, full, backward_transitive, forward_transitive, and full_transitive")
@@ -604,15 +607,7 @@ func (s *schemaState) setConfig(req *SchemaWriteRequest) *SchemaWriteResponse {
 func (s *schemaState) setMode(req *SchemaWriteRequest) *SchemaWriteResponse {
 	switch req.Mode {
 	case "":
-		if req.Subject == "" {
-			delete(s.modes, "")
-			return &SchemaWriteResponse{}
-		}
-		if _, ok := s.modes[req.Subject]; !ok {
-			return schemaFail(SchemaErrSubjectModeNotFound, "Subject '%s' does not have subject-level mode configured", req.Subject)
-		}
-		delete(s.modes, req.Subject)
-		return &SchemaWriteResponse{}
+		return clearSetting(s.modes, req.Subject, SchemaErrSubjectModeNotFound, "mode")
 	case ModeReadWrite, ModeReadOnly:
 	case ModeImport:
 		// Imported ids must not clash with ids allocated here, hence
