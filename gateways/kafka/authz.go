@@ -144,15 +144,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 
 	case *kmsg.ListOffsetsRequest:
 		var denied []kmsg.ListOffsetsRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			if a.topic(auth.OpDescribe, t.Topic) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
-		req.Topics = kept
+		req.Topics, denied = split(req.Topics, func(t kmsg.ListOffsetsRequestTopic) bool { return a.topic(auth.OpDescribe, t.Topic) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.ListOffsetsResponse); ok && err == nil {
 			for _, t := range denied {
@@ -284,18 +276,10 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 			return serve()
 		}
 		var denied []string
-		kept := req.CoordinatorKeys[:0:0]
-		for _, k := range req.CoordinatorKeys {
-			if a.can(auth.OpDescribe, rt, k) {
-				kept = append(kept, k)
-			} else {
-				denied = append(denied, k)
-			}
-		}
-		req.CoordinatorKeys = kept
+		req.CoordinatorKeys, denied = split(req.CoordinatorKeys, func(k string) bool { return a.can(auth.OpDescribe, rt, k) })
 		var resp kmsg.Response = req.ResponseKind()
 		var err error
-		if len(kept) > 0 {
+		if len(req.CoordinatorKeys) > 0 {
 			resp, err = serve()
 		}
 		if r, ok := resp.(*kmsg.FindCoordinatorResponse); ok && err == nil {
@@ -337,15 +321,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 
 	case *kmsg.DescribeGroupsRequest:
 		var denied []string
-		kept := req.Groups[:0:0]
-		for _, gr := range req.Groups {
-			if a.group(auth.OpDescribe, gr) {
-				kept = append(kept, gr)
-			} else {
-				denied = append(denied, gr)
-			}
-		}
-		req.Groups = kept
+		req.Groups, denied = split(req.Groups, func(gr string) bool { return a.group(auth.OpDescribe, gr) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.DescribeGroupsResponse); ok && err == nil {
 			for _, gr := range denied {
@@ -357,15 +333,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		return resp, err
 	case *kmsg.ConsumerGroupDescribeRequest:
 		var denied []string
-		kept := req.Groups[:0:0]
-		for _, gr := range req.Groups {
-			if a.group(auth.OpDescribe, gr) {
-				kept = append(kept, gr)
-			} else {
-				denied = append(denied, gr)
-			}
-		}
-		req.Groups = kept
+		req.Groups, denied = split(req.Groups, func(gr string) bool { return a.group(auth.OpDescribe, gr) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.ConsumerGroupDescribeResponse); ok && err == nil {
 			for _, gr := range denied {
@@ -391,15 +359,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 
 	case *kmsg.DeleteGroupsRequest:
 		var denied []string
-		kept := req.Groups[:0:0]
-		for _, gr := range req.Groups {
-			if a.group(auth.OpDelete, gr) {
-				kept = append(kept, gr)
-			} else {
-				denied = append(denied, gr)
-			}
-		}
-		req.Groups = kept
+		req.Groups, denied = split(req.Groups, func(gr string) bool { return a.group(auth.OpDelete, gr) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.DeleteGroupsResponse); ok && err == nil {
 			for _, gr := range denied {
@@ -417,15 +377,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 			return r, nil
 		}
 		var denied []kmsg.OffsetDeleteRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			if a.topic(auth.OpRead, t.Topic) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
-		req.Topics = kept
+		req.Topics, denied = split(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool { return a.topic(auth.OpRead, t.Topic) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.OffsetDeleteResponse); ok && err == nil {
 			for _, t := range denied {
@@ -500,15 +452,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 
 	case *kmsg.DeleteRecordsRequest:
 		var denied []kmsg.DeleteRecordsRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			if a.topic(auth.OpDelete, t.Topic) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
-		req.Topics = kept
+		req.Topics, denied = split(req.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return a.topic(auth.OpDelete, t.Topic) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.DeleteRecordsResponse); ok && err == nil {
 			for _, t := range denied {
@@ -669,15 +613,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 			return r, nil
 		}
 		var denied []kmsg.OffsetForLeaderEpochRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			if a.topic(auth.OpDescribe, t.Topic) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
-		req.Topics = kept
+		req.Topics, denied = split(req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool { return a.topic(auth.OpDescribe, t.Topic) })
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.OffsetForLeaderEpochResponse); ok && err == nil {
 			for _, t := range denied {
@@ -806,6 +742,20 @@ func (g *Gateway) unreviewed(rc *reqCtx, a authorizer, serve func() (kmsg.Respon
 		return resp, nil
 	}
 	return nil, fmt.Errorf("%s denied to %s: no authorization rule for this API", kmsg.NameForKey(rc.key), rc.s.principal())
+}
+
+// split splits xs into those ok keeps and the rest, both in order. kept
+// is a new slice: xs is not written to.
+func split[T any](xs []T, ok func(T) bool) (kept, denied []T) {
+	kept = xs[:0:0]
+	for _, x := range xs {
+		if ok(x) {
+			kept = append(kept, x)
+		} else {
+			denied = append(denied, x)
+		}
+	}
+	return kept, denied
 }
 
 // setTopError sets resp's top-level error code, reporting false when the
