@@ -84,6 +84,13 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 	a := authorizer{g: g, rc: rc, z: g.opts.Auth.Authorizer}
 	serve := func() (kmsg.Response, error) { return apiKeys[rc.key].fn(g, ctx, rc) }
 	name := g.topicNames(ctx)
+	// topicOf is a topic's name whether the request gives it or its id.
+	topicOf := func(n string, id [16]byte) string {
+		if n == "" {
+			return name(id)
+		}
+		return n
+	}
 
 	switch req := rc.req.(type) {
 	case *kmsg.ApiVersionsRequest, *kmsg.SASLHandshakeRequest, *kmsg.SASLAuthenticateRequest, *kmsg.DescribeClusterRequest:
@@ -97,19 +104,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 			}
 			return resp, nil
 		}
-		var denied []kmsg.ProduceRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			n := t.Topic
-			if n == "" {
-				n = name(t.TopicID)
-			}
-			if a.topic(auth.OpWrite, n) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
+		kept, denied := split(req.Topics, func(t kmsg.ProduceRequestTopic) bool { return a.topic(auth.OpWrite, topicOf(t.Topic, t.TopicID)) })
 		req.Topics = kept
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.ProduceResponse); ok && err == nil {
@@ -123,19 +118,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		if req.ReplicaID >= 0 && !a.cluster(auth.OpClusterAction) {
 			return fetchDenied(req, req.Topics, codeCluster), nil
 		}
-		var denied []kmsg.FetchRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			n := t.Topic
-			if n == "" {
-				n = name(t.TopicID)
-			}
-			if a.topic(auth.OpRead, n) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
+		kept, denied := split(req.Topics, func(t kmsg.FetchRequestTopic) bool { return a.topic(auth.OpRead, topicOf(t.Topic, t.TopicID)) })
 		if len(denied) > 0 && len(kept) == 0 && req.SessionEpoch <= 0 {
 			return fetchDenied(req, denied, codeTopic), nil
 		}
@@ -210,19 +193,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 			}
 			return r, nil
 		}
-		var denied []kmsg.OffsetCommitRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			n := t.Topic
-			if n == "" {
-				n = name(t.TopicID)
-			}
-			if a.topic(auth.OpRead, n) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
+		kept, denied := split(req.Topics, func(t kmsg.OffsetCommitRequestTopic) bool { return a.topic(auth.OpRead, topicOf(t.Topic, t.TopicID)) })
 		req.Topics = kept
 		resp, err := serve()
 		if r, ok := resp.(*kmsg.OffsetCommitResponse); ok && err == nil {
