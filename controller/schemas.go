@@ -716,20 +716,8 @@ func (c *Client) SchemaWrite(ctx context.Context, req SchemaWriteRequest) (resp 
 
 // schemaRoutes adds the registry paths to the client API.
 func (c *Controller) schemaRoutes(route func(string, bool, func(context.Context, []byte) (any, error)), decode func([]byte, any) error) {
-	route(pathSchemaWrite, false, func(ctx context.Context, b []byte) (any, error) {
-		var req SchemaWriteRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.SchemaWrite(ctx, req)
-	})
-	route(pathSchemaRead, true, func(ctx context.Context, b []byte) (any, error) {
-		var req SchemaReadRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.SchemaRead(ctx, req)
-	})
+	route(pathSchemaWrite, false, decoded(decode, c.SchemaWrite))
+	route(pathSchemaRead, true, decoded(decode, c.SchemaRead))
 }
 
 // Snapshots.

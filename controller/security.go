@@ -496,51 +496,12 @@ const (
 
 // securityRoutes mounts the security API on the client API's mux.
 func (c *Controller) securityRoutes(route func(string, bool, func(context.Context, []byte) (any, error)), decode func([]byte, any) error) {
-	handle := func(path string, read bool, fn func(ctx context.Context, b []byte) (any, error)) {
-		route(path, read, fn)
-	}
-	handle(pathScramDescribe, true, func(ctx context.Context, b []byte) (any, error) {
-		var req DescribeScramRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.DescribeScramUsers(ctx, req)
-	})
-	handle(pathScramAlter, false, func(ctx context.Context, b []byte) (any, error) {
-		var req AlterScramRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.AlterScramUsers(ctx, req)
-	})
-	handle(pathScramGet, true, func(ctx context.Context, b []byte) (any, error) {
-		var req GetScramRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.GetScramCredential(ctx, req)
-	})
-	handle(pathACLsCreate, false, func(ctx context.Context, b []byte) (any, error) {
-		var req CreateACLsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.CreateACLs(ctx, req)
-	})
-	handle(pathACLsDescribe, true, func(ctx context.Context, b []byte) (any, error) {
-		var req DescribeACLsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.DescribeACLs(ctx, req)
-	})
-	handle(pathACLsDelete, false, func(ctx context.Context, b []byte) (any, error) {
-		var req DeleteACLsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return c.DeleteACLs(ctx, req)
-	})
+	route(pathScramDescribe, true, decoded(decode, c.DescribeScramUsers))
+	route(pathScramAlter, false, decoded(decode, c.AlterScramUsers))
+	route(pathScramGet, true, decoded(decode, c.GetScramCredential))
+	route(pathACLsCreate, false, decoded(decode, c.CreateACLs))
+	route(pathACLsDescribe, true, decoded(decode, c.DescribeACLs))
+	route(pathACLsDelete, false, decoded(decode, c.DeleteACLs))
 }
 
 // DescribeScramUsers describes users' credentials.

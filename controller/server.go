@@ -86,62 +86,14 @@ func (c *Controller) handler() http.Handler {
 		}
 		return nil
 	}
-	route(pathCreateTopics, false, func(ctx context.Context, b []byte) (any, error) {
-		var req CreateTopicsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.CreateTopics(ctx, req)
-	})
-	route(pathDeleteTopics, false, func(ctx context.Context, b []byte) (any, error) {
-		var req DeleteTopicsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.DeleteTopics(ctx, req)
-	})
-	route(pathCreatePartitions, false, func(ctx context.Context, b []byte) (any, error) {
-		var req CreatePartitionsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.CreatePartitions(ctx, req)
-	})
-	route(pathAlterConfigs, false, func(ctx context.Context, b []byte) (any, error) {
-		var req AlterConfigsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.AlterConfigs(ctx, req)
-	})
-	route(pathDescribeConfigs, true, func(ctx context.Context, b []byte) (any, error) {
-		var req DescribeConfigsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.DescribeConfigs(ctx, req)
-	})
-	route(pathMetadata, true, func(ctx context.Context, b []byte) (any, error) {
-		var req MetadataRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.Metadata(ctx, req)
-	})
-	route(pathRegisterNode, false, func(ctx context.Context, b []byte) (any, error) {
-		var req RegisterNodeRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.RegisterNode(ctx, req)
-	})
-	route(pathHeartbeat, false, func(ctx context.Context, b []byte) (any, error) {
-		var req HeartbeatRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.Heartbeat(ctx, req)
-	})
+	route(pathCreateTopics, false, decoded(decode, api.CreateTopics))
+	route(pathDeleteTopics, false, decoded(decode, api.DeleteTopics))
+	route(pathCreatePartitions, false, decoded(decode, api.CreatePartitions))
+	route(pathAlterConfigs, false, decoded(decode, api.AlterConfigs))
+	route(pathDescribeConfigs, true, decoded(decode, api.DescribeConfigs))
+	route(pathMetadata, true, decoded(decode, api.Metadata))
+	route(pathRegisterNode, false, decoded(decode, api.RegisterNode))
+	route(pathHeartbeat, false, decoded(decode, api.Heartbeat))
 	route(pathNodes, true, func(ctx context.Context, b []byte) (any, error) {
 		if err := decode(b, &struct{}{}); err != nil {
 			return nil, err
@@ -168,40 +120,28 @@ func (c *Controller) handler() http.Handler {
 		}
 		return struct{}{}, api.RemoveVoter(ctx, req)
 	})
-	route(pathAlterPartition, false, func(ctx context.Context, b []byte) (any, error) {
-		var req AlterPartitionRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.AlterPartition(ctx, req)
-	})
-	route(pathReassign, false, func(ctx context.Context, b []byte) (any, error) {
-		var req ReassignRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.AlterPartitionReassignments(ctx, req)
-	})
-	route(pathListReassign, true, func(ctx context.Context, b []byte) (any, error) {
-		var req ListReassignmentsRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.ListPartitionReassignments(ctx, req)
-	})
-	route(pathDrainStore, false, func(ctx context.Context, b []byte) (any, error) {
-		var req DrainRequest
-		if err := decode(b, &req); err != nil {
-			return nil, err
-		}
-		return api.DrainStore(ctx, req)
-	})
+	route(pathAlterPartition, false, decoded(decode, api.AlterPartition))
+	route(pathReassign, false, decoded(decode, api.AlterPartitionReassignments))
+	route(pathListReassign, true, decoded(decode, api.ListPartitionReassignments))
+	route(pathDrainStore, false, decoded(decode, api.DrainStore))
 	c.schemaRoutes(route, decode)
 	c.securityRoutes(route, decode)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no client API at %s", ErrInvalidRequest, r.URL.Path))
 	})
 	return m
+}
+
+// decoded adapts an API method to a route's handler: it decodes the body
+// into the method's request type, so each route is one line.
+func decoded[Req, Resp any](decode func([]byte, any) error, fn func(context.Context, Req) (Resp, error)) func(context.Context, []byte) (any, error) {
+	return func(ctx context.Context, b []byte) (any, error) {
+		var req Req
+		if err := decode(b, &req); err != nil {
+			return nil, err
+		}
+		return fn(ctx, req)
+	}
 }
 
 // statusFor picks the HTTP status of an error answer. Clients go by the
