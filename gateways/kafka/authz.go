@@ -521,19 +521,9 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		case !a.group(auth.OpRead, req.Group):
 			code = codeGroup
 		}
-		var denied []kmsg.TxnOffsetCommitRequestTopic
-		kept := req.Topics[:0:0]
-		for _, t := range req.Topics {
-			n := t.Topic
-			if n == "" {
-				n = name(t.TopicID)
-			}
-			if code == 0 && a.topic(auth.OpRead, n) {
-				kept = append(kept, t)
-			} else {
-				denied = append(denied, t)
-			}
-		}
+		kept, denied := split(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool {
+			return code == 0 && a.topic(auth.OpRead, topicOf(t.Topic, t.TopicID))
+		})
 		var resp kmsg.Response = req.ResponseKind()
 		var err error
 		if code == 0 {
