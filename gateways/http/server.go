@@ -14,9 +14,9 @@ import (
 )
 
 var (
-	// ErrBadPrefix is returned by Mount for a prefix that is not an
-	// absolute path without a trailing slash.
-	ErrBadPrefix = errors.New("mount prefix must start with / and not end with /")
+	// ErrBadPrefix is returned by Mount for a prefix that is not "/" or
+	// an absolute path without a trailing slash.
+	ErrBadPrefix = errors.New("mount prefix must be / or start with / and not end with /")
 	// ErrMounted is returned by Mount for a prefix already taken.
 	ErrMounted = errors.New("prefix already mounted")
 
@@ -60,8 +60,12 @@ func NewServer(opts Options) *Server {
 // the prefix removed ("/segments" for /v1/tier/segments, "/" for the
 // prefix itself), so an API can be mounted anywhere. The longest matching
 // prefix wins, so one API may be mounted inside another's space.
+//
+// "/" is the root mount (the console): its handler sees whole paths and
+// gets every request that no other prefix claims.
 func (s *Server) Mount(prefix string, h http.Handler) error {
-	if !strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, " {}") {
+	root := prefix == "/"
+	if !root && (!strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") || strings.ContainsAny(prefix, " {}")) {
 		return fmt.Errorf("%w: %q", ErrBadPrefix, prefix)
 	}
 	s.mu.Lock()
@@ -70,6 +74,10 @@ func (s *Server) Mount(prefix string, h http.Handler) error {
 		return fmt.Errorf("%w: %s", ErrMounted, prefix)
 	}
 	s.mu.prefixes[prefix] = true
+	if root {
+		s.mux.Handle("/", h)
+		return nil
+	}
 	sh := stripPrefix(prefix, h)
 	s.mux.Handle(prefix, sh)
 	s.mux.Handle(prefix+"/", sh)

@@ -60,9 +60,35 @@ func TestMountRefusesBadAndTakenPrefixes(t *testing.T) {
 	if err := s.Mount("/a", echo("again")); !errors.Is(err, ErrMounted) {
 		t.Errorf("mount /a twice: %v, want ErrMounted", err)
 	}
-	for _, p := range []string{"", "a", "/a/", "/", "/{x}"} {
+	for _, p := range []string{"", "a", "/a/", "//", "/{x}"} {
 		if err := s.Mount(p, echo(p)); !errors.Is(err, ErrBadPrefix) {
 			t.Errorf("mount %q: %v, want ErrBadPrefix", p, err)
+		}
+	}
+}
+
+// The console mounts at "/": it sees whole paths and gets only what no
+// other prefix claims.
+func TestMountAtRootGetsTheRest(t *testing.T) {
+	s := NewServer(Options{})
+	for _, p := range []string{"/", "/api"} {
+		if err := s.Mount(p, echo(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Mount("/", echo("again")); !errors.Is(err, ErrMounted) {
+		t.Errorf("mount / twice: %v, want ErrMounted", err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"/", "/ /"},
+		{"/topics/orders", "/ /topics/orders"},
+		{"/apix", "/ /apix"},
+		{"/api/topics", "/api /topics"},
+		{"/api", "/api /"},
+	} {
+		code, body := get(t, s.Handler(), tc.path)
+		if code != http.StatusOK || body != tc.want {
+			t.Errorf("GET %s: %d %q, want %q", tc.path, code, body, tc.want)
 		}
 	}
 }
