@@ -50,7 +50,7 @@ func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.
 		rc.closeAfter = true
 		log.Warn("sasl: authentication failed", "mechanism", a.mechanism, "client", rc.s.clientHost(), "err", err)
 		g.audit(rc, "authenticate", "", "", err)
-		if d := g.authFails.fail(g.now(), rc.s.clientHost()); d > 0 {
+		if d := g.authFails.Fail(g.now(), rc.s.clientHost()); d > 0 {
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
 	"github.com/aerostream/aerostream/logstore/ring"
 )
@@ -134,8 +135,8 @@ type Gateway struct {
 	pids     *producerIDs
 	metrics  *requestMetrics
 
-	auditLimit auditLimiter
-	authFails  authFailures
+	auditLimit auth.AuditLimiter
+	authFails  auth.FailureDelay
 }
 
 // New builds a Gateway. Serve runs it.

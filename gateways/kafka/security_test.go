@@ -493,59 +493,6 @@ func TestAuthorization(t *testing.T) {
 	}
 }
 
-// TestAuthFailuresSlowDown: past a few failures from one address, each
-// failure's answer waits longer, up to a bound; the window resets.
-func TestAuthFailuresSlowDown(t *testing.T) {
-	var f authFailures
-	now := time.Unix(1_700_000_000, 0)
-	var got []time.Duration
-	for range authFailFree + 3 {
-		got = append(got, f.fail(now, "10.0.0.1"))
-	}
-	want := []time.Duration{0, 0, 0, authFailDelay, 2 * authFailDelay, 3 * authFailDelay}
-	if !slices.Equal(got, want) {
-		t.Errorf("delays %v, want %v", got, want)
-	}
-	if d := f.fail(now, "10.0.0.2"); d != 0 {
-		t.Errorf("another address waits %v", d)
-	}
-	for range 100 {
-		f.fail(now, "10.0.0.1")
-	}
-	if d := f.fail(now, "10.0.0.1"); d != authFailMaxDelay {
-		t.Errorf("after many failures: %v, want the bound %v", d, authFailMaxDelay)
-	}
-	if d := f.fail(now.Add(authFailWindow), "10.0.0.1"); d != 0 {
-		t.Errorf("a new window still waits %v", d)
-	}
-}
-
-// TestAuditIsRateLimited: a principal hammering a denied operation gets
-// auditBurst lines a window, and the next window's first line counts the
-// ones suppressed.
-func TestAuditIsRateLimited(t *testing.T) {
-	var l auditLimiter
-	now := time.Unix(1_700_000_000, 0)
-	n := 0
-	for range auditBurst + 5 {
-		if ok, _ := l.allow(now, "User:x|h"); ok {
-			n++
-		}
-	}
-	if n != auditBurst {
-		t.Errorf("%d lines in a window, want %d", n, auditBurst)
-	}
-	if ok, _ := l.allow(now, "User:y|h"); !ok {
-		t.Error("another principal is suppressed")
-	}
-	if ok, dropped := l.allow(now.Add(auditWindow), "User:x|h"); !ok || dropped != 5 {
-		t.Errorf("next window: ok=%v suppressed=%d, want true and 5", ok, dropped)
-	}
-	if _, dropped := l.allow(now.Add(auditWindow), "User:x|h"); dropped != 0 {
-		t.Errorf("suppressed counted twice: %d", dropped)
-	}
-}
-
 // TestTransactionACLs: the transaction keys need WRITE on the
 // transactional id (and READ on the group for offsets); a denied
 // AddPartitionsToTxn adds nothing.
