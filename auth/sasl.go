@@ -55,20 +55,32 @@ func (p *plainServer) Step(ctx context.Context, msg []byte) ([]byte, bool, error
 	if authz != "" && authz != user {
 		return nil, false, fmt.Errorf("%w: authorization id %q differs from the user %q", ErrAuthentication, authz, user)
 	}
+	if _, err := VerifyPassword(ctx, p.lookup, user, pass); err != nil {
+		return nil, false, err
+	}
+	p.user = user
+	return nil, true, nil
+}
+
+// VerifyPassword checks a user's password against the user's SCRAM
+// credential (SHA-256 first, else SHA-512), so that PLAIN and HTTP basic
+// authentication need no store of their own and no password is kept. It
+// returns the credential it checked, whose StoredKey changes when the
+// password does.
+func VerifyPassword(ctx context.Context, lookup CredentialLookup, user, pass string) (ScramCredential, error) {
 	for _, m := range []string{ScramSHA256, ScramSHA512} {
-		cred, ok, err := p.lookup(ctx, user, m)
+		cred, ok, err := lookup(ctx, user, m)
 		if err != nil {
-			return nil, false, err
+			return ScramCredential{}, err
 		}
 		if ok {
 			if !cred.VerifyPassword(m, pass) {
 				break
 			}
-			p.user = user
-			return nil, true, nil
+			return cred, nil
 		}
 	}
-	return nil, false, fmt.Errorf("%w: invalid credentials for user %q", ErrAuthentication, user)
+	return ScramCredential{}, fmt.Errorf("%w: invalid credentials for user %q", ErrAuthentication, user)
 }
 
 // ParsePlain splits a PLAIN message into its three fields.

@@ -102,3 +102,33 @@ func writePEM(path, typ string, der []byte) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// IssueClient writes a client certificate for common name cn, signed by
+// the CA, as <cn>.pem and <cn>-key.pem, and returns their paths.
+func (p *PKI) IssueClient(cn string, serial int64) (certFile, keyFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(p.Dir, cn+".pem"), filepath.Join(p.Dir, cn+"-key.pem")
+	if err := writePEM(keyFile, "EC PRIVATE KEY", kder); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, writePEM(certFile, "CERTIFICATE", der)
+}

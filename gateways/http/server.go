@@ -34,13 +34,18 @@ var (
 // Options configure a Server.
 type Options struct {
 	Logger *slog.Logger
+	// Guard authenticates every request before the mux sees it (auth.go);
+	// nil lets every request through as User:ANONYMOUS.
+	Guard *Guard
 }
 
 // Server is the HTTP listener that every HTTP API of a node is mounted on.
 type Server struct {
 	logger *slog.Logger
 	mux    *http.ServeMux
-	mu     struct {
+	// handler is mux behind the Guard, if any.
+	handler http.Handler
+	mu      struct {
 		sync.Mutex
 		prefixes map[string]bool
 	}
@@ -51,6 +56,10 @@ func NewServer(opts Options) *Server {
 	s := &Server{logger: opts.Logger, mux: http.NewServeMux()}
 	if s.logger == nil {
 		s.logger = slog.Default()
+	}
+	s.handler = s.mux
+	if opts.Guard != nil {
+		s.handler = opts.Guard.Authenticate(s.mux)
 	}
 	s.mu.prefixes = map[string]bool{}
 	return s
@@ -86,14 +95,14 @@ func (s *Server) Mount(prefix string, h http.Handler) error {
 
 // Handler is the server's handler, for tests and for serving it on a
 // listener of one's own.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve answers on ln until ctx ends, then stops gracefully: it closes ln,
 // lets requests in flight finish for a few seconds and returns nil. It
 // returns an error only when serving fails on its own, which a daemon must
 // treat as the death of the part.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	return ServeHandler(ctx, ln, s.mux, s.logger)
+	return ServeHandler(ctx, ln, s.handler, s.logger)
 }
 
 // ServeHandler answers h on ln until ctx ends, stopping as Server.Serve
