@@ -25,40 +25,7 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		res, err := awaitGroup(ctx, g, id, false, func(gr *group, reply chan<- error) {
-			if (gr.cg != nil && len(gr.cg.Members) > 0) || (gr.sg != nil && len(gr.sg.members) > 0) {
-				reply <- kerr.NonEmptyGroup
-				return
-			}
-			switch gr.state {
-			case groupDead:
-				reply <- kerr.GroupIDNotFound
-			case groupEmpty:
-				if err := gr.deleteOffsets(func(tp) bool { return true }); err != nil {
-					reply <- err
-					return
-				}
-				if gr.protocolType != "" {
-					if err := gr.c.tombstoneGroup(gr.c.ctx, gr.id); err != nil {
-						reply <- err
-						return
-					}
-				}
-				if gr.cg != nil {
-					gr.cg = nil
-					gr.storeConsumer() // its tombstone
-				}
-				if gr.isShare() {
-					if err := gr.c.g.shares.deleteGroup(gr.c.ctx, gr.id); err != nil {
-						reply <- err
-						return
-					}
-					gr.sg = nil
-				}
-				gr.state = groupDead
-				reply <- nil
-			default:
-				reply <- kerr.NonEmptyGroup
-			}
+			reply <- gr.deleteIfEmpty()
 		})
 		if groupGone(err) {
 			err = kerr.GroupIDNotFound
@@ -73,4 +40,39 @@ func (g *Gateway) handleDeleteGroups(ctx context.Context, rc *reqCtx) (kmsg.Resp
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// deleteIfEmpty deletes a group that has no members, on its goroutine:
+// DeleteGroups and the admin API both delete through it.
+func (gr *group) deleteIfEmpty() error {
+	if (gr.cg != nil && len(gr.cg.Members) > 0) || (gr.sg != nil && len(gr.sg.members) > 0) {
+		return kerr.NonEmptyGroup
+	}
+	switch gr.state {
+	case groupDead:
+		return kerr.GroupIDNotFound
+	case groupEmpty:
+	default:
+		return kerr.NonEmptyGroup
+	}
+	if err := gr.deleteOffsets(func(tp) bool { return true }); err != nil {
+		return err
+	}
+	if gr.protocolType != "" {
+		if err := gr.c.tombstoneGroup(gr.c.ctx, gr.id); err != nil {
+			return err
+		}
+	}
+	if gr.cg != nil {
+		gr.cg = nil
+		gr.storeConsumer() // its tombstone
+	}
+	if gr.isShare() {
+		if err := gr.c.g.shares.deleteGroup(gr.c.ctx, gr.id); err != nil {
+			return err
+		}
+		gr.sg = nil
+	}
+	gr.state = groupDead
+	return nil
 }
