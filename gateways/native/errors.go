@@ -20,9 +20,15 @@ var (
 	ErrUnsupportedVersion = errors.New("unsupported native protocol version")
 	// ErrUnknownOpcode: a request opcode this revision does not define.
 	ErrUnknownOpcode = errors.New("unknown opcode")
-	// ErrAuthUnsupported: the handshake names an authentication mechanism;
-	// none is built yet.
+	// ErrAuthUnsupported: the handshake names an authentication mechanism
+	// the listener does not offer.
 	ErrAuthUnsupported = errors.New("authentication mechanism not supported")
+	// ErrSASLState: a request out of the SASL exchange's order (before
+	// authentication on a SASL listener, or a SaslAuthenticate without a
+	// mechanism).
+	ErrSASLState = errors.New("illegal SASL state")
+	// ErrSASLFailed: the client did not prove who it is.
+	ErrSASLFailed = errors.New("SASL authentication failed")
 	// ErrInternalTopic: clients may read internal topics but not write or
 	// delete them.
 	ErrInternalTopic = errors.New("internal topic")
@@ -41,6 +47,8 @@ var errorTable = kcode.Table([]kcode.Row{
 	{Err: ErrUnsupportedVersion, Code: kerr.UnsupportedVersion},
 	{Err: ErrUnknownOpcode, Code: kerr.InvalidRequest},
 	{Err: ErrAuthUnsupported, Code: kerr.UnsupportedSaslMechanism},
+	{Err: ErrSASLState, Code: kerr.IllegalSaslState},
+	{Err: ErrSASLFailed, Code: kerr.SaslAuthenticationFailed},
 	{Err: ErrInternalTopic, Code: kerr.InvalidTopicException},
 	{Err: ErrBadRequest, Code: kerr.InvalidRequest},
 }...)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
 	"github.com/aerostream/aerostream/gateways/native/wire"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -79,6 +80,8 @@ type Options struct {
 	// StallTimeout closes a connection one of whose subscriptions has had
 	// no credit for this long; default 2 minutes.
 	StallTimeout time.Duration
+	// Auth makes the listener a SASL one (sasl.go).
+	Auth AuthOptions
 }
 
 // Gateway serves the native protocol.
@@ -88,6 +91,9 @@ type Gateway struct {
 	srv    *gateways.Server
 	bufs   sync.Pool // *[]byte response buffers
 	groups groups
+
+	auditLimit auth.AuditLimiter
+	authFails  auth.FailureDelay
 }
 
 // New checks opts and returns a Gateway.
@@ -139,6 +145,7 @@ type session struct {
 	g      *Gateway
 	conn   *gateways.Conn
 	hello  bool
+	sasl   connSASL
 	op     wire.Opcode
 	bad    error // a header that cannot be served: answered, then closed
 	rbuf   []byte
@@ -238,6 +245,9 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 		resp.CloseAfter()
 		return resp, fmt.Errorf("%w: %v before Handshake", gateways.ErrMalformedFrame, s.op)
 	}
+	if resp, err := s.checkSASL(corr); resp != nil {
+		return resp, err
+	}
 	var (
 		resp *gateways.Response
 		err  error
@@ -245,6 +255,8 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 	switch s.op {
 	case wire.OpHandshake:
 		resp, err = s.handshake(corr, &r)
+	case wire.OpSaslAuthenticate:
+		resp, err = s.saslAuthenticate(ctx, corr, &r)
 	case wire.OpLookup:
 		resp, err = s.lookup(ctx, corr, &r)
 	case wire.OpProduce:

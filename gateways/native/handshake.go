@@ -9,9 +9,10 @@ import (
 
 // Handshake (0x01): the first request of a connection. It agrees the
 // protocol revision (1) and the feature bits both sides have, tells the
-// client the largest frame the gateway reads, and is where authentication
-// goes (AuthMechanism/Auth): no mechanism is built yet, so a handshake
-// that names one is refused with UNSUPPORTED_SASL_MECHANISM.
+// client the largest frame the gateway reads, and names the SASL mechanism
+// the client authenticates with next on a SASL listener (sasl.go); a
+// mechanism not offered, or one named on a listener without SASL, is
+// refused with UNSUPPORTED_SASL_MECHANISM.
 
 // serverFeatures are the feature bits this gateway has.
 const serverFeatures = wire.FeatureIdempotence | wire.FeatureZeroCopyFetch | wire.FeatureLongPoll | wire.FeaturePush | wire.FeatureFetchCommit
@@ -30,8 +31,7 @@ func (s *session) handshake(corr uint32, r *wire.Reader) (*gateways.Response, er
 		resp.CloseAfter()
 		return resp, fmt.Errorf("%w: %v", gateways.ErrMalformedFrame, err)
 	}
-	if m.AuthMechanism != "" {
-		err := fmt.Errorf("%w: %q", ErrAuthUnsupported, m.AuthMechanism)
+	if err := s.handshakeMechanism(&m); err != nil { // sasl.go
 		resp := s.fail(wire.OpHandshake, corr, err, -1)
 		resp.CloseAfter()
 		return resp, nil

@@ -180,6 +180,12 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // newEnv opens a store in a temp dir and serves a native gateway on it.
 func newEnv(t *testing.T, tweak ...func(*native.Options)) *env {
 	t.Helper()
+	return newEnvOn(t, nil, tweak...)
+}
+
+// newEnvOn is newEnv with the listener wrapped by wrap (TLS) when not nil.
+func newEnvOn(t *testing.T, wrap func(net.Listener) net.Listener, tweak ...func(*native.Options)) *env {
+	t.Helper()
 	dir := t.TempDir()
 	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet()})
 	if err != nil {
@@ -204,9 +210,13 @@ func newEnv(t *testing.T, tweak ...func(*native.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- gw.Serve(ctx, ln) }()
+	go func() { done <- gw.Serve(ctx, served) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done

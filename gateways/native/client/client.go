@@ -2,11 +2,15 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -21,6 +25,12 @@ type Options struct {
 	// MaxFrameBytes bounds a response frame the client reads; default
 	// wire.DefaultMaxFrameBytes plus room for the head.
 	MaxFrameBytes int
+	// TLS, when set, runs every connection over TLS (an SSL:// or
+	// SASL_SSL:// listener).
+	TLS *tls.Config
+	// SASL authenticates every connection with a franz-go SASL mechanism
+	// (sasl/scram, sasl/plain), as a Kafka client would; nil for none.
+	SASL sasl.Mechanism
 }
 
 // Client is a connection to a native gateway: the admin calls, topic
@@ -69,21 +79,59 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 
 func dialHandshake(ctx context.Context, addr string, opts Options) (*conn, wire.HandshakeResponse, error) {
 	var hs wire.HandshakeResponse
-	c, err := dialConn(ctx, addr, opts.MaxFrameBytes)
+	c, err := dialConn(ctx, addr, opts.MaxFrameBytes, opts.TLS)
 	if err != nil {
 		return nil, hs, err
 	}
 	req := wire.Handshake{Version: uint16(wire.Version), Features: wire.FeatureIdempotence | wire.FeatureLongPoll | wire.FeatureZeroCopyFetch | wire.FeatureFetchCommit,
 		MaxFrameBytes: uint32(opts.MaxFrameBytes), ClientID: opts.ClientID}
+	if opts.SASL != nil {
+		req.AuthMechanism = opts.SASL.Name()
+	}
 	r, err := c.roundTrip(ctx, wire.OpHandshake, req.Append)
 	if err == nil {
 		err = hs.Decode(&r)
+	}
+	if err == nil && opts.SASL != nil {
+		err = authenticate(ctx, c, addr, opts.SASL)
 	}
 	if err != nil {
 		_ = c.close()
 		return nil, hs, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	return c, hs, nil
+}
+
+// authenticate runs a SASL exchange after the handshake: the mechanism's
+// messages go in SaslAuthenticate frames until its session is done.
+func authenticate(ctx context.Context, c *conn, addr string, m sasl.Mechanism) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	sess, msg, err := m.Authenticate(ctx, host)
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.Name(), err)
+	}
+	for {
+		req := wire.SaslAuthenticate{Auth: msg}
+		r, err := c.roundTrip(ctx, wire.OpSaslAuthenticate, req.Append)
+		if err != nil {
+			return fmt.Errorf("%s authentication: %w", m.Name(), err)
+		}
+		var resp wire.SaslAuthenticateResponse
+		if err := resp.Decode(&r); err != nil {
+			return err
+		}
+		done, next, err := sess.Challenge(resp.Auth)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Name(), err)
+		}
+		if done {
+			return nil
+		}
+		msg = next
+	}
 }
 
 // ClusterID is the cluster's id, from the handshake.

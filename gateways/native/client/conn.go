@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,14 +42,28 @@ type frame struct {
 	payload []byte
 }
 
-func dialConn(ctx context.Context, addr string, maxRead int) (*conn, error) {
+func dialConn(ctx context.Context, addr string, maxRead int, tc *tls.Config) (*conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
+	if tcp, ok := nc.(*net.TCPConn); ok {
+		_ = tcp.SetNoDelay(true)
+	}
+	if tc != nil {
+		tc = tc.Clone()
+		if tc.ServerName == "" {
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				tc.ServerName = host
+			}
+		}
+		tlsConn := tls.Client(nc, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("%w: %s: TLS: %v", ErrUnreachable, addr, err)
+		}
+		nc = tlsConn
 	}
 	c := &conn{nc: nc, maxRead: maxRead, done: make(chan struct{}), closing: make(chan struct{})}
 	c.mu.pending = map[uint32]chan frame{}

@@ -21,6 +21,12 @@
 // (CommitOnNextPoll); Client.DescribeGroup, ListGroups and Lag ask the
 // gateway about groups.
 //
-// The package imports only the codec (gateways/native/wire), never server
-// code, so applications can import it alone.
+// Options.TLS and Options.SASL secure a connection as a Kafka client's
+// security.protocol and sasl.mechanism do; SASL mechanisms are franz-go's
+// (pkg/sasl/scram, pkg/sasl/plain), the ones Kafka clients in Go already
+// hold.
+//
+// The package imports only the codec (gateways/native/wire) and franz-go's
+// SASL mechanisms, never server code, so applications can import it
+// alone.
 package client

@@ -31,6 +31,7 @@ func FuzzDecode(f *testing.F) {
 	seed(OpProduceMany, &ProduceMany{Acks: 1, Partitions: []ManyPart{{Partition: 1, Records: []byte{1}}, {Partition: 2}}})
 	seed(OpDescribeGroup, &GroupName{Group: "g"})
 	seed(OpGroupLag, &GroupLag{Group: "g"})
+	seed(OpSaslAuthenticate, &SaslAuthenticate{Auth: []byte("n,,n=alice,r=abc")})
 	seed(OpFetch, &Fetch{Partitions: []FetchPartition{{Partition: 2}}, Commit: &FetchCommit{Group: "g", Offsets: []TopicOffset{{Partition: 1, Offset: 3}}}})
 	var bb BatchBuilder
 	bb.Add(1, []byte("k"), []byte("v"), nil)
@@ -45,6 +46,8 @@ func FuzzDecode(f *testing.F) {
 			switch op {
 			case OpHandshake:
 				m = &Handshake{}
+			case OpSaslAuthenticate:
+				m = &SaslAuthenticate{}
 			case OpLookup:
 				m = &Lookup{}
 			case OpProduce:

@@ -40,8 +40,12 @@ type Handshake struct {
 	Features      uint64 // Feature* bits the client wants
 	MaxFrameBytes uint32 // largest frame the client accepts; 0: no wish
 	ClientID      string
-	AuthMechanism string // "" until the security issue fills it
-	Auth          []byte
+	// AuthMechanism names the SASL mechanism the client authenticates
+	// with next (SaslAuthenticate frames); "" for none.
+	AuthMechanism string
+	// Auth is reserved and must be empty: SASL messages travel in
+	// SaslAuthenticate frames, which can answer them.
+	Auth []byte
 }
 
 func (m *Handshake) Append(b []byte) []byte {
@@ -87,6 +91,26 @@ func (m *HandshakeResponse) Decode(r *Reader) error {
 	m.ClusterID = r.Str("cluster id")
 	m.NodeID = r.I32("node id")
 	return r.End("HandshakeResponse")
+}
+
+// SaslAuthenticate carries the client's next SASL message.
+type SaslAuthenticate struct{ Auth []byte }
+
+func (m *SaslAuthenticate) Append(b []byte) []byte { return AppendBytes(b, m.Auth) }
+
+func (m *SaslAuthenticate) Decode(r *Reader) error {
+	m.Auth = r.Bytes("auth bytes")
+	return r.End("SaslAuthenticate")
+}
+
+// SaslAuthenticateResponse carries the server's answer to it.
+type SaslAuthenticateResponse struct{ Auth []byte }
+
+func (m *SaslAuthenticateResponse) Append(b []byte) []byte { return AppendBytes(b, m.Auth) }
+
+func (m *SaslAuthenticateResponse) Decode(r *Reader) error {
+	m.Auth = r.Bytes("auth bytes")
+	return r.End("SaslAuthenticateResponse")
 }
 
 // Lookup asks for topics by name.

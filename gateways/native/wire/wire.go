@@ -57,6 +57,9 @@ const (
 	// OpProduceMany carries batches for many partitions in one request.
 	OpProduceMany Opcode = 0x16
 	OpGroupLag    Opcode = 0x17
+	// OpSaslAuthenticate carries one SASL message each way, after a
+	// Handshake that named the mechanism (Kafka's SaslAuthenticate).
+	OpSaslAuthenticate Opcode = 0x18
 	// OpError is sent by the server only, for a frame it cannot answer
 	// otherwise (bad header, unknown opcode); the server then closes.
 	OpError Opcode = 0x7F
@@ -69,7 +72,7 @@ var opNames = map[Opcode]string{
 	OpJoinGroup: "JoinGroup", OpHeartbeat: "Heartbeat", OpLeaveGroup: "LeaveGroup", OpSubscribe: "Subscribe",
 	OpCredit: "Credit", OpUnsubscribe: "Unsubscribe", OpAlterConfigs: "AlterConfigs", OpError: "Error",
 	OpDescribeGroup: "DescribeGroup", OpListGroups: "ListGroups", OpInitProducerID: "InitProducerID",
-	OpProduceMany: "ProduceMany", OpGroupLag: "GroupLag",
+	OpProduceMany: "ProduceMany", OpGroupLag: "GroupLag", OpSaslAuthenticate: "SaslAuthenticate",
 }
 
 func (o Opcode) String() string {
