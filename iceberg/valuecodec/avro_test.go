@@ -40,7 +40,7 @@ func TestAvroColumns(t *testing.T) {
 		"attrs": "map<string, double>", "sku": "fixed[4]",
 		"addr": "struct<15: city: optional string, 16: zip: optional int>",
 		"pick": "struct<18: int: optional int, 19: string: optional string>",
-		"raw": "binary", "ok": "boolean",
+		"raw":  "binary", "ok": "boolean",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -67,7 +67,7 @@ func TestAvroDecodeAppend(t *testing.T) {
 		"id": int64(42), "qty": 3, "note": nil, "price": big.NewRat(1999, 100),
 		"at": at, "day": time.Date(2024, 2, 29, 0, 0, 0, 0, time.UTC), "status": "PAID",
 		"tags": []any{"a", "b"}, "attrs": map[string]any{"w": 1.5},
-		"sku": [4]byte{1, 2, 3, 4},
+		"sku":  [4]byte{1, 2, 3, 4},
 		"addr": map[string]any{"city": "Oslo", "zip": 150},
 		"pick": map[string]any{"string": "x"}, "raw": []byte{0xff}, "ok": true,
 	}
@@ -143,10 +143,10 @@ func TestAvroBadInput(t *testing.T) {
 		}
 	}
 	for name, text := range map[string]string{
-		"not json":  `{"type":`,
-		"recursive": `{"type":"record","name":"N","fields":[{"name":"next","type":["null","N"]}]}`,
+		"not json":   `{"type":`,
+		"recursive":  `{"type":"record","name":"N","fields":[{"name":"next","type":["null","N"]}]}`,
 		"not record": `"string"`,
-		"clash":     `{"type":"record","name":"R","fields":[{"name":"aerostream","type":"int"}]}`,
+		"clash":      `{"type":"record","name":"R","fields":[{"name":"aerostream","type":"int"}]}`,
 	} {
 		if _, err := Compile(Schema{ID: 1, Type: TypeAvro, Text: text}); !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: err %v, want ErrSchema", name, err)

@@ -96,9 +96,9 @@ func TestJSONBadInput(t *testing.T) {
 		}
 	}
 	for name, text := range map[string]string{
-		"recursive": `{"type":"object","properties":{"n":{"$ref":"#"}}}`,
+		"recursive":  `{"type":"object","properties":{"n":{"$ref":"#"}}}`,
 		"not object": `{"type":"string"}`,
-		"bad ref":   `{"type":"object","properties":{"n":{"$ref":"#/nowhere"}}}`,
+		"bad ref":    `{"type":"object","properties":{"n":{"$ref":"#/nowhere"}}}`,
 	} {
 		if _, err := Compile(Schema{ID: 1, Type: TypeJSON, Text: text}); !errors.Is(err, ErrSchema) {
 			t.Errorf("%s: err %v, want ErrSchema", name, err)
