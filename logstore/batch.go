@@ -222,28 +222,37 @@ func checkHeaderFields(h *BatchHeader) error {
 // records included (checkRecords), and returns how many there are and the
 // total record count. It is the check on what producers send.
 func ValidateBatches(b []byte) (batches int, records int64, err error) {
+	batches, records, _, err = validateBatches(b)
+	return batches, records, err
+}
+
+// validateBatches is ValidateBatches that also counts the records with a
+// null key, which a compacted topic refuses.
+func validateBatches(b []byte) (batches int, records int64, nullKeys int32, err error) {
 	for len(b) > 0 {
 		h, err := ParseBatchHeader(b)
 		if err != nil {
-			return batches, records, err
+			return batches, records, 0, err
 		}
 		if int(h.Length) > len(b) {
-			return batches, records, fmt.Errorf("%w: batch of %d bytes truncated to %d", ErrCorruptBatch, h.Length, len(b))
+			return batches, records, 0, fmt.Errorf("%w: batch of %d bytes truncated to %d", ErrCorruptBatch, h.Length, len(b))
 		}
 		if _, err := ValidateBatch(b[:h.Length]); err != nil {
-			return batches, records, err
+			return batches, records, 0, err
 		}
-		if err := checkRecords(&h, b[:h.Length]); err != nil {
-			return batches, records, err
+		n, err := checkRecords(&h, b[:h.Length])
+		if err != nil {
+			return batches, records, 0, err
 		}
+		nullKeys += n
 		batches++
 		records += int64(h.RecordCount)
 		b = b[h.Length:]
 	}
 	if batches == 0 {
-		return 0, 0, fmt.Errorf("%w: no batch", ErrCorruptBatch)
+		return 0, 0, 0, fmt.Errorf("%w: no batch", ErrCorruptBatch)
 	}
-	return batches, records, nil
+	return batches, records, nullKeys, nil
 }
 
 // setBaseOffset patches the base offset and leader epoch in place. Neither is

@@ -56,8 +56,10 @@ type recordSource interface {
 }
 
 // checkRecords checks the records of batch b, whose header h has been
-// validated (ValidateBatch).
-func checkRecords(h *BatchHeader, b []byte) error {
+// validated (ValidateBatch), and counts those with a null key: a compacted
+// topic refuses them (shard.produce), and the walk reads every key length
+// anyway.
+func checkRecords(h *BatchHeader, b []byte) (nullKeys int32, err error) {
 	body := b[BatchHeaderSize:h.Length]
 	if h.Compression() == 0 {
 		return walkRecordBytes(body, h.RecordCount)
@@ -65,20 +67,20 @@ func checkRecords(h *BatchHeader, b []byte) error {
 	d := getDecompressor(h.Compression())
 	defer d.put()
 	if err := d.reset(body); err != nil {
-		return fmt.Errorf("%w: %s data: %v", ErrCorruptBatch, codecName(h.Compression()), err)
+		return 0, fmt.Errorf("%w: %s data: %v", ErrCorruptBatch, codecName(h.Compression()), err)
 	}
-	if err := walkRecords(d.br, h.RecordCount, MaxBatchRecordBytes); err != nil {
-		return err
+	if nullKeys, err = walkRecords(d.br, h.RecordCount, MaxBatchRecordBytes); err != nil {
+		return 0, err
 	}
 	// The stream must end with the last record: more bytes are records the
 	// count leaves out, and an error is a truncated or corrupt stream.
 	switch _, err := d.br.ReadByte(); {
 	case err == nil:
-		return fmt.Errorf("%w: data after the %d records", ErrCorruptBatch, h.RecordCount)
+		return 0, fmt.Errorf("%w: data after the %d records", ErrCorruptBatch, h.RecordCount)
 	case !errors.Is(err, io.EOF):
-		return fmt.Errorf("%w: %s data: %v", ErrCorruptBatch, codecName(h.Compression()), err)
+		return 0, fmt.Errorf("%w: %s data: %v", ErrCorruptBatch, codecName(h.Compression()), err)
 	}
-	return nil
+	return nullKeys, nil
 }
 
 func codecName(c int) string {
@@ -96,9 +98,9 @@ func codecName(c int) string {
 }
 
 // walkRecords reads count records from src, checking each one's structure
-// against its length, as Kafka's DefaultRecord does. budget bounds the
-// bytes the records may take in all.
-func walkRecords(src recordSource, count int32, budget int64) error {
+// against its length, as Kafka's DefaultRecord does, and counts the records
+// with a null key. budget bounds the bytes the records may take in all.
+func walkRecords(src recordSource, count int32, budget int64) (nullKeys int32, err error) {
 	short := func(i int32, err error) error {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("%w: batch claims %d records, holds %d", ErrCorruptBatch, count, i)
@@ -108,50 +110,58 @@ func walkRecords(src recordSource, count int32, budget int64) error {
 	for i := int32(0); i < count; i++ {
 		size, n, err := readVarint(src)
 		if err != nil {
-			return short(i, err)
+			return 0, short(i, err)
 		}
 		budget -= int64(n)
 		if size < minRecordBody || size > budget {
-			return fmt.Errorf("%w: record %d of %d bytes (at most %d left)", ErrCorruptBatch, i, size, budget)
+			return 0, fmt.Errorf("%w: record %d of %d bytes (at most %d left)", ErrCorruptBatch, i, size, budget)
 		}
 		budget -= size
-		if err := checkRecord(src, i, size); err != nil {
-			return short(i, err)
+		var nullKey bool
+		if err := checkRecord(src, i, size, &nullKey); err != nil {
+			return 0, short(i, err)
+		}
+		if nullKey {
+			nullKeys++
 		}
 	}
-	return nil
+	return nullKeys, nil
 }
 
 var errRecordSize = errors.New("fields do not fill the record's length")
 
 // walkRecordBytes is walkRecords over an uncompressed batch's records, in
 // place: the produce path's common case, kept free of per-byte calls.
-func walkRecordBytes(b []byte, count int32) error {
+func walkRecordBytes(b []byte, count int32) (nullKeys int32, err error) {
 	for i := int32(0); i < count; i++ {
 		size, n := binary.Varint(b)
 		if n <= 0 {
 			if len(b) == 0 {
-				return fmt.Errorf("%w: batch claims %d records, holds %d", ErrCorruptBatch, count, i)
+				return 0, fmt.Errorf("%w: batch claims %d records, holds %d", ErrCorruptBatch, count, i)
 			}
-			return fmt.Errorf("%w: record %d: bad length varint", ErrCorruptBatch, i)
+			return 0, fmt.Errorf("%w: record %d: bad length varint", ErrCorruptBatch, i)
 		}
 		b = b[n:]
 		if size < minRecordBody || size > int64(len(b)) {
-			return fmt.Errorf("%w: record %d of %d bytes (at most %d left)", ErrCorruptBatch, i, size, len(b))
+			return 0, fmt.Errorf("%w: record %d of %d bytes (at most %d left)", ErrCorruptBatch, i, size, len(b))
 		}
-		if err := checkRecordBytes(b[:size], i); err != nil {
-			return fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
+		var nullKey bool
+		if err := checkRecordBytes(b[:size], i, &nullKey); err != nil {
+			return 0, fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
+		}
+		if nullKey {
+			nullKeys++
 		}
 		b = b[size:]
 	}
 	if len(b) > 0 {
-		return fmt.Errorf("%w: %d bytes after the %d records", ErrCorruptBatch, len(b), count)
+		return 0, fmt.Errorf("%w: %d bytes after the %d records", ErrCorruptBatch, len(b), count)
 	}
-	return nil
+	return nullKeys, nil
 }
 
 // checkRecordBytes is checkRecord over the bytes of record i.
-func checkRecordBytes(r []byte, i int32) error {
+func checkRecordBytes(r []byte, i int32, nullKey *bool) error {
 	field := func() (int64, error) {
 		v, n := binary.Varint(r)
 		if n <= 0 {
@@ -185,10 +195,13 @@ func checkRecordBytes(r []byte, i int32) error {
 	if delta != int64(i) {
 		return fmt.Errorf("offset delta %d, want %d", delta, i)
 	}
-	for range 2 { // key, value
+	for f := range 2 { // key, value
 		l, err := field()
 		if err != nil {
 			return err
+		}
+		if f == 0 {
+			*nullKey = l == -1
 		}
 		if err := skip(l, true); err != nil {
 			return err
@@ -218,8 +231,9 @@ func checkRecordBytes(r []byte, i int32) error {
 	return nil
 }
 
-// checkRecord reads record i, of size bytes, field by field.
-func checkRecord(src recordSource, i int32, size int64) error {
+// checkRecord reads record i, of size bytes, field by field, setting
+// nullKey when its key is null.
+func checkRecord(src recordSource, i int32, size int64, nullKey *bool) error {
 	rem := size
 	field := func() (int64, error) {
 		v, n, err := readVarint(src)
@@ -252,12 +266,13 @@ func checkRecord(src recordSource, i int32, size int64) error {
 		return fmt.Errorf("offset delta %d, want %d", delta, i)
 	}
 	// A length, then that many bytes unless null (-1).
+	var null bool
 	nullable := func(what string) error {
 		n, err := field()
 		if err != nil {
 			return err
 		}
-		if n == -1 {
+		if null = n == -1; null {
 			return nil
 		}
 		if n < 0 {
@@ -268,6 +283,7 @@ func checkRecord(src recordSource, i int32, size int64) error {
 	if err := nullable("key"); err != nil {
 		return err
 	}
+	*nullKey = null
 	if err := nullable("value"); err != nil {
 		return err
 	}

@@ -399,7 +399,7 @@ func ValidateStoredBatches(b []byte) (batches int, records int64, err error) {
 			if _, err := ValidateBatch(b[:h.Length]); err != nil {
 				return batches, records, err
 			}
-			if err := checkRecords(&h, b[:h.Length]); err != nil {
+			if _, err := checkRecords(&h, b[:h.Length]); err != nil {
 				return batches, records, err
 			}
 		} else {

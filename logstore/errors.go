@@ -76,6 +76,11 @@ var (
 	// ErrUnknownLeaderEpoch: a request named a leader epoch newer than the
 	// partition knows yet (Kafka's UNKNOWN_LEADER_EPOCH); retry.
 	ErrUnknownLeaderEpoch = errors.New("unknown leader epoch")
+	// ErrCompactedNoKey: a produced batch holds a record with a null key
+	// for a partition whose cleanup.policy includes compact. The cleaner
+	// could only drop such a record, so, as Kafka does, it is refused
+	// (INVALID_RECORD) and nothing of the batch is written.
+	ErrCompactedNoKey = errors.New("compacted topic cannot accept a record without a key")
 	// ErrClosed: the store is shutting down or closed.
 	ErrClosed = errors.New("store closed")
 )

@@ -49,7 +49,8 @@ type request struct {
 	// produce
 	acks       Acks
 	records    []byte
-	marker     bool // records is a transaction marker (txn.go)
+	marker     bool  // records is a transaction marker (txn.go)
+	nullKeys   int32 // records with a null key, refused by a compacted partition
 	produced   ProduceResult
 	endOffset  int64 // offset after the last appended record
 	appendedAt time.Time
@@ -704,6 +705,10 @@ func (s *shard) produce(r *request) {
 	}
 	if len(r.records) > int(p.cfg.MaxMessageBytes) {
 		r.finish(fmt.Errorf("%w: %d bytes, limit %d", ErrMessageTooLarge, len(r.records), p.cfg.MaxMessageBytes))
+		return
+	}
+	if r.nullKeys > 0 && p.cfg.compacts() {
+		r.finish(fmt.Errorf("%w: %d of the batch's records in %s-%d", ErrCompactedNoKey, r.nullKeys, p.topic, p.id))
 		return
 	}
 	if f := p.failed.Load(); f != nil {

@@ -223,11 +223,13 @@ func validName(topic string, partition int32) error {
 // offsets in place and append. It returns when the batches are acknowledged
 // under the flush policy.
 func (s *Store) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error) {
-	if _, _, err := ValidateBatches(req.Records); err != nil {
+	_, _, nullKeys, err := validateBatches(req.Records)
+	if err != nil {
 		return ProduceResult{}, err
 	}
 	r := getRequest(reqProduce)
 	r.topic, r.partition, r.acks, r.records = req.Topic, req.Partition, req.Acks, req.Records
+	r.nullKeys = nullKeys
 	r.appendedAt = time.Now()
 	if err := s.call(ctx, s.shardFor(req.Topic, req.Partition), r); err != nil {
 		if !isCtxErr(err) {

@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +39,10 @@ import (
 // appended like idempotent ones; the store opens the producer's
 // transaction in the partition with the first (txn_coordinator.go). A
 // control batch from a client is INVALID_RECORD: markers are the
-// coordinator's. The internal topic __consumer_offsets cannot be produced
+// coordinator's. A record without a key for a compacted topic is
+// INVALID_RECORD too, refused by the store (which knows the partition's
+// effective cleanup.policy); the answer names each such record in
+// record_errors with Kafka's messages. The internal topic __consumer_offsets cannot be produced
 // to (INVALID_TOPIC_EXCEPTION).
 //
 // Version notes: v5 log start offset, v8 per-record errors and error
@@ -142,6 +147,10 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			jb.rp.ErrorCode = errorCode(err)
 			if req.Version >= 8 {
 				jb.rp.ErrorMessage = errorMessage(err)
+				if errors.Is(err, ring.ErrCompactedNoKey) {
+					// The store refused the batch before touching it.
+					jb.rp.ErrorMessage, jb.rp.ErrorRecords = noKeyRecordErrors(jb.topic, jb.rp.Partition, jb.records)
+				}
 			}
 			if ErrorFor(err) == kerr.UnknownServerError {
 				g.log.Warn("produce failed", "topic", jb.topic, "partition", jb.rp.Partition, "err", err)
@@ -197,4 +206,27 @@ func (g *Gateway) checkBatch(t *Topic, partition int32, records []byte) error {
 		return fmt.Errorf("%w: control batches are written by the transaction coordinator only", kerr.InvalidRecord)
 	}
 	return nil
+}
+
+// noKeyRecordErrors builds Kafka's answer to a batch a compacted partition
+// refused for its records without a key (LogValidator's): one record error
+// per such record, and a message showing the first three.
+func noKeyRecordErrors(topic string, partition int32, batch []byte) (*string, []kmsg.ProduceResponseTopicPartitionErrorRecord) {
+	msg := fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s-%d", topic, partition)
+	var errs []kmsg.ProduceResponseTopicPartitionErrorRecord
+	_ = walkRecordFields(batch, func(i int, key, _ []byte) error {
+		if key == nil {
+			re := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			re.RelativeOffset, re.ErrorMessage = int32(i), &msg
+			errs = append(errs, re)
+		}
+		return nil
+	})
+	shown := make([]string, 0, 3)
+	for _, re := range errs[:min(len(errs), 3)] {
+		shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", re.RelativeOffset, msg))
+	}
+	all := fmt.Sprintf("One or more records have been rejected due to %d record errors in total, "+
+		"and only showing the first three errors at most: [%s]", len(errs), strings.Join(shown, ", "))
+	return &all, errs
 }

@@ -79,6 +79,7 @@ var sentinelPackages = []struct {
 		"ErrNotEnoughReplicas":    ring.ErrNotEnoughReplicas,
 		"ErrFencedLeaderEpoch":    ring.ErrFencedLeaderEpoch,
 		"ErrUnknownLeaderEpoch":   ring.ErrUnknownLeaderEpoch,
+		"ErrCompactedNoKey":       ring.ErrCompactedNoKey,
 	}},
 	{".", map[string]error{
 		"ErrUnknownTopic":             ErrUnknownTopic,

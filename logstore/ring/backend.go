@@ -106,6 +106,7 @@ var (
 	ErrNotEnoughReplicas    = logstore.ErrNotEnoughReplicas
 	ErrFencedLeaderEpoch    = logstore.ErrFencedLeaderEpoch
 	ErrUnknownLeaderEpoch   = logstore.ErrUnknownLeaderEpoch
+	ErrCompactedNoKey       = logstore.ErrCompactedNoKey
 )
 
 // ShardFor is logstore.ShardFor: the shard that owns a partition in a ring of

@@ -59,6 +59,7 @@ var (
 //	  22  ErrNotEnoughReplicas
 //	  23  ErrFencedLeaderEpoch
 //	  24  ErrUnknownLeaderEpoch
+//	  25  ErrCompactedNoKey
 //	  14  context.Canceled
 //	  15  context.DeadlineExceeded
 //	  32  ErrProtocol
@@ -103,6 +104,7 @@ var errorCodes = []struct {
 	{22, ErrNotEnoughReplicas},
 	{23, ErrFencedLeaderEpoch},
 	{24, ErrUnknownLeaderEpoch},
+	{25, ErrCompactedNoKey},
 	{13, ErrClosed},
 	{14, context.Canceled},
 	{15, context.DeadlineExceeded},

@@ -148,7 +148,7 @@ func TestErrorCodes(t *testing.T) {
 	for _, s := range []error{ErrCorruptBatch, ErrBadMagic, ErrBadCRC, ErrInvalidProducer, ErrMessageTooLarge,
 		ErrOffsetOutOfRange, ErrUnknownPartition, ErrPartitionExists, ErrCorruptSegment, ErrCorruptIndex,
 		ErrNotLocal, ErrStorage, ErrInvalidRequest, ErrClosed, context.Canceled, context.DeadlineExceeded,
-		ErrNotLeader, ErrNotEnoughReplicas, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch} {
+		ErrNotLeader, ErrNotEnoughReplicas, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrCompactedNoKey} {
 		if codeOf(s) <= 0 {
 			t.Fatalf("%v has no wire code", s)
 		}

@@ -28,6 +28,7 @@ var shared = []Row{
 	{ring.ErrBadCRC, kerr.CorruptMessage},
 	{ring.ErrBadMagic, kerr.UnsupportedForMessageFormat},
 	{ring.ErrInvalidProducer, kerr.InvalidRecord},
+	{ring.ErrCompactedNoKey, kerr.InvalidRecord},
 	{ring.ErrMessageTooLarge, kerr.MessageTooLarge},
 	{ring.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{ring.ErrUnknownPartition, kerr.UnknownTopicOrPartition},
