@@ -25,6 +25,7 @@ import (
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/controller"
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
+	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -256,6 +257,11 @@ type daemon struct {
 
 	sup     *supervisor
 	running bool // "running" was logged
+
+	// admin feeds the REST admin API (adminapi.go); nil without an HTTP
+	// listener.
+	admin    *adminSources
+	adminAPI *adminapi.API
 }
 
 type closer struct {
@@ -397,7 +403,7 @@ func (d *daemon) open(ctx context.Context) (err error) {
 	// serve's Kafka gateway reaches the store through the in-process ring:
 	// the same Backend a gateway process dials over the network.
 	if d.kind.inProcess {
-		d.backend = ring.NewInProcess(d.st)
+		d.backend = meterBackend(ring.NewInProcess(d.st), d.reg) // adminapi.go: throughput samples
 		d.onClose("in-process ring", d.backend.Close)
 	}
 
@@ -468,6 +474,7 @@ func (d *daemon) start(ctx context.Context) error {
 			return err
 		}
 		ln := d.httpLn
+		d.sup.start(ctx, "admin api sampler", d.adminAPI.Run)
 		d.sup.start(ctx, "http", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
 		if d.httpMoved {
 			logger.Warn("the default admin HTTP port is taken (another AeroStream process?); serving the admin API on a free loopback port instead: set listeners.http to choose one",
@@ -516,6 +523,9 @@ func (d *daemon) start(ctx context.Context) error {
 			return err
 		}
 		gw.start(ctx, d.sup)
+		if d.admin != nil {
+			d.admin.setKafka(gw.gw) // the admin API's groups
+		}
 		kafkaMeta, kafkaAddr = gw.cluster, gw.advertised
 		parts = append(parts, "kafka")
 		attrs = append(attrs, "kafka_addr", listenerAddr(d.kafkaLn), "kafka_advertised", gw.advertised)
@@ -536,13 +546,20 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 	logger.Info("running", append(attrs, "parts", strings.Join(parts, ","))...)
 	d.running = true
+	if d.admin != nil {
+		d.admin.running.Store(true) // /healthz: ready
+	}
 	return nil
 }
 
-// httpServer mounts the node's HTTP APIs: the tier catalog API, /metrics
-// and, when asked for, Go's profiles.
+// httpServer mounts the node's HTTP APIs: the tier catalog API, /metrics,
+// the REST admin API and /healthz and, when asked for, Go's profiles.
 func (d *daemon) httpServer() (*gwhttp.Server, error) {
 	srv := gwhttp.NewServer(gwhttp.Options{Logger: d.logger})
+	var err error
+	if d.admin, d.adminAPI, err = d.newAdminAPI(); err != nil { // adminapi.go
+		return nil, err
+	}
 	ops := &tierOps{st: d.st, cat: d.cat, tier: d.tier, logger: d.logger,
 		restore: topicRegistrar(d.ctl, splitAddrs(d.cfg.Controller.Join), d.logger)}
 	mounts := []struct {
@@ -551,6 +568,8 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 	}{
 		{"/v1/tier", gwhttp.TierAPI(ops, d.logger)},
 		{"/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})},
+		{"/api", d.adminAPI.Handler()},
+		{"/healthz", d.adminAPI.Healthz()},
 	}
 	if d.cfg.Admin.Pprof {
 		mounts = append(mounts, struct {

@@ -183,6 +183,7 @@ type kafkaGateway struct {
 	member  func(ctx context.Context) error
 	// cluster is its metadata, which serve's native gateway shares.
 	cluster *kmeta.Cluster
+	gw      *kafka.Gateway // for the admin API's groups
 }
 
 // start runs the gateway under sup: membership first, so that the wire
@@ -244,6 +245,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		},
 		member:  cluster.Run,
 		cluster: cluster,
+		gw:      gw,
 	}, nil
 }
 
