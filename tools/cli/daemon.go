@@ -26,6 +26,7 @@ import (
 	"github.com/aerostream/aerostream/controller"
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/http/adminapi"
+	"github.com/aerostream/aerostream/gateways/http/console"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -553,7 +554,8 @@ func (d *daemon) start(ctx context.Context) error {
 }
 
 // httpServer mounts the node's HTTP APIs: the tier catalog API, /metrics,
-// the REST admin API and /healthz and, when asked for, Go's profiles.
+// the REST admin API and /healthz and, when asked for, Go's profiles; the
+// web console gets every other path.
 func (d *daemon) httpServer() (*gwhttp.Server, error) {
 	srv := gwhttp.NewServer(gwhttp.Options{Logger: d.logger})
 	var err error
@@ -587,6 +589,15 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 			h      http.Handler
 		}{schemaRegistryPrefix, reg.Handler()})
 	}
+	// The web console takes every path that no API above claims.
+	con, err := console.Handler(console.Options{Logger: d.logger})
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, struct {
+		prefix string
+		h      http.Handler
+	}{"/", con})
 	for _, m := range mounts {
 		if err := srv.Mount(m.prefix, m.h); err != nil {
 			return nil, err
