@@ -42,7 +42,13 @@ import (
 // coordinator's. A record without a key for a compacted topic is
 // INVALID_RECORD too, refused by the store (which knows the partition's
 // effective cleanup.policy); the answer names each such record in
-// record_errors with Kafka's messages. The internal topic __consumer_offsets cannot be produced
+// record_errors with Kafka's messages. A transactional batch must be
+// for a partition added to the producer's open transaction (KIP-890's
+// verification, txn_coordinator.go's verifyProduce); otherwise nothing is
+// written and the answer is TRANSACTION_ABORTABLE (INVALID_TXN_STATE
+// before v11). Transactions v2's implicit add (produce v12+) is not
+// served: the gateway does not advertise transaction.version 2, so
+// clients add partitions with AddPartitionsToTxn. The internal topic __consumer_offsets cannot be produced
 // to (INVALID_TOPIC_EXCEPTION).
 //
 // Version notes: v5 log start offset, v8 per-record errors and error
@@ -139,6 +145,14 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 	// them must not be recycled.
 	var abandoned atomic.Int32
 	run := func(jb job) {
+		if err := g.verifyTxnBatch(ctx, req.TransactionID, jb.topic, jb.rp.Partition, jb.records); err != nil {
+			err = produceVerifyError(err, req.Version)
+			jb.rp.ErrorCode = errorCode(err)
+			if req.Version >= 8 {
+				jb.rp.ErrorMessage = errorMessage(err)
+			}
+			return
+		}
 		res, err := g.backend.Produce(ctx, &ring.ProduceRequest{
 			Topic: jb.topic, Partition: jb.rp.Partition, Acks: ring.Acks(req.Acks), Records: jb.records,
 		})
@@ -229,4 +243,18 @@ func noKeyRecordErrors(topic string, partition int32, batch []byte) (*string, []
 	all := fmt.Sprintf("One or more records have been rejected due to %d record errors in total, "+
 		"and only showing the first three errors at most: [%s]", len(errs), strings.Join(shown, ", "))
 	return &all, errs
+}
+
+// verifyTxnBatch applies KIP-890's verification to a transactional data
+// batch of a request naming its transactional id; other batches pass, as
+// in Kafka.
+func (g *Gateway) verifyTxnBatch(ctx context.Context, id *string, topic string, partition int32, batch []byte) error {
+	if id == nil || len(batch) < 61 {
+		return nil
+	}
+	if attrs := binary.BigEndian.Uint16(batch[21:]); attrs&0x10 == 0 || attrs&0x20 != 0 {
+		return nil
+	}
+	pid, epoch := int64(binary.BigEndian.Uint64(batch[43:])), int16(binary.BigEndian.Uint16(batch[51:]))
+	return g.txns.verifyProduce(ctx, *id, pid, epoch, tp{topic, partition})
 }

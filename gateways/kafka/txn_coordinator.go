@@ -709,23 +709,110 @@ func (c *txnCoordinator) unknownAs(err error, code *kerr.Error) error {
 	return err
 }
 
-// verifyPartitions answers AddPartitionsToTxn v4+'s VerifyOnly: nil for
-// each partition in id's open transaction, INVALID_TXN_STATE otherwise.
+// verifyPartitions answers AddPartitionsToTxn v4+'s VerifyOnly as Kafka
+// 4's coordinator does: CONCURRENT_TRANSACTIONS while the transaction is
+// being ended, else nil for each partition in id's open transaction and
+// TRANSACTION_ABORTABLE (INVALID_TXN_STATE before v5, which lacks it) for
+// the others.
 func (c *txnCoordinator) verifyPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []tp, version int16) (map[tp]error, error) {
 	out := map[tp]error{}
+	notIn := kerr.TransactionAbortable
+	if version < 5 {
+		notIn = kerr.InvalidTxnState
+	}
 	err := c.with(ctx, id, false, func(m *txnMeta) error {
 		v := c.view(m)
 		if err := checkProducer(&v, pid, epoch, version, 2); err != nil {
 			return err
 		}
+		if v.state == txnPrepareCommit || v.state == txnPrepareAbort {
+			return fmt.Errorf("%w: transaction is in %v", kerr.ConcurrentTransactions, v.state)
+		}
 		for _, p := range parts {
 			if _, ok := v.parts[p]; !ok || v.state != txnOngoing {
-				out[p] = fmt.Errorf("%w: %s/%d is not in the transaction", kerr.InvalidTxnState, p.topic, p.partition)
+				out[p] = fmt.Errorf("%w: %s-%d is not in the transaction", notIn, p.topic, p.partition)
 			}
 		}
 		return nil
 	})
 	return out, c.unknownAs(err, kerr.InvalidProducerIDMapping)
+}
+
+// verifyProduce is KIP-890's check on a transactional produce, which
+// Kafka's partition leader makes with the coordinator before the first
+// batch of a transaction in a partition: the producer must be the
+// transaction's current one and the partition added to its open
+// transaction, so a late batch of an ended transaction (or a producer
+// that skipped AddPartitionsToTxn) cannot leave a transaction hanging in
+// the partition. Every transactional batch is checked here, which ends
+// the same way. The coordinator's own view answers when it already shows
+// the partition in the open transaction; otherwise (and on a gateway that
+// does not coordinate id) the id's partition of __transaction_state is
+// read up to date first, since every change is appended there before it
+// is answered. Errors are the coordinator's (AddPartitionsToTxn
+// VerifyOnly); produceVerifyError turns them into the produce's.
+func (c *txnCoordinator) verifyProduce(ctx context.Context, id string, pid int64, epoch int16, p tp) error {
+	if err := c.readyErr(); err != nil {
+		return err
+	}
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	look := func() (txnView, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		m := c.mu.txns[id]
+		if m == nil {
+			return txnView{}, false
+		}
+		return m.cur, true
+	}
+	inTxn := func(v txnView) bool {
+		_, ok := v.parts[p]
+		return ok && v.state == txnOngoing && v.pid == pid && v.epoch == epoch
+	}
+	if v, ok := look(); ok && inTxn(v) && c.owns(ctx, id) {
+		return nil
+	}
+	if err := c.catchUp(ctx, c.partitionFor(id)); err != nil {
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	v, ok := look()
+	if !ok || v.pid < 0 {
+		return fmt.Errorf("%w: transactional id %q is not known", kerr.InvalidProducerIDMapping, id)
+	}
+	if err := checkProducer(&v, pid, epoch, 5, 2); err != nil {
+		return err
+	}
+	if v.state == txnPrepareCommit || v.state == txnPrepareAbort {
+		return fmt.Errorf("%w: transaction is in %v", kerr.ConcurrentTransactions, v.state)
+	}
+	if !inTxn(v) {
+		return fmt.Errorf("%w: %s-%d is not in transaction %q (AddPartitionsToTxn first)", kerr.TransactionAbortable, p.topic, p.partition, id)
+	}
+	return nil
+}
+
+// produceVerifyError is the produce's answer for a failed verifyProduce,
+// as Kafka's partition leader gives it (AddPartitionsToTxnManager and
+// ReplicaManager): a fenced producer is INVALID_PRODUCER_EPOCH; a
+// partition not in the transaction TRANSACTION_ABORTABLE from produce v11
+// (clients that know it) and INVALID_TXN_STATE before; a coordinator that
+// cannot answer now NOT_ENOUGH_REPLICAS, which every client retries
+// without refreshing its metadata.
+func produceVerifyError(err error, version int16) error {
+	switch ke := ErrorFor(err); ke {
+	case kerr.ProducerFenced:
+		return fmt.Errorf("%w: %v", kerr.InvalidProducerEpoch, err)
+	case kerr.TransactionAbortable:
+		if version <= 10 {
+			return fmt.Errorf("%w: Partition was not added to the transaction", kerr.InvalidTxnState)
+		}
+		return err
+	case kerr.ConcurrentTransactions, kerr.CoordinatorLoadInProgress, kerr.CoordinatorNotAvailable, kerr.NotCoordinator, kerr.UnknownServerError:
+		return fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: %s", kerr.NotEnoughReplicas, ke.Message)
+	}
+	return err
 }
 
 // endTxn serves EndTxn: commit or abort id's open transaction.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/aerostream/aerostream/logstore/ring"
 )
@@ -408,4 +409,96 @@ func FuzzTxnStateRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestProduceVerifiesTxnPartition: KIP-890's verification, as Kafka 4's
+// partition leader applies it. A transactional batch for a partition not
+// added to the producer's open transaction is refused
+// (TRANSACTION_ABORTABLE, INVALID_TXN_STATE before produce v11) and not
+// written; so is a late batch after the transaction ended, the case that
+// left hanging transactions before KIP-890. A fenced epoch is
+// INVALID_PRODUCER_EPOCH and an unknown id INVALID_PRODUCER_ID_MAPPING;
+// AddPartitionsToTxn's VerifyOnly answers as the coordinator does.
+func TestProduceVerifiesTxnPartition(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "txn-verify", 2)
+	const id = "verify"
+	pid, epoch := initTxnProducer(t, cl, id, 60000)
+	topic, err := e.cluster.Topic(ctx, "txn-verify")
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(cl *kgo.Client, txnID string, part int32, batch []byte) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &txnID, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = "txn-verify", topic.ID
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = part, batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	want := func(what string, sp kmsg.ProduceResponseTopicPartition, code *kerr.Error) {
+		t.Helper()
+		if got := kerr.ErrorForCode(sp.ErrorCode); got != code && (code != nil || got != nil) {
+			t.Fatalf("%s: %v, want %v", what, got, code)
+		}
+	}
+	logEnd := func(part int32) int64 {
+		t.Helper()
+		info, err := e.store.DescribePartition(ctx, "txn-verify", part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.LogEndOffset
+	}
+
+	want("partition never added", produce(cl, id, 0, txnBatch(pid, epoch, 0, "x")), kerr.TransactionAbortable)
+	vs := kversion.V4_0_0()
+	vs.SetMaxKeyVersion(0, 10)
+	v10 := newClient(t, e.addr, kgo.MaxVersions(vs))
+	want("partition never added, produce v10", produce(v10, id, 0, txnBatch(pid, epoch, 0, "x")), kerr.InvalidTxnState)
+	if n := logEnd(0); n != 0 {
+		t.Fatalf("refused batches wrote %d records", n)
+	}
+
+	if codes := addPartitions(t, cl, id, pid, epoch, "txn-verify", 0); codes[0] != 0 {
+		t.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(codes[0]))
+	}
+	want("added partition", produce(cl, id, 0, txnBatch(pid, epoch, 0, "a")), nil)
+	want("the other partition", produce(cl, id, 1, txnBatch(pid, epoch, 0, "b")), kerr.TransactionAbortable)
+	want("fenced epoch", produce(cl, id, 0, txnBatch(pid, epoch+1, 0, "c")), kerr.InvalidProducerEpoch)
+	want("unknown transactional id", produce(cl, "no-such-id", 0, txnBatch(pid, epoch, 1, "d")), kerr.InvalidProducerIDMapping)
+
+	vreq := kmsg.NewPtrAddPartitionsToTxnRequest()
+	vtx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	vtx.TransactionalID, vtx.ProducerID, vtx.ProducerEpoch, vtx.VerifyOnly = id, pid, epoch, true
+	vt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	vt.Topic, vt.Partitions = "txn-verify", []int32{0, 1}
+	vtx.Topics = append(vtx.Topics, vt)
+	vreq.Transactions = append(vreq.Transactions, vtx)
+	vresp := txnRequest[*kmsg.AddPartitionsToTxnResponse](t, cl, vreq)
+	if ps := vresp.Transactions[0].Topics[0].Partitions; ps[0].ErrorCode != 0 || ps[1].ErrorCode != kerr.TransactionAbortable.Code {
+		t.Fatalf("VerifyOnly answered %+v", ps)
+	}
+
+	if err := endTxn(t, cl, 3, id, pid, epoch, true); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	before := logEnd(0)
+	want("late batch after the commit", produce(cl, id, 0, txnBatch(pid, epoch, 1, "late")), kerr.TransactionAbortable)
+	if n := logEnd(0); n != before {
+		t.Fatalf("late batch written: log end %d, was %d", n, before)
+	}
+	if got, lso := committedRead(t, e.backend, "txn-verify", ring.ReadCommitted); !slices.Equal(got, []string{"a"}) || lso != before {
+		t.Fatalf("read_committed sees %v, lso %d (log end %d)", got, lso, before)
+	}
 }
