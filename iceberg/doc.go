@@ -1,0 +1,41 @@
+// Package iceberg materializes topics into Apache Iceberg tables: a topic
+// with iceberg.enabled=true is also the table <namespace>.<topic>, written
+// by AeroStream alone, exactly once.
+//
+// # Offsets
+//
+// Every snapshot AeroStream commits carries, in its summary property
+// aerostream.offsets (SummaryOffsets), a JSON object mapping every
+// partition of the topic to the next offset to translate. A committer
+// reads it from the table's current snapshot at start and after any
+// failed commit, and translates from there: the table, not local state,
+// says what is in it. A commit is an optimistic swap of the table's
+// metadata (the catalog refuses it when the table moved since the
+// committer loaded it; iceberg-go's own retry is left at 0 so a conflict
+// is never replayed on top of another writer's rows). After any error,
+// the committer drops what it had built, reloads the table and starts
+// again from its offsets, so a row is never written twice and none is
+// skipped. A kill -9 at any point leaves at worst data files that no
+// snapshot references (orphans, which maintenance may delete), never rows.
+//
+// Table maintenance (maintain*.go) copies the offsets forward
+// (CarryOffsets) on the snapshots it commits.
+//
+// # One committer per topic
+//
+// The store that leads a topic's partition 0 runs its committer; it reads
+// every partition through the ring backend it is given (in a cluster, a
+// router to each partition's leader store). Other nodes only read the
+// table's offsets to guard retention. While leadership moves, two stores
+// may briefly both commit: the optimistic commit above keeps the table
+// exact.
+//
+// # Retention guard
+//
+// Manager.Floor is logstore's RetentionFloor: retention, local eviction
+// and compaction keep every segment of an Iceberg topic that ends above
+// the table's committed offset (and everything, for a node that has not
+// yet learned which topics are Iceberg topics). A table that falls behind
+// shows in aerostream_iceberg_lag_records and _lag_seconds and in a
+// warning log line.
+package iceberg

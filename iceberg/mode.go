@@ -1,0 +1,120 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+)
+
+// Record is one Kafka record read from the log. Key, Value and header
+// values alias the fetched bytes and are valid only during
+// RowBuilder.Append.
+type Record struct {
+	Partition int32
+	Offset    int64
+	Timestamp int64  // Unix milliseconds
+	Key       []byte // nil: no key
+	Value     []byte // nil: a tombstone
+	Headers   []Header
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Mode turns a topic's records into rows of its table: key_value (the
+// default, mode_keyvalue.go) keeps the value as bytes; the schema modes
+// (iceberg/valuecodec) turn it into typed columns. A Mode serves one
+// topic and is used by one committer goroutine at a time.
+type Mode interface {
+	// Schema is the table schema rows are built for. The committer calls
+	// it before each commit: a schema with new fields (a newer registry
+	// version) evolves the table, by name, before rows built for it are
+	// appended.
+	Schema(ctx context.Context) (*iceberg.Schema, error)
+	// NewBuilder returns a builder of rows for sc, a schema Schema
+	// returned.
+	NewBuilder(sc *iceberg.Schema, mem memory.Allocator) (RowBuilder, error)
+}
+
+// RowBuilder accumulates rows in Arrow form.
+type RowBuilder interface {
+	// Append adds r as a row. An error wrapping ErrUndecodable leaves
+	// the builder as it was: the record goes to the DLQ table or is
+	// dropped, per iceberg.invalid_record_action. Any other error stops
+	// the translation and is retried.
+	Append(r *Record) error
+	// Rows is how many rows were appended since the last Build.
+	Rows() int
+	// Build returns the rows appended since the last Build as one record
+	// batch (the caller releases it) and starts afresh.
+	Build() arrow.RecordBatch
+	// Release frees the builder.
+	Release()
+}
+
+// ModeContext is what a mode's factory gets.
+type ModeContext struct {
+	Topic   string
+	Configs map[string]string // the topic's iceberg.* configs
+	// Registry is the node's schema registry, for the schema modes; nil
+	// when the node has none. Its type is the schema modes' business.
+	Registry any
+}
+
+// ModeFactory builds a topic's Mode.
+type ModeFactory func(mc ModeContext) (Mode, error)
+
+var modes struct {
+	sync.Mutex
+	m map[string]ModeFactory
+}
+
+// RegisterMode makes an iceberg.mode value available; valuecodec
+// registers the schema modes from its init.
+func RegisterMode(name string, f ModeFactory) {
+	modes.Lock()
+	defer modes.Unlock()
+	if modes.m == nil {
+		modes.m = map[string]ModeFactory{}
+	}
+	if _, dup := modes.m[name]; dup {
+		panic("iceberg: mode " + name + " registered twice")
+	}
+	modes.m[name] = f
+}
+
+// Modes lists the available modes, sorted.
+func Modes() []string {
+	modes.Lock()
+	defer modes.Unlock()
+	out := make([]string, 0, len(modes.m))
+	for n := range modes.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewMode builds the mode named by mc.Configs[iceberg.mode] (key_value
+// when unset).
+func NewMode(mc ModeContext) (Mode, error) {
+	name := mc.Configs[ConfigMode]
+	if name == "" {
+		name = ModeKeyValue
+	}
+	modes.Lock()
+	f := modes.m[name]
+	modes.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("%w: topic %s: iceberg.mode %q is not built into this binary", ErrModeUnavailable, mc.Topic, name)
+	}
+	return f(mc)
+}
