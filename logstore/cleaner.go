@@ -263,7 +263,8 @@ func (c *cleaner) candidates(ctx context.Context, sh *shard, now time.Time) ([]c
 				if ts < 0 {
 					ts = seg.created.UnixMilli()
 				}
-				if !seg.sealed || seg.next > p.hw || now.UnixMilli()-ts < p.cfg.MinCompactionLagMs.Milliseconds() {
+				if !seg.sealed || seg.next > p.hw || now.UnixMilli()-ts < p.cfg.MinCompactionLagMs.Milliseconds() ||
+					!p.releasable(s, seg.next) {
 					break
 				}
 				cand.segs = append(cand.segs, segView{seg: seg, base: seg.base, next: seg.next, size: seg.size,

@@ -45,6 +45,14 @@ type Options struct {
 
 	RetentionCheckInterval time.Duration // default 30s
 
+	// RetentionFloor, when set, guards records that a reader outside the
+	// log still needs (an Iceberg table that does not hold them yet):
+	// while it reports guarded, retention, local eviction and compaction
+	// leave every segment that ends above floor. DeleteRecords is not
+	// held back. It is called from the shard goroutines and must not
+	// block.
+	RetentionFloor func(topic string, partition int32) (floor int64, guarded bool)
+
 	// ProducerIDExpiration is how long a partition keeps an idempotent
 	// producer's state after its last append (Kafka's
 	// producer.id.expiration.ms); checked with retention. Default 24h.

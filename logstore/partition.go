@@ -644,21 +644,34 @@ func (p *partition) applyRetention(s *shard, now time.Time) (int, error) {
 		cfg.RetentionBytes, cfg.RetentionMs = -1, -1
 	}
 	n, err := p.dropRemoteOldest(s, func(r *catalog.Segment, total int64) bool {
-		return expired(r.EndOffset, r.Bytes, r.MaxTimestamp, time.Unix(0, r.UploadedAt), total, p.logStart,
-			cfg.RetentionBytes, cfg.RetentionMs, now)
+		return (r.EndOffset <= p.logStart || p.releasable(s, r.EndOffset)) &&
+			expired(r.EndOffset, r.Bytes, r.MaxTimestamp, time.Unix(0, r.UploadedAt), total, p.logStart,
+				cfg.RetentionBytes, cfg.RetentionMs, now)
 	})
 	if err != nil {
 		return n, err
 	}
 	m, err := p.deleteOldest(s, func(seg *segment, total int64) bool {
-		return !expired(seg.next, seg.size, seg.maxTs, seg.created, total, p.logStart,
-			cfg.RetentionBytes, cfg.RetentionMs, now)
+		return seg.next > p.logStart && !p.releasable(s, seg.next) ||
+			!expired(seg.next, seg.size, seg.maxTs, seg.created, total, p.logStart,
+				cfg.RetentionBytes, cfg.RetentionMs, now)
 	})
 	if err != nil {
 		return n + m, err
 	}
 	e, err := p.evict(s, now)
 	return n + m + e, err
+}
+
+// releasable reports whether a segment ending at next may leave the log
+// (retention, eviction, compaction) as far as Options.RetentionFloor is
+// concerned.
+func (p *partition) releasable(s *shard, next int64) bool {
+	if s.opts.RetentionFloor == nil {
+		return true
+	}
+	floor, guarded := s.opts.RetentionFloor(p.topic, p.id)
+	return !guarded || next <= floor
 }
 
 // evict removes the local copy of uploaded sealed segments, oldest first,
@@ -685,6 +698,9 @@ func (p *partition) evict(s *shard, now time.Time) (int, error) {
 		seg := p.segs[0]
 		if seg.cloud.ObjectKey == "" || !seg.sealed {
 			break // not uploaded yet: it must stay, and so must everything after it
+		}
+		if !p.releasable(s, seg.next) {
+			break
 		}
 		if !atOnce && !expired(seg.next, seg.size, seg.maxTs, seg.created, local, -1, locBytes, locMs, now) {
 			break
