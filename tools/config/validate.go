@@ -92,6 +92,7 @@ func (c *Config) validate() []fieldError {
 	if n := c.SchemaRegistry.MaxSchemaBytes; n < 1 || n > 8<<20 {
 		bad("schema_registry.max_schema_bytes", fmt.Sprintf("%d; want 1 to 8388608", n))
 	}
+	c.validateIceberg(bad, oneOf, positive)
 
 	if a := c.Listeners.AdvertisedKafka; a != "" {
 		if host, _, err := net.SplitHostPort(a); err == nil && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
@@ -267,4 +268,30 @@ func Network(addr string) (network, address string) {
 		return "unix", path
 	}
 	return "tcp", addr
+}
+
+// validateIceberg checks the [iceberg] keys.
+func (c *Config) validateIceberg(bad func(key, msg string), oneOf func(key, v string, allowed ...string), positive func(key string, v int64)) {
+	ic := c.Iceberg
+	oneOf("iceberg.catalog", ic.Catalog, "sql", "rest")
+	if ic.Catalog == "rest" && strings.TrimSpace(ic.RestURI) == "" {
+		bad("iceberg.rest_uri", "must be set with catalog = rest")
+	}
+	if ic.Catalog == "rest" && ic.RestURI != "" && !strings.HasPrefix(ic.RestURI, "http://") && !strings.HasPrefix(ic.RestURI, "https://") {
+		bad("iceberg.rest_uri", "must be an http:// or https:// URI")
+	}
+	switch w := ic.Warehouse; {
+	case w == "", w == "tiered":
+		if w == "tiered" && (!c.TieredStorage.Enabled || c.TieredStorage.Provider != "s3") {
+			bad("iceberg.warehouse", "tiered needs tiered_storage.enabled with provider = s3")
+		}
+	case strings.HasPrefix(w, "s3://"), strings.HasPrefix(w, "file:///"):
+	default:
+		bad("iceberg.warehouse", "must be empty, tiered, s3://bucket/prefix or file:///dir")
+	}
+	if strings.TrimSpace(ic.Namespace) == "" || strings.ContainsAny(ic.Namespace, "./ ") {
+		bad("iceberg.namespace", "must be a non-empty name without dots, slashes or spaces")
+	}
+	positive("iceberg.commit_interval_ms", ic.CommitIntervalMs)
+	positive("iceberg.commit_bytes", ic.CommitBytes)
 }
