@@ -247,6 +247,11 @@ type daemon struct {
 	// port was taken, so a free loopback port serves instead.
 	httpDefault, httpMoved bool
 
+	// icebergCat is the Iceberg catalog of Iceberg topics, icebergIO the
+	// FileIO properties its readers need (iceberg.go); nil without one.
+	icebergCat icebergCatalog
+	icebergIO  map[string]string
+
 	cat      *catalog.Catalog
 	reg      *prometheus.Registry
 	tier     *tierStack // nil when tiered storage is disabled
@@ -381,6 +386,9 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		d.tier.storeHooks(&opts)
 		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
 		d.onClose("gc tuner", func() error { stopTuner(); return nil })
+	}
+	if err := d.openIceberg(ctx); err != nil { // iceberg.go
+		return err
 	}
 	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.OpenContext(ctx, opts) },
 		func(st *logstore.Store) { _ = st.Close() })
