@@ -27,6 +27,7 @@ import (
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/http/console"
+	"github.com/aerostream/aerostream/gateways/http/icebergrest"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -596,6 +597,12 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 			prefix string
 			h      http.Handler
 		}{schemaRegistryPrefix, reg.Handler()})
+	}
+	if d.icebergCat != nil {
+		mounts = append(mounts, struct {
+			prefix string
+			h      http.Handler
+		}{"/iceberg", icebergrest.New(icebergrest.Options{Catalog: d.icebergCat, IOProps: d.icebergIO, Logger: d.logger})})
 	}
 	// The web console takes every path that no API above claims.
 	con, err := console.Handler(console.Options{Logger: d.logger})
