@@ -160,7 +160,7 @@ func (g *Guard) Authenticate(h http.Handler) http.Handler {
 		}
 		if err != nil {
 			if !errors.Is(err, errUnauthenticated) {
-				g.auditLine(p, r, "", "", err)
+				g.auditLine(p, r, "", "", "", err)
 				if d := g.fails.Fail(g.now(), p.Host); d > 0 {
 					// Guessing passwords costs time; only this request waits.
 					t := time.NewTimer(d)
@@ -260,6 +260,21 @@ func (g *Guard) checkPassword(ctx context.Context, user, pass string) error {
 	return nil
 }
 
+// Authorize reports whether r's principal may do op on the resource,
+// auditing a refusal: for APIs that decide per resource (the /api/
+// routes). With no authorizer every principal may.
+func (g *Guard) Authorize(r *http.Request, op, resourceType, name string) bool {
+	p := PrincipalFrom(r.Context())
+	if g.o.Authorizer.Authorize(auth.Request{Principal: p.Name, Host: p.Host, Operation: op, ResourceType: resourceType, ResourceName: name}) {
+		return true
+	}
+	g.auditLine(p, r, op, resourceType, name, nil)
+	return false
+}
+
+// Required reports whether the Guard refuses anonymous requests.
+func (g *Guard) Required() bool { return g.o.Required }
+
 // RequireCluster wraps h so that a request needs an operation on the
 // CLUSTER resource: readOp for GET and HEAD, writeOp for other methods.
 // An empty operation lets every principal the Guard let in through. A
@@ -270,15 +285,10 @@ func (g *Guard) RequireCluster(readOp, writeOp string, h http.Handler) http.Hand
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			op = readOp
 		}
-		if op != "" {
-			p := PrincipalFrom(r.Context())
-			if !g.o.Authorizer.Authorize(auth.Request{Principal: p.Name, Host: p.Host, Operation: op,
-				ResourceType: auth.ResourceCluster, ResourceName: auth.ClusterName}) {
-				g.auditLine(p, r, op, auth.ResourceCluster, nil)
-				writeAPIError(w, http.StatusForbidden, "forbidden",
-					fmt.Errorf("%s may not %s the cluster (%s %s)", p.Name, op, r.Method, r.URL.Path))
-				return
-			}
+		if op != "" && !g.Authorize(r, op, auth.ResourceCluster, auth.ClusterName) {
+			writeAPIError(w, http.StatusForbidden, "forbidden",
+				fmt.Errorf("%s may not %s the cluster (%s %s)", PrincipalFrom(r.Context()).Name, op, r.Method, r.URL.Path))
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -286,14 +296,14 @@ func (g *Guard) RequireCluster(readOp, writeOp string, h http.Handler) http.Hand
 
 // auditLine logs a failed authentication (err set) or a denied
 // operation, rate-limited per principal and client.
-func (g *Guard) auditLine(p Principal, r *http.Request, op, resourceType string, err error) {
+func (g *Guard) auditLine(p Principal, r *http.Request, op, resourceType, resource string, err error) {
 	ok, dropped := g.audit.Allow(g.now(), p.Name+"|"+p.Host)
 	if !ok {
 		return
 	}
 	args := []any{"audit", true, "principal", p.Name, "client", p.Host, "method", r.Method, "path", r.URL.Path}
 	if op != "" {
-		args = append(args, "operation", op, "resource_type", resourceType, "resource", auth.ClusterName)
+		args = append(args, "operation", op, "resource_type", resourceType, "resource", resource)
 	}
 	if dropped > 0 {
 		args = append(args, "suppressed", dropped)

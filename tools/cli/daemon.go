@@ -22,12 +22,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/catalog"
 	"github.com/aerostream/aerostream/controller"
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/http/console"
-	"github.com/aerostream/aerostream/gateways/http/icebergrest"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -247,11 +247,10 @@ type daemon struct {
 	// httpDefault: listeners.http was left at its default; httpMoved: that
 	// port was taken, so a free loopback port serves instead.
 	httpDefault, httpMoved bool
-
-	// icebergCat is the Iceberg catalog of Iceberg topics, icebergIO the
-	// FileIO properties its readers need (iceberg.go); nil without one.
-	icebergCat icebergCatalog
-	icebergIO  map[string]string
+	// httpGuard authenticates listeners.http; httpRefresh keeps its ACLs
+	// current (nil for none).
+	httpGuard   *gwhttp.Guard
+	httpRefresh func(ctx context.Context)
 
 	cat      *catalog.Catalog
 	reg      *prometheus.Registry
@@ -388,9 +387,6 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
 		d.onClose("gc tuner", func() error { stopTuner(); return nil })
 	}
-	if err := d.openIceberg(ctx); err != nil { // iceberg.go
-		return err
-	}
 	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.OpenContext(ctx, opts) },
 		func(st *logstore.Store) { _ = st.Close() })
 	if err != nil {
@@ -485,7 +481,9 @@ func (d *daemon) start(ctx context.Context) error {
 		}
 		ln := d.httpLn
 		d.sup.start(ctx, "admin api sampler", d.adminAPI.Run)
-		d.sup.start(ctx, "http", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
+		d.sup.start(ctx, "http", func(ctx context.Context) error {
+			return runBeside(ctx, d.httpRefresh, func(ctx context.Context) error { return srv.Serve(ctx, ln) }) // security.go
+		})
 		if d.httpMoved {
 			logger.Warn("the default admin HTTP port is taken (another AeroStream process?); serving the admin API on a free loopback port instead: set listeners.http to choose one",
 				"default", cfg.Listeners.HTTP, "http_addr", listenerAddr(ln))
@@ -566,8 +564,13 @@ func (d *daemon) start(ctx context.Context) error {
 // the REST admin API and /healthz and, when asked for, Go's profiles; the
 // web console gets every other path.
 func (d *daemon) httpServer() (*gwhttp.Server, error) {
-	srv := gwhttp.NewServer(gwhttp.Options{Logger: d.logger})
-	var err error
+	sec, err := newHTTPSecurity(d.cfg, "listeners.http", d.cfg.Listeners.HTTP, d.members, d.logger) // security.go
+	if err != nil {
+		return nil, err
+	}
+	d.httpGuard, d.httpRefresh = sec.guard, sec.refresh
+	guard := sec.guard
+	srv := gwhttp.NewServer(gwhttp.Options{Logger: d.logger, Guard: guard})
 	if d.admin, d.adminAPI, err = d.newAdminAPI(); err != nil { // adminapi.go
 		return nil, err
 	}
@@ -577,7 +580,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 		prefix string
 		h      http.Handler
 	}{
-		{"/v1/tier", gwhttp.TierAPI(ops, d.logger)},
+		{"/v1/tier", guard.RequireCluster(auth.OpDescribe, auth.OpAlter, gwhttp.TierAPI(ops, d.logger))},
 		{"/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})},
 		{"/api", d.adminAPI.Handler()},
 		{"/healthz", d.adminAPI.Healthz()},
@@ -586,7 +589,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 		mounts = append(mounts, struct {
 			prefix string
 			h      http.Handler
-		}{"/debug/pprof", gwhttp.Pprof()})
+		}{"/debug/pprof", guard.RequireCluster(auth.OpAlter, auth.OpAlter, gwhttp.Pprof())})
 	}
 	if d.ctl != nil {
 		reg, err := newSchemaRegistry(d.cfg, d.ctl, d.logger)
@@ -596,13 +599,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 		mounts = append(mounts, struct {
 			prefix string
 			h      http.Handler
-		}{schemaRegistryPrefix, reg.Handler()})
-	}
-	if d.icebergCat != nil {
-		mounts = append(mounts, struct {
-			prefix string
-			h      http.Handler
-		}{"/iceberg", icebergrest.New(icebergrest.Options{Catalog: d.icebergCat, IOProps: d.icebergIO, Logger: d.logger})})
+		}{schemaRegistryPrefix, guard.RequireCluster("", auth.OpAlter, reg.Handler())})
 	}
 	// The web console takes every path that no API above claims.
 	con, err := console.Handler(console.Options{Logger: d.logger})

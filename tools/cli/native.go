@@ -122,6 +122,8 @@ func (n nativeCluster) DeleteTopic(ctx context.Context, name string) error {
 // names the Kafka gateways to bootstrap from.
 type kafkaOffsets struct {
 	seeds func(ctx context.Context) ([]string, error)
+	// opts secure the client as listeners.kafka requires (security.go).
+	opts []kgo.Opt
 
 	mu struct {
 		sync.Mutex
@@ -145,7 +147,7 @@ func (o *kafkaOffsets) admin(ctx context.Context) (*kadm.Client, error) {
 	if len(seeds) == 0 {
 		return nil, fmt.Errorf("%w: no Kafka gateway is live to coordinate groups", kerr.CoordinatorNotAvailable)
 	}
-	kc, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ClientID("aerostream-native-gateway"))
+	kc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("aerostream-native-gateway")}, o.opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,11 +241,18 @@ func (o *kafkaOffsets) close() {
 // newNativeGateway builds the native gateway over backend, with its
 // metadata from cluster and its group offsets through the Kafka gateways
 // seeds names.
-func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, offsets *kafkaOffsets, logger *slog.Logger) (*native.Gateway, error) {
+func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, offsets *kafkaOffsets, api any, logger *slog.Logger) (*native.Gateway, error) {
+	sasl, err := nativeSASL(cfg, api) // security.go
+	if err != nil {
+		return nil, err
+	}
+	if offsets.opts, err = internalKafkaOpts(cfg, os.Environ()); err != nil { // security.go
+		logger.Warn("the native gateway's group offsets and producer ids will fail", "err", err)
+	}
 	return native.New(native.Options{
 		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
 		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
-		Offsets: offsets, ProducerIDs: offsets,
+		Offsets: offsets, ProducerIDs: offsets, Auth: sasl,
 	})
 }
 
@@ -317,6 +326,9 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	defer ln.Close()
 	logger := newLogger(env, cfg)
 	slog.SetDefault(logger)
+	if ln, err = tlsListener(cfg, "listeners.native", cfg.Listeners.Native, ln, logger); err != nil { // security.go
+		return err
+	}
 	logger.Info("starting", "command", "gateway native", "version", Version(), "config_file", orNone(loaded.File))
 
 	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, logger)
@@ -334,7 +346,7 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	defer cluster.Backend().Close()
 	offsets := &kafkaOffsets{seeds: brokerSeeds(cluster)}
 	defer offsets.close()
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, logger)
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
 	if err != nil {
 		return err
 	}
@@ -374,7 +386,7 @@ func startNative(ctx context.Context, sup *supervisor, cfg config.Config, ln net
 		}
 		return []string{kafkaAddr}, nil
 	}}
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, logger)
+	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
 	if err != nil {
 		return err
 	}

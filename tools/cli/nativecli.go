@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/aerostream/aerostream/gateways/native/client"
 )
@@ -36,16 +41,36 @@ func nativeServer(env Env, flag string) string {
 	return client.DefaultAddr
 }
 
-func dialNative(ctx context.Context, env Env, server string) (*client.Client, error) {
+// nativeSecurity holds a native command's TLS and SASL flags, as a Kafka
+// client's security.protocol, ssl.ca.location and sasl.* settings.
+type nativeSecurity struct {
+	tls                           bool
+	caFile                        string
+	mechanism, user, passwordFile string
+}
+
+func dialNative(ctx context.Context, env Env, server string, sec *nativeSecurity) (*client.Client, error) {
+	opts := client.Options{ClientID: "aerostream-cli"}
+	if sec != nil {
+		var err error
+		if opts.TLS, opts.SASL, err = sec.options(env); err != nil {
+			return nil, err
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return client.Dial(dctx, nativeServer(env, server), client.Options{ClientID: "aerostream-cli"})
+	return client.Dial(dctx, nativeServer(env, server), opts)
 }
 
-func addServerFlag(cmd *cobra.Command, server *string) {
+// addServerFlag adds --server and the security flags.
+func addServerFlag(cmd *cobra.Command, server *string, sec *nativeSecurity) {
 	cmd.Flags().StringVar(server, "server", "", "native gateway host:port (default $AEROSTREAM_NATIVE_ADDR, else "+client.DefaultAddr+")")
+	cmd.Flags().BoolVar(&sec.tls, "tls", false, "connect over TLS (an SSL:// or SASL_SSL:// listener)")
+	cmd.Flags().StringVar(&sec.caFile, "tls-ca", "", "PEM CA bundle the gateway's certificate is verified against (implies --tls; default the system roots)")
+	cmd.Flags().StringVar(&sec.mechanism, "sasl-mechanism", "", "SASL mechanism: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (a SASL_PLAINTEXT:// or SASL_SSL:// listener)")
+	cmd.Flags().StringVar(&sec.user, "sasl-user", "", "SASL user name")
+	cmd.Flags().StringVar(&sec.passwordFile, "sasl-password-file", "", "read the SASL password from this file (its first line); default $AEROSTREAM_SASL_PASSWORD, never the command line")
 }
-
 func parseInt32Arg(what, s string) (int32, error) {
 	v, err := strconv.ParseInt(s, 10, 32)
 	if err != nil {
@@ -56,6 +81,7 @@ func parseInt32Arg(what, s string) (int32, error) {
 
 func newCreateTopicCmd(env Env) *cobra.Command {
 	var server string
+	var sec nativeSecurity
 	var configs []string
 	cmd := &cobra.Command{
 		Use:   "create-topic NAME [PARTITIONS [REPLICATION_FACTOR]]",
@@ -84,7 +110,7 @@ func newCreateTopicCmd(env Env) *cobra.Command {
 				}
 				cfg[k] = v
 			}
-			cl, err := dialNative(cmd.Context(), env, server)
+			cl, err := dialNative(cmd.Context(), env, server, &sec)
 			if err != nil {
 				return err
 			}
@@ -97,7 +123,7 @@ func newCreateTopicCmd(env Env) *cobra.Command {
 			return err
 		},
 	}
-	addServerFlag(cmd, &server)
+	addServerFlag(cmd, &server, &sec)
 	cmd.Flags().StringArrayVar(&configs, "config", nil, "topic config key=value (repeatable)")
 	return cmd
 }
@@ -105,6 +131,7 @@ func newCreateTopicCmd(env Env) *cobra.Command {
 func newProduceCmd(env Env) *cobra.Command {
 	var (
 		server, keySep, key, compression string
+		sec                              nativeSecurity
 		acks                             int
 	)
 	cmd := &cobra.Command{
@@ -137,7 +164,7 @@ its first separator.`,
 			if acks != 0 && acks != 1 && acks != -1 {
 				return usageError{fmt.Errorf("--acks %d: want 0, 1 or -1 (all)", acks)}
 			}
-			cl, err := dialNative(ctx, env, server)
+			cl, err := dialNative(ctx, env, server, &sec)
 			if err != nil {
 				return err
 			}
@@ -194,7 +221,7 @@ its first separator.`,
 			return err
 		},
 	}
-	addServerFlag(cmd, &server)
+	addServerFlag(cmd, &server, &sec)
 	cmd.Flags().StringVar(&keySep, "key-separator", "", "split each stdin line into key and value at this separator")
 	cmd.Flags().StringVarP(&key, "key", "k", "", "key for every record")
 	cmd.Flags().IntVar(&acks, "acks", -1, "0, 1 or -1 (all)")
@@ -221,6 +248,7 @@ func parseCompression(s string) (int16, error) {
 func newConsumeCmd(env Env) *cobra.Command {
 	var (
 		server, group, fromTime, format, keySep string
+		sec                                     nativeSecurity
 		follow, fromBeginning                   bool
 		count                                   int
 	)
@@ -291,7 +319,7 @@ newline, or the key, --key-separator and the value when one is given.`,
 			if err != nil {
 				return usageError{err}
 			}
-			cl, err := dialNative(ctx, env, server)
+			cl, err := dialNative(ctx, env, server, &sec)
 			if err != nil {
 				return err
 			}
@@ -381,7 +409,7 @@ newline, or the key, --key-separator and the value when one is given.`,
 			}
 		},
 	}
-	addServerFlag(cmd, &server)
+	addServerFlag(cmd, &server, &sec)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "wait for new records until Ctrl-C")
 	cmd.Flags().BoolVar(&fromBeginning, "from-beginning", false, "start at each partition's first record")
 	cmd.Flags().IntVarP(&count, "count", "n", 0, "stop after this many records")
@@ -493,4 +521,53 @@ func (f format) write(w io.Writer, m *client.Message) {
 			_, _ = w.Write(strconv.AppendInt(num[:0], int64(len(m.Value)), 10))
 		}
 	}
+}
+
+// options builds the SDK's TLS and SASL options from the flags.
+func (f *nativeSecurity) options(env Env) (*tls.Config, sasl.Mechanism, error) {
+	var tc *tls.Config
+	if f.tls || f.caFile != "" {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		if f.caFile != "" {
+			pem, err := os.ReadFile(f.caFile)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--tls-ca: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", f.caFile)
+			}
+		}
+	}
+	if f.mechanism == "" {
+		if f.user != "" || f.passwordFile != "" {
+			return nil, nil, usageError{errors.New("--sasl-user and --sasl-password-file need --sasl-mechanism")}
+		}
+		return tc, nil, nil
+	}
+	if f.user == "" {
+		return nil, nil, usageError{errors.New("--sasl-mechanism needs --sasl-user")}
+	}
+	var pass string
+	if f.passwordFile != "" {
+		b, err := os.Open(f.passwordFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer b.Close()
+		if pass, err = readPassword(b, f.passwordFile); err != nil { // security_cmd.go
+			return nil, nil, err
+		}
+	} else if pass = envValue(env.Environ, "AEROSTREAM_SASL_PASSWORD"); pass == "" {
+		return nil, nil, usageError{errors.New("the SASL password comes from --sasl-password-file or AEROSTREAM_SASL_PASSWORD (never the command line)")}
+	}
+	switch strings.ToUpper(f.mechanism) {
+	case "SCRAM-SHA-256":
+		return tc, scram.Auth{User: f.user, Pass: pass}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return tc, scram.Auth{User: f.user, Pass: pass}.AsSha512Mechanism(), nil
+	case "PLAIN":
+		return tc, plain.Auth{User: f.user, Pass: pass}.AsMechanism(), nil
+	}
+	return nil, nil, usageError{fmt.Errorf("--sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", f.mechanism)}
 }

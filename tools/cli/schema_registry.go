@@ -7,6 +7,7 @@ import (
 	"net"
 	"syscall"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/controller"
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/kafka"
@@ -84,6 +85,16 @@ func startSchemaRegistry(ctx context.Context, sup *supervisor, cfg config.Config
 	if err != nil || ln == nil {
 		return "", err
 	}
-	sup.start(ctx, "schema registry", func(ctx context.Context) error { return gwhttp.ServeHandler(ctx, ln, reg.Handler(), logger) })
+	// As on listeners.http: reads need an authenticated principal when
+	// authentication is required, writes ALTER on the cluster.
+	sec, err := newHTTPSecurity(cfg, "listeners.schema_registry", cfg.Listeners.SchemaRegistry, api, logger) // security.go
+	if err != nil {
+		_ = ln.Close()
+		return "", err
+	}
+	h := sec.guard.Authenticate(sec.guard.RequireCluster("", auth.OpAlter, reg.Handler()))
+	sup.start(ctx, "schema registry", func(ctx context.Context) error {
+		return runBeside(ctx, sec.refresh, func(ctx context.Context) error { return gwhttp.ServeHandler(ctx, ln, h, logger) })
+	})
 	return listenerAddr(ln), nil
 }

@@ -3,18 +3,28 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/controller"
+	gwhttp "github.com/aerostream/aerostream/gateways/http"
+	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/gateways/native"
 	"github.com/aerostream/aerostream/tools/config"
 )
 
@@ -45,7 +55,7 @@ type kafkaSecurity struct {
 
 func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger) (*kafkaSecurity, error) {
 	s := &kafkaSecurity{}
-	sec, _ := api.(controller.Security)
+	sec := securityOf(api)
 	proto := config.ListenerProtocol(cfg.Listeners.Kafka)
 	if config.IsSASL(proto) {
 		if sec == nil {
@@ -54,30 +64,55 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 		s.opts.SASL = true
 		s.opts.Mechanisms = cfg.Auth.SASLMechanisms
 		s.opts.ReauthAfter = time.Duration(cfg.Auth.ReauthMs) * time.Millisecond
-		s.opts.Credentials = func(ctx context.Context, user, mech string) (auth.ScramCredential, bool, error) {
-			r, err := sec.GetScramCredential(ctx, controller.GetScramRequest{User: user, Mechanism: mech})
-			return r.Credential, r.Found, err
-		}
+		s.opts.Credentials = scramLookup(sec)
 	}
 	if sec != nil {
 		s.opts.Security = controllerSecurity{sec}
 	}
-	if !cfg.Auth.Authorizer {
-		return s, nil
-	}
-	if sec == nil {
-		return nil, errors.New("auth.authorizer: the ACLs live in the controller, which this process cannot reach")
-	}
-	if !config.IsSASL(proto) {
+	if cfg.Auth.Authorizer && !config.IsSASL(proto) {
 		logger.Warn("auth.authorizer is on but listeners.kafka has no SASL: every client is User:ANONYMOUS")
 	}
+	z, refresh, err := aclAuthorizer(cfg, sec, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.opts.Authorizer, s.refresh = z, refresh
+	return s, nil
+}
+
+// securityOf is api's user and ACL store, nil when it has none (a nil
+// controller pointer included).
+func securityOf(api any) controller.Security {
+	switch c := api.(type) {
+	case *controller.Controller:
+		if c == nil {
+			return nil
+		}
+	case *controller.Client:
+		if c == nil {
+			return nil
+		}
+	}
+	sec, _ := api.(controller.Security)
+	return sec
+}
+
+// aclAuthorizer is the authorizer of auth.authorizer (nil when it is off)
+// and the loop that keeps its ACLs in step with the controller (nil when
+// there is nothing to refresh).
+func aclAuthorizer(cfg config.Config, sec controller.Security, logger *slog.Logger) (*auth.Authorizer, func(ctx context.Context), error) {
+	if !cfg.Auth.Authorizer {
+		return nil, nil, nil
+	}
+	if sec == nil {
+		return nil, nil, errors.New("auth.authorizer: the ACLs live in the controller, which this process cannot reach")
+	}
 	z := auth.NewAuthorizer(true, cfg.Auth.SuperUsers)
-	s.opts.Authorizer = z
-	if c, ok := api.(*controller.Controller); ok {
+	if c, ok := sec.(*controller.Controller); ok {
 		fsm := c.FSM()
 		v, acls := fsm.SecurityACLs()
 		z.Set(v, acls)
-		s.refresh = func(ctx context.Context) {
+		return z, func(ctx context.Context) {
 			known := v
 			for {
 				nv, acls, err := fsm.WaitSecurity(ctx, known)
@@ -87,12 +122,11 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 				z.Set(nv, acls)
 				known = nv
 			}
-		}
-		return s, nil
+		}, nil
 	}
 	// Over the network: poll. An ACL change reaches a separate gateway
 	// process within a second.
-	s.refresh = func(ctx context.Context) {
+	return z, func(ctx context.Context) {
 		for {
 			r, err := sec.DescribeACLs(ctx, controller.DescribeACLsRequest{})
 			if err == nil {
@@ -106,8 +140,7 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 			case <-time.After(time.Second):
 			}
 		}
-	}
-	return s, nil
+	}, nil
 }
 
 // controllerSecurity adapts the controller's user and ACL API to the
@@ -263,17 +296,149 @@ func envValue(environ []string, name string) string {
 // serve runs the gateway and, beside it, the ACL refresh, stopping the
 // refresh once the gateway has stopped.
 func (s *kafkaSecurity) serve(ctx context.Context, run func(ctx context.Context) error) error {
-	if s.refresh == nil {
+	return runBeside(ctx, s.refresh, run)
+}
+
+// runBeside runs run and, beside it, refresh (when not nil), stopping
+// refresh once run has returned.
+func runBeside(ctx context.Context, refresh func(ctx context.Context), run func(ctx context.Context) error) error {
+	if refresh == nil {
 		return run(ctx)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.refresh(rctx)
+		refresh(rctx)
 	}()
 	err := run(ctx)
 	cancel()
 	<-done
 	return err
+}
+
+// httpSecurity is the Guard of an HTTP listener and the refresh of its
+// ACLs.
+type httpSecurity struct {
+	guard   *gwhttp.Guard
+	refresh func(ctx context.Context) // nil: nothing to refresh
+}
+
+// newHTTPSecurity builds the Guard of the HTTP listener at addr over
+// api's users and ACLs: basic with SCRAM users, bearer tokens when
+// OAUTHBEARER validation is configured, client certificates when the
+// listener is TLS and asks for them.
+func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.Logger) (*httpSecurity, error) {
+	sec := securityOf(api)
+	o := gwhttp.AuthOptions{
+		Required:    cfg.HTTPAuthRequired(),
+		OpenPaths:   cfg.Auth.HTTPOpenPaths,
+		ClientCerts: config.IsTLS(config.ListenerProtocol(addr)) && cfg.TLS.ClientAuth != "none" && cfg.TLS.ClientAuth != "",
+		Logger:      logger,
+	}
+	if sec != nil {
+		o.Credentials = scramLookup(sec)
+	}
+	if o.Required && o.Credentials == nil && !o.ClientCerts {
+		return nil, fmt.Errorf("%s: authentication is required (auth.http_authentication) but this process reaches no user store and takes no client certificates", key)
+	}
+	z, refresh, err := aclAuthorizer(cfg, sec, logger)
+	if err != nil {
+		return nil, err
+	}
+	o.Authorizer = z
+	return &httpSecurity{guard: gwhttp.NewGuard(o), refresh: refresh}, nil
+}
+
+// nativeSASL is the native listener's SASL, over api's users, when
+// listeners.native says SASL_PLAINTEXT:// or SASL_SSL://.
+func nativeSASL(cfg config.Config, api any) (native.AuthOptions, error) {
+	if !config.IsSASL(config.ListenerProtocol(cfg.Listeners.Native)) {
+		return native.AuthOptions{}, nil
+	}
+	sec := securityOf(api)
+	if sec == nil {
+		return native.AuthOptions{}, errors.New("listeners.native: SASL needs the controller's user store")
+	}
+	return native.AuthOptions{SASL: true, Mechanisms: cfg.Auth.SASLMechanisms, Credentials: scramLookup(sec)}, nil
+}
+
+// scramLookup finds SCRAM credentials in the controller's user store.
+func scramLookup(sec controller.Security) auth.CredentialLookup {
+	return func(ctx context.Context, user, mech string) (auth.ScramCredential, bool, error) {
+		r, err := sec.GetScramCredential(ctx, controller.GetScramRequest{User: user, Mechanism: mech})
+		return r.Credential, r.Found, err
+	}
+}
+
+// adminAuthorizer answers the /api/ routes' ACL questions with the HTTP
+// Guard's authorizer; nil (allow all) without a Guard.
+func adminAuthorizer(g *gwhttp.Guard) adminapi.Authorizer {
+	if g == nil {
+		return nil
+	}
+	return guardAuthorizer{g}
+}
+
+type guardAuthorizer struct{ g *gwhttp.Guard }
+
+func (a guardAuthorizer) Authorize(r *http.Request, op adminapi.Operation, res adminapi.Resource) error {
+	rt, name := auth.ResourceCluster, auth.ClusterName
+	switch res.Type {
+	case adminapi.ResourceTopic:
+		rt, name = auth.ResourceTopic, res.Name
+	case adminapi.ResourceGroup:
+		rt, name = auth.ResourceGroup, res.Name
+	}
+	if a.g.Authorize(r, string(op), rt, name) {
+		return nil
+	}
+	p := gwhttp.PrincipalFrom(r.Context())
+	if p.Method == "" {
+		// Anonymous and refused: credentials may help, so say 401.
+		return fmt.Errorf("%w: %s on %s %q needs an authenticated principal", adminapi.ErrUnauthenticated, op, rt, name)
+	}
+	return fmt.Errorf("%w: %s may not %s %s %q", adminapi.ErrForbidden, p.Name, op, rt, name)
+}
+
+// internalKafkaOpts secure a process's own Kafka client (the native
+// gateway's, for group offsets and producer ids) as listeners.kafka
+// requires: TLS verified against tls.ca_file (else the system roots), and
+// SASL as auth.bootstrap_user, with the password in
+// AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD, since an operator already trusts
+// this process with it.
+func internalKafkaOpts(cfg config.Config, environ []string) ([]kgo.Opt, error) {
+	proto := config.ListenerProtocol(cfg.Listeners.Kafka)
+	var opts []kgo.Opt
+	if config.IsTLS(proto) {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12}
+		if cfg.TLS.CAFile != "" {
+			pem, err := os.ReadFile(cfg.TLS.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("tls.ca_file: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("tls.ca_file %s holds no PEM certificate", cfg.TLS.CAFile)
+			}
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if !config.IsSASL(proto) {
+		return opts, nil
+	}
+	user, pass := cfg.Auth.BootstrapUser, envValue(environ, config.EnvBootstrapPassword)
+	if user == "" || pass == "" {
+		return nil, fmt.Errorf("listeners.kafka is %s: this process's Kafka client authenticates as auth.bootstrap_user with %s, and one is unset", proto, config.EnvBootstrapPassword)
+	}
+	a := scram.Auth{User: user, Pass: pass}
+	switch {
+	case slices.Contains(cfg.Auth.SASLMechanisms, auth.ScramSHA512):
+		opts = append(opts, kgo.SASL(a.AsSha512Mechanism()))
+	case slices.Contains(cfg.Auth.SASLMechanisms, auth.ScramSHA256):
+		opts = append(opts, kgo.SASL(a.AsSha256Mechanism()))
+	default:
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+	}
+	return opts, nil
 }

@@ -53,14 +53,6 @@ func TestKeyNames(t *testing.T) {
 		"listeners.ring":                          "AEROSTREAM_LISTENERS_RING",
 		"listeners.schema_registry":               "AEROSTREAM_LISTENERS_SCHEMA_REGISTRY",
 		"schema_registry.max_schema_bytes":        "AEROSTREAM_SCHEMA_REGISTRY_MAX_SCHEMA_BYTES",
-		"iceberg.catalog":                         "AEROSTREAM_ICEBERG_CATALOG",
-		"iceberg.rest_uri":                        "AEROSTREAM_ICEBERG_REST_URI",
-		"iceberg.rest_credential":                 "AEROSTREAM_ICEBERG_REST_CREDENTIAL",
-		"iceberg.rest_token":                      "AEROSTREAM_ICEBERG_REST_TOKEN",
-		"iceberg.warehouse":                       "AEROSTREAM_ICEBERG_WAREHOUSE",
-		"iceberg.namespace":                       "AEROSTREAM_ICEBERG_NAMESPACE",
-		"iceberg.commit_interval_ms":              "AEROSTREAM_ICEBERG_COMMIT_INTERVAL_MS",
-		"iceberg.commit_bytes":                    "AEROSTREAM_ICEBERG_COMMIT_BYTES",
 		"admin.pprof":                             "AEROSTREAM_ADMIN_PPROF",
 		"listeners.advertised_kafka":              "AEROSTREAM_LISTENERS_ADVERTISED_KAFKA",
 		"kafka.socket_request_max_bytes":          "AEROSTREAM_KAFKA_SOCKET_REQUEST_MAX_BYTES",
@@ -136,6 +128,8 @@ func TestKeyNames(t *testing.T) {
 		"auth.super_users":                        "AEROSTREAM_AUTH_SUPER_USERS",
 		"auth.bootstrap_user":                     "AEROSTREAM_AUTH_BOOTSTRAP_USER",
 		"auth.connections_max_reauth_ms":          "AEROSTREAM_AUTH_CONNECTIONS_MAX_REAUTH_MS",
+		"auth.http_authentication":                "AEROSTREAM_AUTH_HTTP_AUTHENTICATION",
+		"auth.http_open_paths":                    "AEROSTREAM_AUTH_HTTP_OPEN_PATHS",
 	}
 	got := map[string]string{}
 	for _, k := range Keys() {
@@ -148,7 +142,7 @@ func TestKeyNames(t *testing.T) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
 	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "admin", "logstore", "topic_defaults", "controller",
-		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth", "schema_registry", "iceberg"}) {
+		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth", "schema_registry"}) {
 		t.Errorf("sections = %v", s)
 	}
 }

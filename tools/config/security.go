@@ -27,6 +27,29 @@ type Auth struct {
 	BootstrapUser  string   `toml:"bootstrap_user" help:"SCRAM user created on first start with the password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD (both SCRAM mechanisms)"`
 	// ReauthMs is Kafka's connections.max.reauth.ms (KIP-368).
 	ReauthMs int64 `toml:"connections_max_reauth_ms" help:"session lifetime of a SASL connection: the client must re-authenticate within it or be disconnected; 0 = no limit (connections.max.reauth.ms)"`
+	// HTTPAuthentication decides whether listeners.http (and the schema
+	// registry's listener) refuse anonymous requests.
+	HTTPAuthentication string   `toml:"http_authentication" help:"HTTP listeners: required (anonymous requests get 401), optional (credentials checked when sent) or auto (required once auth.authorizer is on or listeners.kafka uses SASL); credentials are basic with a SCRAM user, a bearer token, or a TLS client certificate"`
+	HTTPOpenPaths      []string `toml:"http_open_paths" help:"HTTP paths (and the paths below them) served without authentication"`
+}
+
+// HTTP authentication modes (auth.http_authentication).
+const (
+	HTTPAuthAuto     = "auto"
+	HTTPAuthRequired = "required"
+	HTTPAuthOptional = "optional"
+)
+
+// HTTPAuthRequired reports whether HTTP listeners refuse anonymous
+// requests.
+func (c *Config) HTTPAuthRequired() bool {
+	switch c.Auth.HTTPAuthentication {
+	case HTTPAuthRequired:
+		return true
+	case HTTPAuthOptional:
+		return false
+	}
+	return c.Auth.Authorizer || IsSASL(ListenerProtocol(c.Listeners.Kafka))
 }
 
 // EnvBootstrapPassword holds bootstrap_user's password. It is not a key: a
@@ -86,8 +109,9 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 		allowed   []string
 	}{
 		{"listeners.kafka", c.Listeners.Kafka, []string{Plaintext, SSL, SASLPlaintext, SASLSSL}},
-		// The native handshake and the HTTP API do not speak SASL.
-		{"listeners.native", c.Listeners.Native, []string{Plaintext, SSL}},
+		// The HTTP API authenticates with basic, bearer and client
+		// certificates, not SASL.
+		{"listeners.native", c.Listeners.Native, []string{Plaintext, SSL, SASLPlaintext, SASLSSL}},
 		{"listeners.http", c.Listeners.HTTP, []string{Plaintext, SSL}},
 	} {
 		p, _, err := SplitListener(l.addr)
@@ -126,12 +150,23 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 			break
 		}
 	}
-	if IsSASL(ListenerProtocol(c.Listeners.Kafka)) && len(c.Auth.SASLMechanisms) == 0 {
+	if (IsSASL(ListenerProtocol(c.Listeners.Kafka)) || IsSASL(ListenerProtocol(c.Listeners.Native))) && len(c.Auth.SASLMechanisms) == 0 {
 		bad("auth.sasl_mechanisms", "a SASL listener needs at least one mechanism")
 	}
 	for _, u := range c.Auth.SuperUsers {
 		if name, ok := strings.CutPrefix(u, "User:"); !ok || name == "" {
 			bad("auth.super_users", fmt.Sprintf("%q is not a principal (want User:NAME)", u))
+			break
+		}
+	}
+	switch c.Auth.HTTPAuthentication {
+	case HTTPAuthAuto, HTTPAuthRequired, HTTPAuthOptional:
+	default:
+		bad("auth.http_authentication", "must be one of auto, required, optional")
+	}
+	for _, p := range c.Auth.HTTPOpenPaths {
+		if !strings.HasPrefix(p, "/") {
+			bad("auth.http_open_paths", fmt.Sprintf("%q is not an absolute path", p))
 			break
 		}
 	}

@@ -84,6 +84,8 @@ func TestBadSecurityValues(t *testing.T) {
 		{"super user", "[auth]\nsuper_users = [\"admin\"]\n", `"admin" is not a principal`},
 		{"reauth", "[auth]\nconnections_max_reauth_ms = -1\n", "auth.connections_max_reauth_ms"},
 		{"prefix on ring", "[listeners]\nring = \"SSL://h:1\"\n", "listeners.ring"},
+		{"http authentication", "[auth]\nhttp_authentication = \"always\"\n", "auth.http_authentication"},
+		{"open path", "[auth]\nhttp_open_paths = [\"metrics\"]\n", `"metrics" is not an absolute path`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(Options{File: writeFile(t, tc.file)})
@@ -91,5 +93,27 @@ func TestBadSecurityValues(t *testing.T) {
 				t.Errorf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHTTPAuthRequired: auto requires HTTP authentication once the
+// authorizer is on or the Kafka listener uses SASL; the explicit modes win.
+func TestHTTPAuthRequired(t *testing.T) {
+	for _, tc := range []struct {
+		mode, kafka string
+		authorizer  bool
+		want        bool
+	}{
+		{HTTPAuthAuto, ":9092", false, false},
+		{HTTPAuthAuto, ":9092", true, true},
+		{HTTPAuthAuto, "SASL_PLAINTEXT://:9092", false, true},
+		{HTTPAuthRequired, ":9092", false, true},
+		{HTTPAuthOptional, "SASL_SSL://:9092", true, false},
+	} {
+		c := Default()
+		c.Auth.HTTPAuthentication, c.Listeners.Kafka, c.Auth.Authorizer = tc.mode, tc.kafka, tc.authorizer
+		if got := c.HTTPAuthRequired(); got != tc.want {
+			t.Errorf("%+v: HTTPAuthRequired = %v, want %v", tc, got, tc.want)
+		}
 	}
 }
