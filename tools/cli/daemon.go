@@ -28,6 +28,7 @@ import (
 	gwhttp "github.com/aerostream/aerostream/gateways/http"
 	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/http/console"
+	"github.com/aerostream/aerostream/gateways/http/icebergrest"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
@@ -252,6 +253,11 @@ type daemon struct {
 	httpGuard   *gwhttp.Guard
 	httpRefresh func(ctx context.Context)
 
+	// icebergCat is the Iceberg catalog of Iceberg topics, icebergIO the
+	// FileIO properties its readers need (iceberg.go); nil without one.
+	icebergCat icebergCatalog
+	icebergIO  map[string]string
+
 	cat      *catalog.Catalog
 	reg      *prometheus.Registry
 	tier     *tierStack // nil when tiered storage is disabled
@@ -386,6 +392,9 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		d.tier.storeHooks(&opts)
 		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
 		d.onClose("gc tuner", func() error { stopTuner(); return nil })
+	}
+	if err := d.openIceberg(ctx); err != nil { // iceberg.go
+		return err
 	}
 	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.OpenContext(ctx, opts) },
 		func(st *logstore.Store) { _ = st.Close() })
@@ -600,6 +609,12 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 			prefix string
 			h      http.Handler
 		}{schemaRegistryPrefix, guard.RequireCluster("", auth.OpAlter, reg.Handler())})
+	}
+	if d.icebergCat != nil {
+		mounts = append(mounts, struct {
+			prefix string
+			h      http.Handler
+		}{"/iceberg", icebergrest.New(icebergrest.Options{Catalog: d.icebergCat, IOProps: d.icebergIO, Logger: d.logger})})
 	}
 	// The web console takes every path that no API above claims.
 	con, err := console.Handler(console.Options{Logger: d.logger})

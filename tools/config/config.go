@@ -35,6 +35,21 @@ type Config struct {
 	Auth          Auth          `toml:"auth"`
 
 	SchemaRegistry SchemaRegistry `toml:"schema_registry"`
+
+	Iceberg Iceberg `toml:"iceberg"`
+}
+
+// Iceberg configures Iceberg topics (iceberg/): the catalog their tables
+// live in, where the data files go, and how often a committer commits.
+type Iceberg struct {
+	Catalog          string `toml:"catalog" help:"sql (embedded SQLite at <data_dir>/iceberg/catalog.db) or rest (an external Iceberg REST catalog at rest_uri)"`
+	RestURI          string `toml:"rest_uri" help:"catalog = rest: the REST catalog's URI (Polaris, Nessie, Glue's REST endpoint)"`
+	RestCredential   string `toml:"rest_credential" help:"catalog = rest: OAuth2 client credential, client_id:client_secret (never logged)"`
+	RestToken        string `toml:"rest_token" help:"catalog = rest: bearer token (never logged)"`
+	Warehouse        string `toml:"warehouse" help:"where table files go: empty = <data_dir>/iceberg/warehouse; tiered = the tiered-storage S3 bucket under the prefix iceberg/; or a URI, s3://bucket/prefix (with tiered_storage.s3's endpoint and keys) or file:///dir"`
+	Namespace        string `toml:"namespace" help:"namespace of the topics' tables"`
+	CommitIntervalMs int64  `toml:"commit_interval_ms" help:"how often a topic's new records are committed to its table (sooner once commit_bytes are pending)"`
+	CommitBytes      int64  `toml:"commit_bytes" help:"record bytes pending that make a committer commit before commit_interval_ms"`
 }
 
 // SchemaRegistry configures the schema registry (listeners.schema_registry,
@@ -228,6 +243,12 @@ func Default() Config {
 			SchemaRegistry: "127.0.0.1:8081",
 		},
 		SchemaRegistry: SchemaRegistry{MaxSchemaBytes: 1 << 20},
+		Iceberg: Iceberg{
+			Catalog:          "sql",
+			Namespace:        "aerostream",
+			CommitIntervalMs: 60000,
+			CommitBytes:      64 << 20,
+		},
 		Kafka: Kafka{
 			SocketRequestMaxBytes:        100 << 20,
 			QueuedMaxRequestBytes:        512 << 20,

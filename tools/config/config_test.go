@@ -53,6 +53,14 @@ func TestKeyNames(t *testing.T) {
 		"listeners.ring":                          "AEROSTREAM_LISTENERS_RING",
 		"listeners.schema_registry":               "AEROSTREAM_LISTENERS_SCHEMA_REGISTRY",
 		"schema_registry.max_schema_bytes":        "AEROSTREAM_SCHEMA_REGISTRY_MAX_SCHEMA_BYTES",
+		"iceberg.catalog":                         "AEROSTREAM_ICEBERG_CATALOG",
+		"iceberg.rest_uri":                        "AEROSTREAM_ICEBERG_REST_URI",
+		"iceberg.rest_credential":                 "AEROSTREAM_ICEBERG_REST_CREDENTIAL",
+		"iceberg.rest_token":                      "AEROSTREAM_ICEBERG_REST_TOKEN",
+		"iceberg.warehouse":                       "AEROSTREAM_ICEBERG_WAREHOUSE",
+		"iceberg.namespace":                       "AEROSTREAM_ICEBERG_NAMESPACE",
+		"iceberg.commit_interval_ms":              "AEROSTREAM_ICEBERG_COMMIT_INTERVAL_MS",
+		"iceberg.commit_bytes":                    "AEROSTREAM_ICEBERG_COMMIT_BYTES",
 		"admin.pprof":                             "AEROSTREAM_ADMIN_PPROF",
 		"listeners.advertised_kafka":              "AEROSTREAM_LISTENERS_ADVERTISED_KAFKA",
 		"kafka.socket_request_max_bytes":          "AEROSTREAM_KAFKA_SOCKET_REQUEST_MAX_BYTES",
@@ -142,7 +150,7 @@ func TestKeyNames(t *testing.T) {
 		t.Errorf("keys:\n got %v\nwant %v", got, want)
 	}
 	if s := Sections(); !reflect.DeepEqual(s, []string{"listeners", "admin", "logstore", "topic_defaults", "controller",
-		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth", "schema_registry"}) {
+		"tiered_storage", "tiered_storage.s3", "tiered_storage.gcs", "tiered_storage.azure", "tiered_storage.local", "kafka", "gateway", "tls", "auth", "schema_registry", "iceberg"}) {
 		t.Errorf("sections = %v", s)
 	}
 }
