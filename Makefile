@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native test-console chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol
+test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native test-console ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol, the web console in a browser
 
 test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -106,6 +106,23 @@ test-registry: kafka-clients ## schema registry acceptance: confluent-kafka seri
 # most of it building the binary.
 test-native: ## native protocol acceptance: CLI as written, SDK vs serve and separate processes, kcat cross-protocol
 	NATIVE_TESTS=1 $(GO) test -count=1 -v -timeout 10m ./tools/nativetest/
+
+# The web console in Debian's headless Chromium, driven by chromedp
+# (gateways/http/console): every page against a fake /api, then against a
+# real `aerostream serve` with data produced and a group committed through
+# franz-go. It fails on any JavaScript error or warning and saves a
+# screenshot of each page in CONSOLE_ARTIFACTS. CONSOLE_TESTS=1 makes a
+# missing browser a failure rather than a skip. About a minute and a half,
+# most of it building the binary.
+CONSOLE_ARTIFACTS ?= $(CURDIR)/bin/console-artifacts
+chromium: ## install Debian's chromium (apt) for the console's browser test
+	@if ! test -x /usr/bin/chromium; then \
+	  apt-get install -y chromium || { apt-get update && apt-get install -y chromium; }; \
+	fi
+
+test-console: chromium ## web console in headless Chromium: every page vs a fake API and vs serve with data; screenshots in bin/console-artifacts
+	CONSOLE_TESTS=1 CONSOLE_ARTIFACTS=$(CONSOLE_ARTIFACTS) CHROMIUM=/usr/bin/chromium \
+	  $(GO) test -count=1 -v -timeout 10m ./gateways/http/console/
 
 # A controller, three stores and two `aerostream gateway kafka` processes on
 # loopback (tools/clustertest): the Jepsen-style run with its checker and
