@@ -1,0 +1,372 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/aerostream/aerostream/logstore/ring"
+)
+
+// Fetch sizes of a committer: per partition and per request.
+const (
+	fetchPartitionBytes = 1 << 20
+	fetchMaxBytes       = 8 << 20
+	maxFetchWait        = 2 * time.Second
+)
+
+// committer translates one topic into its table (and its DLQ table).
+type committer struct {
+	m     *Manager
+	run   *topicRun
+	topic string
+	log   *slog.Logger
+}
+
+// loop runs sessions until ctx ends, backing off after each failure. A
+// session starts from the table's offsets, so a failure loses nothing.
+func (c *committer) loop(ctx context.Context) {
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		started := time.Now()
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		c.run.stat.failed(err)
+		c.m.met.failures.WithLabelValues(c.topic).Inc()
+		if time.Since(started) > time.Minute {
+			backoff = 500 * time.Millisecond
+		}
+		c.log.Warn("iceberg committer failed; retrying from the table's offsets", "topic", c.topic, "retry_in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// partState is a partition's read position and transaction filter.
+type partState struct {
+	read    int64           // next offset to read
+	pending []ring.AbortedTxn // aborted transactions not reached yet
+	seen    map[[2]int64]bool
+	active  map[int64]bool // producers whose open transaction was aborted
+	hw      int64
+}
+
+// session loads the table, then translates and commits until an error.
+func (c *committer) session(ctx context.Context) error {
+	st := c.run.state()
+	cfg := c.m.cfg
+	mode, err := NewMode(ModeContext{Topic: c.topic, Configs: st.Configs, Registry: c.m.opts.Registry})
+	if err != nil {
+		return err
+	}
+	want, err := mode.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	spec := st.Configs[ConfigPartitionSpec]
+	if spec == "" {
+		spec = DefaultPartitionSpec
+	}
+	tbl, err := ensureTable(ctx, c.m.cat, cfg.Namespace, c.topic, c.topic, want, spec)
+	if err != nil {
+		return err
+	}
+	committed, err := TableOffsets(tbl.Metadata())
+	if err != nil {
+		return err
+	}
+	c.run.stat.loaded(tbl, committed)
+	c.m.setFloors(c.topic, committed)
+
+	dlqAction := st.Configs[ConfigInvalidAction]
+	if dlqAction == "" {
+		dlqAction = ActionDLQ
+	}
+	var (
+		dlqTbl *table.Table
+		dlqOff Offsets
+	)
+	mem := memory.DefaultAllocator
+	rows, err := mode.NewBuilder(tbl.Schema(), mem)
+	if err != nil {
+		return err
+	}
+	defer rows.Release()
+	var dlq RowBuilder
+	defer func() {
+		if dlq != nil {
+			dlq.Release()
+		}
+	}()
+
+	parts := map[int32]*partState{}
+	addParts := func(n int32) error {
+		for p := int32(0); p < n; p++ {
+			if parts[p] != nil {
+				continue
+			}
+			next, ok := committed[p]
+			if !ok {
+				// Never translated: from the start of the log.
+				res, err := c.m.backend.ListOffsets(ctx, c.topic, p, ring.TimestampEarliest)
+				if err != nil {
+					return fmt.Errorf("partition %d: log start: %w", p, err)
+				}
+				next = res.Offset
+			}
+			parts[p] = &partState{read: next, seen: map[[2]int64]bool{}, active: map[int64]bool{}, hw: -1}
+		}
+		return nil
+	}
+	if err := addParts(st.Partitions); err != nil {
+		return err
+	}
+
+	var (
+		pendingBytes int64
+		pendingRows  int
+		dlqRows      int
+		minTs        int64 = -1
+		deadline           = time.Now().Add(cfg.CommitInterval)
+		dec                = newDecoder()
+	)
+	readOffsets := func() Offsets {
+		o := make(Offsets, len(parts))
+		for p, ps := range parts {
+			o[p] = ps.read
+		}
+		return o
+	}
+	for {
+		if n := c.run.state().Partitions; n > int32(len(parts)) {
+			if err := addParts(n); err != nil {
+				return err
+			}
+		}
+		now := time.Now()
+		if pendingBytes >= cfg.CommitBytes || !now.Before(deadline) {
+			if pendingRows > 0 || dlqRows > 0 {
+				next := readOffsets()
+				if dlqRows > 0 {
+					if _, err := c.commitRows(ctx, dlqTbl, dlq, next, 0, 0); err != nil {
+						return fmt.Errorf("commit %s%s: %w", c.topic, DLQSuffix, err)
+					}
+					c.m.met.dlq.WithLabelValues(c.topic).Add(float64(dlqRows))
+					c.run.stat.addDLQ(dlqRows)
+					dlqRows = 0
+				}
+				t, err := c.commitRows(ctx, tbl, rows, next, pendingRows, pendingBytes)
+				if err != nil {
+					return err
+				}
+				tbl, committed = t, next
+				c.run.stat.committed(tbl, committed)
+				c.m.setFloors(c.topic, committed)
+				pendingBytes, pendingRows, minTs = 0, 0, -1
+			}
+			deadline = now.Add(cfg.CommitInterval)
+		}
+		c.run.stat.setLag(parts, committed, minTs)
+
+		wait := min(time.Until(deadline), maxFetchWait)
+		if wait < 0 || pendingBytes >= cfg.CommitBytes {
+			wait = 0
+		}
+		req := &ring.FetchRequest{MinBytes: 1, MaxBytes: fetchMaxBytes, MaxWait: wait, IsolationLevel: ring.ReadCommitted}
+		ids := make([]int32, 0, len(parts))
+		for p := range parts {
+			ids = append(ids, p)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, p := range ids {
+			req.Partitions = append(req.Partitions, ring.FetchPartition{Topic: c.topic, Partition: p, Offset: parts[p].read, MaxBytes: fetchPartitionBytes})
+		}
+		res, err := c.m.backend.Fetch(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, ring.ErrNotLeader) || errors.Is(err, ring.ErrClosed) {
+				select {
+				case <-ctx.Done():
+				case <-time.After(200 * time.Millisecond):
+				}
+				continue
+			}
+			return fmt.Errorf("fetch: %w", err)
+		}
+		for i := range res.Partitions {
+			pr := &res.Partitions[i]
+			ps := parts[pr.Partition]
+			if ps == nil {
+				continue
+			}
+			if pr.Err != nil {
+				if errors.Is(pr.Err, ring.ErrOffsetOutOfRange) && ps.read < pr.LogStartOffset {
+					// Deleted under us (DeleteRecords): what is gone
+					// cannot be translated; say so and go on.
+					c.log.Error("iceberg: records deleted before translation; the table skips them", "topic", c.topic,
+						"partition", pr.Partition, "from", ps.read, "to", pr.LogStartOffset)
+					c.m.met.skipped.WithLabelValues(c.topic).Add(float64(pr.LogStartOffset - ps.read))
+					ps.read = pr.LogStartOffset
+				} else if !errors.Is(pr.Err, ring.ErrNotLeader) {
+					c.log.Debug("iceberg fetch", "topic", c.topic, "partition", pr.Partition, "err", pr.Err)
+				}
+				continue
+			}
+			ps.hw = pr.LastStableOffset
+			if ps.hw <= 0 {
+				ps.hw = pr.HighWatermark
+			}
+			for _, a := range pr.AbortedTransactions {
+				k := [2]int64{a.ProducerID, a.FirstOffset}
+				if !ps.seen[k] {
+					ps.seen[k] = true
+					ps.pending = append(ps.pending, a)
+				}
+			}
+			sort.Slice(ps.pending, func(i, j int) bool { return ps.pending[i].FirstOffset < ps.pending[j].FirstOffset })
+			if pr.Records.Size() == 0 {
+				continue
+			}
+			buf, err := pr.Records.ReadAll(nil)
+			if err != nil {
+				res.Release()
+				return fmt.Errorf("partition %d: read records: %w", pr.Partition, err)
+			}
+			for len(buf) > 0 {
+				b, rest, ok, err := nextBatch(buf)
+				if err != nil {
+					res.Release()
+					return fmt.Errorf("partition %d: %w", pr.Partition, err)
+				}
+				if !ok {
+					break
+				}
+				buf = rest
+				if b.next() <= ps.read {
+					continue
+				}
+				if skip := ps.filterTxn(&b); skip {
+					ps.read = b.next()
+					continue
+				}
+				recs, err := dec.records(pr.Partition, &b)
+				if err != nil {
+					res.Release()
+					return fmt.Errorf("partition %d: %w", pr.Partition, err)
+				}
+				for j := range recs {
+					r := &recs[j]
+					if r.Offset < ps.read {
+						continue
+					}
+					err := rows.Append(r)
+					switch {
+					case err == nil:
+						pendingRows++
+						n := int64(len(r.Key) + len(r.Value))
+						for _, h := range r.Headers {
+							n += int64(len(h.Key) + len(h.Value))
+						}
+						pendingBytes += n
+						c.m.met.records.WithLabelValues(c.topic).Inc()
+						c.m.met.bytes.WithLabelValues(c.topic).Add(float64(n))
+						if minTs < 0 || r.Timestamp < minTs {
+							minTs = r.Timestamp
+						}
+					case errors.Is(err, ErrUndecodable) && dlqAction == ActionDrop:
+						c.m.met.dropped.WithLabelValues(c.topic).Inc()
+					case errors.Is(err, ErrUndecodable):
+						if dlq == nil {
+							kv := keyValue{}
+							dlqTbl, err = ensureTable(ctx, c.m.cat, cfg.Namespace, c.topic+DLQSuffix, c.topic, KeyValueSchema(), spec)
+							if err != nil {
+								res.Release()
+								return err
+							}
+							if dlqOff, err = TableOffsets(dlqTbl.Metadata()); err != nil {
+								res.Release()
+								return err
+							}
+							if dlq, err = kv.NewBuilder(dlqTbl.Schema(), mem); err != nil {
+								res.Release()
+								return err
+							}
+						}
+						// A DLQ commit that landed before a failed main
+						// commit already holds these rows.
+						if off, ok := dlqOff[r.Partition]; !ok || r.Offset >= off {
+							if err := dlq.Append(r); err != nil {
+								res.Release()
+								return err
+							}
+							dlqRows++
+						}
+					default:
+						res.Release()
+						return fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
+					}
+				}
+				ps.read = b.next()
+			}
+		}
+		res.Release()
+	}
+}
+
+// filterTxn reports whether batch b belongs to an aborted transaction (or
+// is a control batch), keeping the partition's transaction state, as
+// Kafka's consumers do with the aborted transactions of a fetch.
+func (ps *partState) filterTxn(b *batch) bool {
+	last := b.next() - 1
+	for len(ps.pending) > 0 && ps.pending[0].FirstOffset <= last {
+		ps.active[ps.pending[0].ProducerID] = true
+		ps.pending = ps.pending[1:]
+	}
+	if b.control() {
+		delete(ps.active, b.producerID)
+		return true
+	}
+	return b.transactional() && ps.active[b.producerID]
+}
+
+// commitRows appends what b built to tbl in one snapshot whose summary
+// carries next, and returns the table as committed.
+func (c *committer) commitRows(ctx context.Context, tbl *table.Table, b RowBuilder, next Offsets, rows int, bytes int64) (*table.Table, error) {
+	rec := b.Build()
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(rec.Schema(), []arrow.RecordBatch{rec})
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.Release()
+	tx := tbl.NewTransaction()
+	if err := tx.Append(ctx, rdr, iceberg.Properties{SummaryOffsets: next.String()}); err != nil {
+		return nil, fmt.Errorf("write data files: %w", err)
+	}
+	t, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	if rows > 0 {
+		c.m.met.commits.WithLabelValues(c.topic).Inc()
+		c.log.Debug("iceberg commit", "topic", c.topic, "rows", rows, "bytes", bytes, "offsets", next.String())
+	}
+	return t, nil
+}

@@ -1,0 +1,92 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+)
+
+// DLQSuffix names a topic's dead-letter table: <topic>~dlq.
+const DLQSuffix = "~dlq"
+
+// DefaultPartitionSpec is iceberg.partition_spec's default.
+const DefaultPartitionSpec = "hour(aerostream.timestamp)"
+
+// ParsePartitionSpec reads an iceberg.partition_spec value against sc:
+// comma-separated terms, each a column (identity) or transform(column)
+// with transform one of identity, year, month, day, hour, bucket[N],
+// truncate[N] or void; "none" or empty is unpartitioned. Columns are
+// dotted names (aerostream.timestamp).
+func ParsePartitionSpec(s string, sc *iceberg.Schema) (iceberg.PartitionSpec, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return *iceberg.UnpartitionedSpec, nil
+	}
+	var fields []iceberg.PartitionField
+	for i, term := range strings.Split(s, ",") {
+		term = strings.TrimSpace(term)
+		col, tname := term, "identity"
+		if open := strings.IndexByte(term, '('); open >= 0 {
+			if !strings.HasSuffix(term, ")") {
+				return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition spec term %q: want transform(column)", ErrConfig, term)
+			}
+			tname, col = strings.TrimSpace(term[:open]), strings.TrimSpace(term[open+1:len(term)-1])
+		}
+		tr, err := iceberg.ParseTransform(tname)
+		if err != nil {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition spec term %q: %v", ErrConfig, term, err)
+		}
+		f, ok := sc.FindFieldByName(col)
+		if !ok {
+			return iceberg.PartitionSpec{}, fmt.Errorf("%w: partition spec term %q: no column %q", ErrConfig, term, col)
+		}
+		name := strings.ReplaceAll(col, ".", "_")
+		if tname != "identity" {
+			name += "_" + strings.NewReplacer("[", "_", "]", "").Replace(tname)
+		}
+		fields = append(fields, iceberg.PartitionField{SourceIDs: []int{f.ID}, FieldID: 1000 + i, Name: name, Transform: tr})
+	}
+	return iceberg.NewPartitionSpec(fields...), nil
+}
+
+// tableProps are the properties of the tables AeroStream creates.
+func tableProps(topic string) iceberg.Properties {
+	return iceberg.Properties{
+		// A conflicting commit must come back to the committer, which
+		// re-reads the offsets; iceberg-go's retry would replay the
+		// append on top of the other writer's rows.
+		"commit.retry.num-retries":        "0",
+		"write.parquet.compression-codec": "zstd",
+		"aerostream.topic":                topic,
+	}
+}
+
+// ensureTable loads name in ns, creating the namespace and the table (with
+// sc and spec) when they do not exist.
+func ensureTable(ctx context.Context, cat catalog.Catalog, ns, name, topic string, sc *iceberg.Schema, spec string) (*table.Table, error) {
+	ident := table.Identifier{ns, name}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err == nil || !errors.Is(err, catalog.ErrNoSuchTable) {
+		return tbl, err
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	ps, err := ParsePartitionSpec(spec, sc)
+	if err != nil {
+		return nil, err
+	}
+	tbl, err = cat.CreateTable(ctx, ident, sc, catalog.WithPartitionSpec(&ps), catalog.WithProperties(tableProps(topic)))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return cat.LoadTable(ctx, ident)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create table %s.%s: %w", ns, name, err)
+	}
+	return tbl, nil
+}
