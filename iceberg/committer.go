@@ -59,7 +59,7 @@ func (c *committer) loop(ctx context.Context) {
 
 // partState is a partition's read position and transaction filter.
 type partState struct {
-	read    int64           // next offset to read
+	read    int64             // next offset to read
 	pending []ring.AbortedTxn // aborted transactions not reached yet
 	seen    map[[2]int64]bool
 	active  map[int64]bool // producers whose open transaction was aborted

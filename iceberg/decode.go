@@ -68,7 +68,7 @@ func nextBatch(p []byte) (b batch, rest []byte, ok bool, err error) {
 
 // decoder turns batches into records, reusing its buffers.
 type decoder struct {
-	dec  kgo.Decompressor
+	dec   kgo.Decompressor
 	recs  []Record
 	hdrs  []Header
 	nhdrs []int

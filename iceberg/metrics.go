@@ -49,4 +49,6 @@ func (mt *metrics) collectors(m *Manager) []prometheus.Collector {
 		}}
 }
 
-func sortStatus(s []TopicStatus) { sort.Slice(s, func(i, j int) bool { return s[i].Topic < s[j].Topic }) }
+func sortStatus(s []TopicStatus) {
+	sort.Slice(s, func(i, j int) bool { return s[i].Topic < s[j].Topic })
+}
