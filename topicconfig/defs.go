@@ -1,6 +1,11 @@
 package topicconfig
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
 
 // maxMs keeps milliseconds convertible to a time.Duration downstream.
 const maxMs = math.MaxInt64 / int64(1e6)
@@ -91,6 +96,33 @@ var defs = []Def{
 		Dynamic: true, Layer: Controller,
 	},
 	{
+		Name: IcebergEnabled, Type: Boolean, Default: "false",
+		Doc:     "materialize the topic into the Iceberg table <namespace>.<topic>, exactly once",
+		Dynamic: true, Layer: Iceberg,
+	},
+	{
+		Name: IcebergMode, Type: String, Default: "key_value",
+		Doc:     "table layout: key_value (value as bytes), or a schema mode whose typed columns come from the schema registry",
+		Dynamic: true, Layer: Iceberg,
+		Values: []string{"key_value", "value_schema_id_prefix", "value_schema_latest"},
+		// The schema modes join Available once iceberg/valuecodec's
+		// modes are in the build.
+		Available:   []string{"key_value"},
+		Unavailable: "the schema modes are not in this build yet",
+	},
+	{
+		Name: IcebergPartitionSpec, Type: String, Default: "hour(aerostream.timestamp)",
+		Doc:     "partitioning of a new table: comma-separated column or transform(column), transform one of identity, year, month, day, hour, bucket[N], truncate[N]; none = unpartitioned",
+		Dynamic: true, Layer: Iceberg,
+		Parse: parsePartitionSpec,
+	},
+	{
+		Name: IcebergInvalidAction, Type: String, Default: "dlq_table",
+		Doc:     "a record the schema mode cannot decode goes to the table <topic>~dlq (dlq_table) or is dropped (drop)",
+		Dynamic: true, Layer: Iceberg,
+		Values: []string{"dlq_table", "drop"}, Available: []string{"dlq_table", "drop"},
+	},
+	{
 		Name: KeySchemaValidation, Type: Boolean, Default: "false",
 		Doc:     "produce refuses (INVALID_RECORD) a record whose key does not start with a schema id registered under the subject <topic>-key",
 		Dynamic: true, Layer: Gateway,
@@ -126,4 +158,50 @@ var defs = []Def{
 		Dynamic: true, Layer: Logstore,
 		Min: 1, Max: maxMs,
 	},
+}
+
+// parsePartitionSpec checks the form of an iceberg.partition_spec; the
+// columns are checked against the table's schema when it is created.
+func parsePartitionSpec(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" || strings.EqualFold(v, "none") {
+		return "none", nil
+	}
+	terms := strings.Split(v, ",")
+	for i, term := range terms {
+		term = strings.TrimSpace(term)
+		col, tr := term, "identity"
+		if open := strings.IndexByte(term, '('); open >= 0 {
+			if !strings.HasSuffix(term, ")") {
+				return "", fmt.Errorf("%q: %q is not transform(column)", v, term)
+			}
+			tr, col = strings.ToLower(strings.TrimSpace(term[:open])), strings.TrimSpace(term[open+1:len(term)-1])
+		}
+		if !validTransform(tr) {
+			return "", fmt.Errorf("%q: transform %q is not identity, year, month, day, hour, bucket[N], truncate[N] or void", v, tr)
+		}
+		if col == "" || strings.ContainsAny(col, " ()[],") {
+			return "", fmt.Errorf("%q: %q is not a column name", v, col)
+		}
+		if tr == "identity" {
+			terms[i] = col
+		} else {
+			terms[i] = tr + "(" + col + ")"
+		}
+	}
+	return strings.Join(terms, ","), nil
+}
+
+func validTransform(tr string) bool {
+	switch tr {
+	case "identity", "year", "month", "day", "hour", "void":
+		return true
+	}
+	for _, p := range []string{"bucket[", "truncate["} {
+		if n, ok := strings.CutPrefix(tr, p); ok && strings.HasSuffix(n, "]") {
+			k, err := strconv.Atoi(strings.TrimSuffix(n, "]"))
+			return err == nil && k > 0
+		}
+	}
+	return false
 }

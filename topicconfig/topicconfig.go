@@ -41,6 +41,9 @@ const (
 	// other values Kafka knows are refused, saying why), so there is
 	// nothing to apply.
 	Fixed Layer = "fixed"
+	// Iceberg: the Iceberg committer (iceberg/), which materializes the
+	// topic into a table.
+	Iceberg Layer = "iceberg"
 	// Unapplied: accepted, stored and described, but no layer acts on it
 	// yet; the row's Doc says what is missing.
 	Unapplied Layer = "unapplied"
@@ -71,6 +74,10 @@ type Def struct {
 	Values      []string
 	Available   []string
 	Unavailable string
+
+	// Parse, when set, checks a String value that is not one of a fixed
+	// set (a partition spec) and returns its normal form.
+	Parse func(v string) (string, error)
 }
 
 // Names of the configs, for the code that applies them.
@@ -93,6 +100,12 @@ const (
 	SegmentMs              = "segment.ms"
 
 	UncleanLeaderElectionEnable = "unclean.leader.election.enable"
+
+	// Iceberg topics (iceberg/).
+	IcebergEnabled       = "iceberg.enabled"
+	IcebergMode          = "iceberg.mode"
+	IcebergPartitionSpec = "iceberg.partition_spec"
+	IcebergInvalidAction = "iceberg.invalid_record_action"
 
 	// Broker-side schema validation (Confluent's names).
 	KeySchemaValidation   = "confluent.key.schema.validation"
@@ -219,6 +232,9 @@ func (d *Def) Check(v string) (string, error) {
 		}
 		return "", fmt.Errorf("%q is not true or false", v)
 	case String:
+		if d.Parse != nil {
+			return d.Parse(v)
+		}
 		return d.checkItem(v, v)
 	case List:
 		var items []string

@@ -153,3 +153,25 @@ func TestRows(t *testing.T) {
 		t.Error("duplicate accepted")
 	}
 }
+
+func TestIcebergPartitionSpec(t *testing.T) {
+	for in, want := range map[string]string{
+		"hour(aerostream.timestamp)":                         "hour(aerostream.timestamp)",
+		" DAY( aerostream.timestamp ), aerostream.partition": "day(aerostream.timestamp),aerostream.partition",
+		"bucket[16](aerostream.key)":                         "bucket[16](aerostream.key)",
+		"":                                                   "none",
+		"none":                                               "none",
+	} {
+		if got, err := CheckOne(IcebergPartitionSpec, in, false); err != nil || got != want {
+			t.Errorf("%q: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"hour(aerostream.timestamp", "minute(x)", "bucket[0](x)", "hour()", "a b"} {
+		if _, err := CheckOne(IcebergPartitionSpec, bad, false); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q accepted (%v)", bad, err)
+		}
+	}
+	if _, err := CheckOne(IcebergMode, "value_schema_latest", false); err == nil || !strings.Contains(err.Error(), "not in this build") {
+		t.Errorf("a schema mode without its code: %v", err)
+	}
+}
