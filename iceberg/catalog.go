@@ -42,6 +42,10 @@ type Config struct {
 	// early once CommitBytes of record data are pending.
 	CommitInterval time.Duration
 	CommitBytes    int64
+	// MaintainInterval is how often a committer runs table maintenance
+	// (compaction, snapshot expiry) between its commits; default ten
+	// commit intervals.
+	MaintainInterval time.Duration
 	// S3 reaches an s3:// warehouse.
 	S3 S3
 }
@@ -72,6 +76,9 @@ func (c *Config) withDefaults() Config {
 	}
 	if out.CommitBytes <= 0 {
 		out.CommitBytes = DefaultCommitBytes
+	}
+	if out.MaintainInterval <= 0 {
+		out.MaintainInterval = 10 * out.CommitInterval
 	}
 	if out.Catalog == "" {
 		out.Catalog = "sql"

@@ -143,7 +143,10 @@ func (c *committer) session(ctx context.Context) error {
 		dlqRows      int
 		minTs        int64 = -1
 		deadline           = time.Now().Add(cfg.CommitInterval)
-		dec                = newDecoder()
+		lastCommit         = time.Now()
+		lastMaint          = time.Now()
+		lastWarn     time.Time
+		dec          = newDecoder()
 	)
 	readOffsets := func() Offsets {
 		o := make(Offsets, len(parts))
@@ -174,14 +177,28 @@ func (c *committer) session(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				tbl, committed = t, next
+				tbl, committed, lastCommit = t, next, now
 				c.run.stat.committed(tbl, committed)
 				c.m.setFloors(c.topic, committed)
 				pendingBytes, pendingRows, minTs = 0, 0, -1
+				if now.Sub(lastMaint) >= cfg.MaintainInterval {
+					// Between commits, never beside one: maintenance
+					// carries the offsets forward.
+					if tbl, err = Maintain(ctx, tbl, MaintainOptions{Logger: c.log}); err != nil {
+						return fmt.Errorf("maintain %s: %w", c.topic, err)
+					}
+					lastMaint = now
+				}
 			}
 			deadline = now.Add(cfg.CommitInterval)
 		}
-		c.run.stat.setLag(parts, committed, minTs)
+		if lag := c.run.stat.setLag(parts, committed, minTs); lag > 0 && now.Sub(lastCommit) > 5*cfg.CommitInterval &&
+			now.Sub(lastWarn) > cfg.CommitInterval {
+			// Retention holds the untranslated records back meanwhile.
+			c.log.Warn("iceberg table falls behind its topic; retention is held back", "topic", c.topic,
+				"lag_records", lag, "last_commit", lastCommit)
+			lastWarn = now
+		}
 
 		wait := min(time.Until(deadline), maxFetchWait)
 		if wait < 0 || pendingBytes >= cfg.CommitBytes {

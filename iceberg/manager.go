@@ -323,10 +323,9 @@ func (t *topicStat) setTableLocked(tbl *table.Table, o Offsets) {
 // setLag records the high watermarks read and the lag behind them:
 // records not committed yet, and the age of the oldest of them read
 // (minTs, -1 for none), or of the last commit when none was read.
-func (t *topicStat) setLag(parts map[int32]*partState, committed Offsets, minTs int64) {
+func (t *topicStat) setLag(parts map[int32]*partState, committed Offsets, minTs int64) (lag int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var lag int64
 	hw := map[string]int64{}
 	for p, ps := range parts {
 		if ps.hw < 0 {
@@ -346,4 +345,5 @@ func (t *topicStat) setLag(parts map[int32]*partState, committed Offsets, minTs 
 	case t.s.LastCommit != nil:
 		t.s.LagSeconds = time.Since(*t.s.LastCommit).Seconds()
 	}
+	return lag
 }
