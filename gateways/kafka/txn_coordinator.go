@@ -56,6 +56,13 @@ import (
 // producer in every partition (INVALID_PRODUCER_EPOCH on its next produce)
 // and the coordinator answers its requests PRODUCER_FENCED. A timeout
 // abort bumps the epoch the same way.
+//
+// Expiry (transactional.id.expiration.ms): an id at rest (Empty,
+// CompleteCommit or CompleteAbort) whose state has not changed for
+// txnIDExpiration is removed by its coordinator with a tombstone in
+// __transaction_state, as Kafka's TransactionStateManager does; the
+// topic's compaction then drops its records. The next InitProducerId
+// for the id starts afresh with a new producer id.
 
 // txnStateTopic holds the transaction coordinators' state.
 const txnStateTopic = "__transaction_state"
@@ -68,8 +75,14 @@ const txnMaxTimeout = 15 * time.Minute
 const txnOffsetsKeyVersion = 100
 
 // txnTick is how often the background loop looks for timed-out and
-// unfinished transactions.
+// unfinished transactions, and for expired transactional ids.
 const txnTick = time.Second
+
+// txnIDExpiration is Kafka's transactional.id.expiration.ms default: an
+// id whose last transaction ended (or that never began one) this long ago
+// is forgotten, so __transaction_state does not keep every id a client
+// ever used.
+const txnIDExpiration = 7 * 24 * time.Hour
 
 // txnStatus is Kafka's TransactionState.
 type txnStatus int8
@@ -355,8 +368,12 @@ func (c *txnCoordinator) applyLocked(off int64, r record) {
 		// record (or an earlier one) closed.
 		m := c.mu.txns[k.TransactionalID]
 		if r.value == nil {
-			delete(c.mu.txns, k.TransactionalID)
-			delete(c.mu.pending, k.TransactionalID)
+			// A tombstone (expiry) removes the id, unless this gateway
+			// has since written a later state for it.
+			if m != nil && off > m.at {
+				delete(c.mu.txns, k.TransactionalID)
+				delete(c.mu.pending, k.TransactionalID)
+			}
 			return
 		}
 		v, err := decodeTxnValue(r.value)
@@ -589,6 +606,15 @@ func (c *txnCoordinator) with(ctx context.Context, id string, create bool, fn fu
 	}
 	c.mu.Unlock()
 	m.op.Lock()
+	c.mu.Lock()
+	gone := c.mu.txns[id] != m
+	c.mu.Unlock()
+	if gone {
+		// Expired while this request waited for it: start over on what
+		// is there now.
+		m.op.Unlock()
+		return c.with(ctx, id, create, fn)
+	}
 	defer m.op.Unlock()
 	return fn(m)
 }
@@ -1083,7 +1109,8 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 	for id, m := range c.mu.txns {
 		v := &m.cur
 		due := v.state == txnPrepareCommit || v.state == txnPrepareAbort ||
-			v.state == txnOngoing && v.start >= 0 && now.UnixMilli()-v.start > v.timeout.Milliseconds()
+			v.state == txnOngoing && v.start >= 0 && now.UnixMilli()-v.start > v.timeout.Milliseconds() ||
+			expired(v, now)
 		if due && coordinatorFor(id, brokers).NodeID == c.g.opts.NodeID {
 			todo = append(todo, m)
 		}
@@ -1100,10 +1127,42 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 			err = c.complete(ctx, m)
 		case v.state == txnOngoing && now.UnixMilli()-v.start > v.timeout.Milliseconds():
 			err = c.abortFenced(ctx, m, "transaction.timeout.ms passed")
+		case expired(&v, now):
+			err = c.expire(ctx, m)
 		}
 		m.op.Unlock()
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("finishing a transaction, will retry", "transactional_id", m.id, "state", v.state, "err", err)
 		}
 	}
+}
+
+// expired reports whether an id in state v is due for expiry at now.
+func expired(v *txnView, now time.Time) bool {
+	switch v.state {
+	case txnEmpty, txnCompleteCommit, txnCompleteAbort:
+		return v.pid >= 0 && now.UnixMilli()-v.updated >= txnIDExpiration.Milliseconds()
+	}
+	return false
+}
+
+// expire removes m's id: a tombstone in __transaction_state, then the id
+// leaves the coordinator's map, so the next request for it finds nothing
+// (with starts over when it was waiting for m). m.op is held.
+func (c *txnCoordinator) expire(ctx context.Context, m *txnMeta) error {
+	k := kmsg.NewTxnMetadataKey()
+	k.TransactionalID = m.id
+	off, err := c.write(ctx, c.partitionFor(m.id), record{key: k.AppendTo(nil)})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.mu.txns[m.id] == m {
+		delete(c.mu.txns, m.id)
+		delete(c.mu.pending, m.id)
+	}
+	m.cur, m.at = txnView{pid: -1, epoch: -1, start: -1, state: txnDead, parts: map[tp]struct{}{}}, off
+	c.mu.Unlock()
+	c.log.Info("transactional id expired", "transactional_id", m.id, "idle_for", txnIDExpiration)
+	return nil
 }

@@ -502,3 +502,55 @@ func TestProduceVerifiesTxnPartition(t *testing.T) {
 		t.Fatalf("read_committed sees %v, lso %d (log end %d)", got, lso, before)
 	}
 }
+
+// TestTxnIDExpiration: an id at rest for transactional.id.expiration.ms
+// is removed with a tombstone in __transaction_state: DescribeTransactions
+// no longer finds it, a restarted coordinator does not bring it back, and
+// InitProducerId starts it afresh with a new producer id. An id idle for
+// less stays, and so does one in the middle of a transaction.
+func TestTxnIDExpiration(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "txn-exp", 1)
+
+	pid, epoch := initTxnProducer(t, cl, "idle", 60000)
+	addPartitions(t, cl, "idle", pid, epoch, "txn-exp", 0)
+	if err := endTxn(t, cl, 3, "idle", pid, epoch, true); err != nil {
+		t.Fatal(err)
+	}
+	describe := func(id string) int16 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{id}
+		return txnRequest[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates[0].ErrorCode
+	}
+
+	e.gw.txns.tick(ctx, time.Now().Add(txnIDExpiration-time.Hour))
+	if c := describe("idle"); c != 0 {
+		t.Fatalf("id idle for less than the expiration: %v", kerr.ErrorForCode(c))
+	}
+	e.gw.txns.tick(ctx, time.Now().Add(txnIDExpiration+time.Minute))
+	if c := describe("idle"); c != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("expired id described: %v", kerr.ErrorForCode(c))
+	}
+	// Only an id at rest expires (an open transaction times out first).
+	for _, st := range []txnStatus{txnOngoing, txnPrepareCommit, txnPrepareAbort, txnPrepareEpochFence} {
+		if expired(&txnView{pid: 1, state: st}, time.Now()) {
+			t.Fatalf("an id in %v expired", st)
+		}
+	}
+
+	e.stopGateway()
+	e.start()
+	cl = newClient(t, e.addr)
+	waitFor(t, "the restarted coordinator to load", func() bool {
+		return describe("idle") != kerr.CoordinatorLoadInProgress.Code
+	})
+	if c := describe("idle"); c != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("expired id back after a restart: %v", kerr.ErrorForCode(c))
+	}
+	if newPid, _ := initTxnProducer(t, cl, "idle", 60000); newPid == pid {
+		t.Fatalf("expired id kept producer id %d", pid)
+	}
+}
