@@ -208,8 +208,12 @@ func lagByPartition(tb *tab) map[string]string {
 // pages and checks the node through Kafka's own admin API.
 func TestConsoleAgainstServe(t *testing.T) {
 	markFailed(t)
+	start := time.Now()
 	tb := newTab(t, "")
+	buildAerostream(t)
+	t.Logf("aerostream built in %v", time.Since(start).Round(time.Millisecond))
 	n := serve(t)
+	t.Logf("serve ready after %v", time.Since(start).Round(time.Millisecond))
 	tb.base = n.httpURL
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -299,6 +303,12 @@ func TestConsoleAgainstServe(t *testing.T) {
 	if offs := tb.column("messages", "offset"); strings.Join(offs, ",") != "3,4" {
 		t.Errorf("next page offsets %q, want 3,4", offs)
 	}
+	// By time: from the epoch is from the first record.
+	page("/messages?topic=orders&partition=1&timestamp=0&limit=5")
+	if offs, vals := tb.column("messages", "offset"), tb.column("messages", "value"); strings.Join(offs, ",") != "0,1" ||
+		len(vals) != 2 || !strings.HasSuffix(vals[0], " p1-0") {
+		t.Errorf("partition 1 from time 0: offsets %q, values %q", offs, vals)
+	}
 	if st := tb.open("/messages?topic=orders&partition=0&offset=99"); st != "error" || !strings.Contains(tb.text("#error"), "offset_out_of_range") {
 		t.Errorf("offset beyond the log: %s %q", st, tb.text("#error"))
 	}
@@ -364,11 +374,17 @@ func TestConsoleAgainstServe(t *testing.T) {
 	tb.checkClean("group pages")
 
 	page("/tables")
+	// This serve has no Iceberg topics: the page says so.
+	if got := tb.text("#tables"); got != "No Iceberg topics on this cluster." && !strings.Contains(got, "orders") {
+		t.Errorf("tables page: %q", got)
+	}
 	tb.shot("tables")
 	tb.checkClean("tables page")
 
 	page("/throughput")
+	t.Logf("pages checked after %v", time.Since(start).Round(time.Millisecond))
 	tb.waitFor("a throughput sample", `Number(document.body.getAttribute('data-samples')) >= 1`)
+	t.Logf("first throughput sample after %v", time.Since(start).Round(time.Millisecond))
 	if got := tb.text("#tp-latest"); !strings.HasPrefix(got, "Latest (") {
 		t.Errorf("throughput summary %q", got)
 	}
