@@ -1,7 +1,9 @@
 package valuecodec
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"time"
 
@@ -47,9 +49,18 @@ func compileAvro(s Schema) (*Codec, error) {
 	return &Codec{
 		fields: fields,
 		decode: func(payload []byte) (Row, error) {
+			// Not avroConfig.Unmarshal: it takes running out of bytes
+			// (io.EOF) for success, so a truncated value would decode
+			// with zeros in its last fields.
+			r := avro.NewReader(nil, 0, avro.WithReaderConfig(avroConfig))
+			r.Reset(payload)
 			var out map[string]any
-			if err := avroConfig.Unmarshal(rec, payload, &out); err != nil {
-				return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, err)
+			r.ReadVal(rec, &out)
+			if errors.Is(r.Error, io.EOF) {
+				return nil, fmt.Errorf("%w: schema %d: the value ends early", ErrDecode, id)
+			}
+			if r.Error != nil {
+				return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, r.Error)
 			}
 			norm, err := avroUnions(rec, out, 0)
 			if err != nil {

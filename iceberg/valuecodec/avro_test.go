@@ -191,3 +191,25 @@ func TestAppendIsAllOrNothing(t *testing.T) {
 		}
 	}
 }
+
+// hamba's Unmarshal takes running out of bytes for success; a value cut
+// short must not decode with zero values in its last fields.
+func TestAvroTruncated(t *testing.T) {
+	text := `{"type":"record","name":"U","fields":[{"name":"id","type":"long"},{"name":"email","type":["null","string"]}]}`
+	c, err := Compile(Schema{ID: 1, Type: TypeAvro, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := avro.Marshal(avro.MustParse(text), map[string]any{"id": int64(300), "email": "a@b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, err := c.Decode(full); err != nil || row["email"] != "a@b" {
+		t.Fatalf("full value: %v %v", row, err)
+	}
+	for n := range len(full) {
+		if row, err := c.Decode(full[:n]); !errors.Is(err, ErrDecode) {
+			t.Errorf("first %d of %d bytes: row %v err %v, want ErrDecode", n, len(full), row, err)
+		}
+	}
+}

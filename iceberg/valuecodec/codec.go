@@ -38,6 +38,9 @@ var (
 	// ErrEvolve: a schema's columns cannot merge into the table's (a
 	// column changes type other than by widening, or changes kind).
 	ErrEvolve = errors.New("valuecodec: schema does not evolve the table's columns")
+	// ErrUnknownSchema: the registry has no such schema id, subject or
+	// version (as opposed to a registry that cannot answer now).
+	ErrUnknownSchema = errors.New("valuecodec: unknown schema")
 )
 
 // Reference is a schema another imports, under the name the reference
@@ -66,11 +69,18 @@ type Row map[string]any
 // integer or bool keys), in wire order.
 type Entries [][2]any
 
+// recoverPanics turns a decoder's panic into an error, so a library bug
+// costs one record rather than the translator; the fuzz tests turn it
+// off to see the panics.
+var recoverPanics = true
+
 // Codec decodes the values of one registry schema.
 type Codec struct {
 	id     int32
 	fields []iceberg.NestedField
 	decode func(payload []byte) (Row, error)
+	// decodeBare, when set, decodes a value without framing.
+	decodeBare func(payload []byte) (Row, error)
 }
 
 // Compile maps s to Iceberg value columns and prepares its decoder.
@@ -122,15 +132,31 @@ func (c *Codec) ID() int32 { return c.id }
 // gets its own through Evolve or when it is created.
 func (c *Codec) Fields() []iceberg.NestedField { return c.fields }
 
-// Decode decodes a payload (the value after its framing) into a row.
-// Hostile bytes give an error wrapping ErrDecode, never a panic.
-func (c *Codec) Decode(payload []byte) (row Row, err error) {
+// Decode decodes a payload (the value after its magic byte and schema
+// id; for Protobuf it starts with the message indexes) into a row.
+// Hostile bytes give an error wrapping ErrFrame or ErrDecode, never a
+// panic.
+func (c *Codec) Decode(payload []byte) (Row, error) { return c.run(c.decode, payload) }
+
+// DecodeBare decodes a value that carries no framing at all: for
+// Protobuf, the bare message of the schema's first message type.
+func (c *Codec) DecodeBare(payload []byte) (Row, error) {
+	if c.decodeBare != nil {
+		return c.run(c.decodeBare, payload)
+	}
+	return c.run(c.decode, payload)
+}
+
+func (c *Codec) run(decode func([]byte) (Row, error), payload []byte) (row Row, err error) {
 	defer func() {
+		if !recoverPanics {
+			return
+		}
 		if r := recover(); r != nil {
 			row, err = nil, fmt.Errorf("%w: schema %d: decoder failed: %v", ErrDecode, c.id, r)
 		}
 	}()
-	return c.decode(payload)
+	return decode(payload)
 }
 
 // optional returns a column of type t that may be null.

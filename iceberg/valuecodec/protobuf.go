@@ -49,6 +49,17 @@ func compileProtobuf(s Schema) (*Codec, error) {
 		return nil, fmt.Errorf("%w: schema %d: %v", ErrSchema, s.ID, err)
 	}
 	id := s.ID
+	decodeMsg := func(b []byte) (Row, error) {
+		msg := dynamicpb.NewMessage(md)
+		if err := protoUnmarshal.Unmarshal(b, msg); err != nil {
+			return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, err)
+		}
+		r, err := protoRow(msg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, err)
+		}
+		return Row(r), nil
+	}
 	return &Codec{
 		fields: fields,
 		decode: func(payload []byte) (Row, error) {
@@ -63,16 +74,9 @@ func compileProtobuf(s Schema) (*Codec, error) {
 			if got.FullName() != md.FullName() {
 				return nil, fmt.Errorf("%w: schema %d: value is a %s; the table's columns are %s", ErrDecode, id, got.FullName(), md.FullName())
 			}
-			msg := dynamicpb.NewMessage(md)
-			if err := protoUnmarshal.Unmarshal(rest, msg); err != nil {
-				return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, err)
-			}
-			r, err := protoRow(msg)
-			if err != nil {
-				return nil, fmt.Errorf("%w: schema %d: %v", ErrDecode, id, err)
-			}
-			return Row(r), nil
+			return decodeMsg(rest)
 		},
+		decodeBare: decodeMsg,
 	}, nil
 }
 
