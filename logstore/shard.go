@@ -87,6 +87,7 @@ type coldRead struct {
 	seg    catalog.Segment
 	offset int64
 	max    int
+	end    int64 // no batch from here on is returned: the high watermark, or the LSO under read_committed
 }
 
 var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
@@ -914,13 +915,22 @@ func (s *shard) readPartition(r *request, p *partition, i int, offset int64, max
 		// hole (a restore from a bucket that lacked a segment whose upload
 		// never finished), the first one after it: like Kafka after
 		// compaction, a fetch gets the next batches there are.
+		// A read_committed consumer stops at the LSO here as on a hot
+		// segment: a transaction can stay open while the segments holding
+		// its first batches are sealed and tiered.
+		if !follower && r.fetch.IsolationLevel == ReadCommitted {
+			end = min(end, p.lso())
+		}
 		for _, rs := range p.remote {
 			if offset < rs.EndOffset {
 				from := offset
 				if from < rs.BaseOffset {
 					from = rs.BaseOffset
 				}
-				r.colds = append(r.colds, coldRead{idx: i, seg: rs, offset: from, max: max})
+				if from >= end {
+					return // nothing stable to read yet
+				}
+				r.colds = append(r.colds, coldRead{idx: i, seg: rs, offset: from, max: max, end: end})
 				return
 			}
 		}

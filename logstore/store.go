@@ -359,6 +359,7 @@ func (s *Store) fetchOnce(ctx context.Context, req *FetchRequest, wantWait bool)
 				c.seg.BaseOffset, c.seg.ObjectKey, err)
 			return
 		}
+		parts = batchesBefore(parts, c.end)
 		if len(parts) > 0 {
 			p.Records = Records{Bytes: parts[0], More: parts[1:]}
 		}

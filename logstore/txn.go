@@ -430,3 +430,44 @@ func (p *partition) readCommitted(r *request, fp *FetchPartition, res *FetchPart
 		r.waits = append(r.waits, p.waitChanFor(false))
 	}
 }
+
+// batchesBefore cuts a cold read (whole batches in parts back to back) at
+// the first batch whose base offset is end or past it, as lsoLimit and
+// hwLimit cut a hot read. A batch too short to show its header is left
+// for the client to drop, as any partial batch is.
+func batchesBefore(parts [][]byte, end int64) [][]byte {
+	var hdr [12]byte // base offset and length
+	i, at := 0, 0    // the part and the position in it where the next batch starts
+	for i < len(parts) {
+		n, pi, pat := 0, i, at
+		for n < len(hdr) && pi < len(parts) {
+			c := copy(hdr[n:], parts[pi][pat:])
+			n += c
+			if pat += c; pat == len(parts[pi]) {
+				pi, pat = pi+1, 0
+			}
+		}
+		if n < len(hdr) {
+			return parts
+		}
+		if int64(binary.BigEndian.Uint64(hdr[:8])) >= end {
+			out := append([][]byte(nil), parts[:i]...)
+			if at > 0 {
+				out = append(out, parts[i][:at])
+			}
+			return out
+		}
+		skip := 12 + int(int32(binary.BigEndian.Uint32(hdr[8:])))
+		if skip < 12 {
+			return parts
+		}
+		for skip > 0 && i < len(parts) {
+			c := min(skip, len(parts[i])-at)
+			skip -= c
+			if at += c; at == len(parts[i]) {
+				i, at = i+1, 0
+			}
+		}
+	}
+	return parts
+}

@@ -1,12 +1,14 @@
 package logstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/aerostream/aerostream/logstore/logtest"
 )
@@ -197,6 +199,103 @@ func FuzzControlType(f *testing.F) {
 			if _, st2, err := decodeSnapshot(encodeSnapshot(m, &st), 0); err != nil || len(st2.aborted) != len(st.aborted) {
 				t.Fatalf("re-encoded snapshot: %v", err)
 			}
+		}
+	})
+}
+
+// TestTxnColdReadStopsAtLSO: a read_committed fetch served from the cold
+// tier stops at the LSO as a hot one does, and gets the aborted
+// transactions of the range, while a transaction stays open across
+// segments that were sealed, uploaded and evicted.
+func TestTxnColdReadStopsAtLSO(t *testing.T) {
+	tier := newFakeTier()
+	ts := openTestStore(t, t.TempDir(), func(o *Options) { o.Tier = tier; o.Cold = tier; o.RetentionCheckInterval = time.Hour })
+	defer func() { ts.close(t) }()
+	ctx := context.Background()
+	cfg := PartitionConfig{SegmentBytes: 1024, LocalRetentionBytes: new(int64(0)), RetentionMs: -1, RetentionBytes: -1}
+	if err := ts.CreatePartition(ctx, "cold", 0, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// 0-1 plain; 2-4 producer 12, aborted at 5; 6-8 producer 10, left
+	// open; then plain batches enough for several segments.
+	produce(t, ts.Store, "cold", 0, logtest.Filler(1, 2, 20, 1))
+	produce(t, ts.Store, "cold", 0, txnBatch(12, 0, 0, 3))
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "cold", Partition: 0, ProducerID: 12}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ts.Store, "cold", 0, txnBatch(10, 0, 0, 3))
+	for i := 0; i < 12; i++ {
+		produce(t, ts.Store, "cold", 0, logtest.Filler(int64(9+i), 1, 300, byte(i)))
+	}
+	if n := tier.upload(t, ts.Store); n < 3 {
+		t.Fatalf("only %d segments sealed", n)
+	}
+	runOnShard(t, ts.Store, "cold", 0, func(s *shard, p *partition) { p.applyRetention(s, time.Now()) })
+	if local, _ := ts.ListOffsets(ctx, "cold", 0, TimestampEarliestLocal); local.Offset <= 8 {
+		t.Fatalf("the open transaction is still local (earliest local %d)", local.Offset)
+	}
+
+	pr := fetchIso(t, ts.Store, "cold", 0, ReadCommitted)
+	if pr.LastStableOffset != 6 {
+		t.Fatalf("lso %d, want 6", pr.LastStableOffset)
+	}
+	if got := lastOffsetIn(pr.Records.Bytes); got != 5 {
+		t.Fatalf("cold read_committed read to offset %d, want 5 (below the open transaction)", got)
+	}
+	if want := []AbortedTxn{{ProducerID: 12, FirstOffset: 2, LastOffset: 5}}; !reflect.DeepEqual(pr.AbortedTransactions, want) {
+		t.Fatalf("aborted %+v, want %+v", pr.AbortedTransactions, want)
+	}
+	if got := lastOffsetIn(fetchIso(t, ts.Store, "cold", 0, ReadUncommitted).Records.Bytes); got < 8 {
+		t.Fatalf("cold read_uncommitted read to %d, want past the open transaction", got)
+	}
+	if pr := fetchIso(t, ts.Store, "cold", 6, ReadCommitted); pr.Records.Size() != 0 {
+		t.Fatalf("read_committed at the LSO got %d bytes", pr.Records.Size())
+	}
+
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "cold", Partition: 0, ProducerID: 10, Commit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if pr := fetchIso(t, ts.Store, "cold", 6, ReadCommitted); lastOffsetIn(pr.Records.Bytes) < 8 {
+		t.Fatalf("after the commit read_committed from 6 read to %d", lastOffsetIn(pr.Records.Bytes))
+	}
+}
+
+// TestBatchesBefore cuts parts split inside batches and headers.
+func TestBatchesBefore(t *testing.T) {
+	var all []byte
+	for i := int64(0); i < 4; i++ {
+		b := logtest.Filler(1, 2, 10, byte(i))
+		setBaseOffset(b, i*2, 0)
+		all = append(all, b...)
+	}
+	for _, split := range []int{1, 5, 30, 61, 100, len(all) - 3} {
+		parts := [][]byte{all[:split], all[split:]}
+		for end, want := range map[int64]int64{0: -1, 1: 1, 2: 1, 5: 5, 7: 7, 100: 7} {
+			var got []byte
+			for _, p := range batchesBefore(parts, end) {
+				got = append(got, p...)
+			}
+			if lastOffsetIn(got) != want || !bytes.HasPrefix(all, got) {
+				t.Fatalf("split %d end %d: read to %d, want %d", split, end, lastOffsetIn(got), want)
+			}
+		}
+	}
+}
+
+// FuzzBatchesBefore: cutting cold bytes at an offset never panics and
+// keeps a prefix of them, whatever the bytes and however they are split.
+func FuzzBatchesBefore(f *testing.F) {
+	b := logtest.Filler(1, 2, 10, 1)
+	f.Add(append(b, b...), 3, int64(1))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0}, 5, int64(9))
+	f.Fuzz(func(t *testing.T, data []byte, split int, end int64) {
+		split = min(max(split, 0), len(data))
+		var got []byte
+		for _, p := range batchesBefore([][]byte{data[:split], data[split:]}, end) {
+			got = append(got, p...)
+		}
+		if !bytes.HasPrefix(data, got) {
+			t.Fatalf("cut %x is not a prefix of %x", got, data)
 		}
 	})
 }
