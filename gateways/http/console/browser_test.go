@@ -255,6 +255,13 @@ func (tb *tab) settle(what string) string {
 	return state
 }
 
+// unsettle forgets the page's load state, for an action whose load
+// starts a moment after it returns.
+func (tb *tab) unsettle() {
+	tb.t.Helper()
+	evalAs[bool](tb, `document.body.removeAttribute('data-state'), true`)
+}
+
 // waitFor waits until a JavaScript predicate holds. It asks from here
 // rather than with an in-page poll, because a page that navigates away
 // (a delete that goes back to the list) takes an in-page poll with it.

@@ -373,6 +373,40 @@ func TestConsoleAgainstServe(t *testing.T) {
 	tb.shot("group-deleted")
 	tb.checkClean("group pages")
 
+	// A group with a live member: its member and assignment are shown,
+	// and a delete is refused with the API's 409, shown on the page.
+	live, err := kgo.NewClient(kgo.SeedBrokers(n.kafkaAddr), kgo.ConsumerGroup("live"), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ClientID("console-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	for got := 0; got < 7; {
+		fs := live.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consuming as group live: %v", err)
+		}
+		got += fs.NumRecords()
+	}
+	page("/groups/live")
+	if clients, assigned := tb.column("members", "client_id"), tb.column("members", "assignments"); len(clients) != 1 ||
+		clients[0] != "console-test" || len(assigned) != 1 || assigned[0] != "orders: 0, 1, 2" {
+		t.Errorf("group live's members: clients %q, assignments %q", clients, assigned)
+	}
+	// The dialog's close event, which starts the delete, comes a moment
+	// after the click: forget the page's state so that settle waits for
+	// the delete's.
+	tb.unsettle()
+	tb.do("delete a live group",
+		chromedp.Click(chromedp.CSS("#delete")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm[open]")),
+		chromedp.Click(chromedp.CSS("#confirm-ok")))
+	if st := tb.settle("delete a live group"); st != "error" || !strings.Contains(tb.text("#error"), ": 409 ") {
+		t.Errorf("deleting a group with a member: %s %q", st, tb.text("#error"))
+	}
+	tb.shot("group-live-delete-refused")
+	tb.checkClean("live group page")
+
 	page("/tables")
 	// This serve has no Iceberg topics: the page says so.
 	if got := tb.text("#tables"); got != "No Iceberg topics on this cluster." && !strings.Contains(got, "orders") {
