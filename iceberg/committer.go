@@ -86,6 +86,9 @@ func (c *committer) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if tbl, err = evolveTable(ctx, tbl, want); err != nil { // mode_schema.go
+		return err
+	}
 	committed, err := TableOffsets(tbl.Metadata())
 	if err != nil {
 		return err
