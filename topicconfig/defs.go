@@ -104,11 +104,8 @@ var defs = []Def{
 		Name: IcebergMode, Type: String, Default: "key_value",
 		Doc:     "table layout: key_value (value as bytes), or a schema mode whose typed columns come from the schema registry",
 		Dynamic: true, Layer: Iceberg,
-		Values: []string{"key_value", "value_schema_id_prefix", "value_schema_latest"},
-		// The schema modes join Available once iceberg/valuecodec's
-		// modes are in the build.
-		Available:   []string{"key_value"},
-		Unavailable: "the schema modes are not in this build yet",
+		Values:    []string{"key_value", "value_schema_id_prefix", "value_schema_latest"},
+		Available: []string{"key_value", "value_schema_id_prefix", "value_schema_latest"},
 	},
 	{
 		Name: IcebergPartitionSpec, Type: String, Default: "hour(aerostream.timestamp)",
