@@ -9,7 +9,9 @@
 //
 // Server owns the listener, the mux and the graceful stop; an API is an
 // http.Handler that sees paths relative to its prefix, so it does not know
-// where it is mounted. Long operations stream NDJSON progress lines and end
+// where it is mounted. The one exception is the root mount, "/", where the
+// web console (package console) sees whole paths and gets whatever no
+// other prefix claims. Long operations stream NDJSON progress lines and end
 // with one result or error line, so a CLI can draw a progress bar without
 // polling.
 //
