@@ -132,6 +132,7 @@ func NewRoot(env Env) *cobra.Command {
 		newVersionCmd(env),
 		newBenchCmd(env),
 		newTierCmd(env),
+		newIcebergCmd(env),        // iceberg.go
 		newSchemaCmd(env),         // schema.go
 		newUserCmd(env, os.Stdin), // security_cmd.go
 		newACLCmd(env),

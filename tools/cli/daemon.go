@@ -257,6 +257,7 @@ type daemon struct {
 	// FileIO properties its readers need (iceberg.go); nil without one.
 	icebergCat icebergCatalog
 	icebergIO  map[string]string
+	iceberg    *icebergManager // the Iceberg committers (iceberg.go); nil without a catalog
 
 	cat      *catalog.Catalog
 	reg      *prometheus.Registry
@@ -393,7 +394,7 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		stopTuner := startGCTuner(daemonGCPercent, d.tier.cache.HeldBytes)
 		d.onClose("gc tuner", func() error { stopTuner(); return nil })
 	}
-	if err := d.openIceberg(ctx); err != nil { // iceberg.go
+	if err := d.openIceberg(ctx, &opts); err != nil { // iceberg.go
 		return err
 	}
 	d.st, err = openOrStop(ctx, "the logstore", func() (*logstore.Store, error) { return logstore.OpenContext(ctx, opts) },
@@ -554,6 +555,9 @@ func (d *daemon) start(ctx context.Context) error {
 		parts = append(parts, "native")
 		attrs = append(attrs, "native_addr", listenerAddr(d.nativeLn))
 	}
+	if d.startIceberg(ctx) { // iceberg.go
+		parts = append(parts, "iceberg")
+	}
 	for _, p := range d.kind.extra {
 		d.sup.start(ctx, p.name, p.run)
 		parts = append(parts, p.name)
@@ -591,6 +595,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 	}{
 		{"/v1/tier", guard.RequireCluster(auth.OpDescribe, auth.OpAlter, gwhttp.TierAPI(ops, d.logger))},
 		{"/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{})},
+		{"/v1/iceberg", icebergStatusAPI(d.iceberg)}, // iceberg.go
 		{"/api", d.adminAPI.Handler()},
 		{"/healthz", d.adminAPI.Healthz()},
 	}
