@@ -16,6 +16,7 @@ import (
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/gateways/http/adminapi"
 	"github.com/aerostream/aerostream/gateways/kafka"
+	"github.com/aerostream/aerostream/iceberg"
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/logstore/ring"
 	"github.com/aerostream/aerostream/registry"
@@ -39,8 +40,9 @@ type adminSources struct {
 	reg     *registry.Registry
 	logger  *slog.Logger
 
-	kafka   atomic.Pointer[kafka.Gateway] // set once the gateway is built
-	running atomic.Bool                   // the daemon logged "running"
+	kafka   atomic.Pointer[kafka.Gateway]          // set once the gateway is built
+	iceberg atomic.Pointer[adminapi.IcebergSource] // set once the Iceberg manager runs
+	running atomic.Bool                            // the daemon logged "running"
 }
 
 var (
@@ -74,7 +76,7 @@ func (d *daemon) newAdminAPI() (*adminSources, *adminapi.API, error) {
 		src.reg = reg
 	}
 	opts := adminapi.Options{Log: src, Health: src.health, Metrics: d.reg, Logger: d.logger,
-		Groups: adminGroups{src}, Authorizer: adminAuthorizer(d.httpGuard)} // security.go
+		Groups: adminGroups{src}, Iceberg: adminIceberg{src}, Authorizer: adminAuthorizer(d.httpGuard)} // security.go
 	if src.api != nil {
 		opts.Cluster, opts.Topics = src, src
 	}
@@ -85,6 +87,37 @@ func (d *daemon) newAdminAPI() (*adminSources, *adminapi.API, error) {
 }
 
 func (s *adminSources) setKafka(g *kafka.Gateway) { s.kafka.Store(g) }
+
+// setIceberg gives the admin API the status of the node's Iceberg topics;
+// until then /api/iceberg lists none.
+func (s *adminSources) setIceberg(src adminapi.IcebergSource) { s.iceberg.Store(&src) }
+
+// adminIceberg is the Iceberg status set with setIceberg, if any.
+type adminIceberg struct{ s *adminSources }
+
+func (a adminIceberg) Tables(ctx context.Context) ([]adminapi.IcebergTable, error) {
+	if src := a.s.iceberg.Load(); src != nil {
+		return (*src).Tables(ctx)
+	}
+	return nil, nil
+}
+
+// icebergTables shows an Iceberg manager's topics to the admin API
+// (setIceberg(icebergTables{m})).
+type icebergTables struct{ m *iceberg.Manager }
+
+func (t icebergTables) Tables(context.Context) ([]adminapi.IcebergTable, error) {
+	var out []adminapi.IcebergTable
+	for _, st := range t.m.Status("") {
+		tb := adminapi.IcebergTable{Topic: st.Topic, Table: st.Table, LagRecords: st.LagRecords,
+			LagMs: int64(st.LagSeconds * 1000), Files: st.DataFiles, Bytes: st.DataBytes, SnapshotID: st.SnapshotID}
+		if st.LastCommit != nil {
+			tb.LastCommitMs = st.LastCommit.UnixMilli()
+		}
+		out = append(out, tb)
+	}
+	return out, nil
+}
 
 // health is /healthz: starting until the daemon runs, then ready while
 // the controller has a leader.
