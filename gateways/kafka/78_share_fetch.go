@@ -279,7 +279,9 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 // waitShareData waits until records are released in this gateway, new
 // records arrive in a session partition, or the deadline.
 func (g *Gateway) waitShareData(ctx context.Context, group string, parts map[tp][16]byte, wake <-chan struct{}, deadline time.Time) error {
-	freq := &ring.FetchRequest{MinBytes: 1, MaxBytes: 1, MaxWait: time.Until(deadline)}
+	// Under read_committed, records past the last stable offset are not
+	// data yet: the store's wait wakes when it moves.
+	freq := &ring.FetchRequest{MinBytes: 1, MaxBytes: 1, MaxWait: time.Until(deadline), IsolationLevel: g.shareIsolation(group)}
 	for k := range parts {
 		sp := g.shares.loaded(shareKey{group, k.topic, k.partition})
 		if sp == nil {

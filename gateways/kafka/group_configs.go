@@ -69,6 +69,7 @@ var groupConfigDefs = map[string]groupConfigDef{
 	"share.partition.max.record.locks": {"2000", ConfigTypeInt, "Share-group record lock limit per share-partition.", intIn(100, 10000)},
 	"share.auto.offset.reset":          {"latest", ConfigTypeString, "The strategy to initialize the share-partition start offset.", oneOf("latest", "earliest")},
 	"share.renew.acknowledge.enable":   {"true", ConfigTypeBoolean, "Whether the renew acknowledge type is enabled for the share group.", oneOf("true", "false")},
+	"share.isolation.level":            {"read_uncommitted", ConfigTypeString, "Controls how to read records written transactionally. If set to \"read_committed\", the share group will only deliver transactional records which have been committed. If set to \"read_uncommitted\", the share group will return all messages, even transactional messages which have been aborted. Non-transactional records will be delivered unconditionally in either mode.", oneOf("read_committed", "read_uncommitted")},
 	"errors.deadletterqueue.topic.name": {"", ConfigTypeString, "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group. If blank (the default), the group does not have a DLQ topic.", func(v string) error {
 		if strings.HasPrefix(v, "__") {
 			return fmt.Errorf("DLQ topic name must not start with '__'")

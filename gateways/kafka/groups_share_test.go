@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/aerostream/aerostream/logstore/ring"
 )
 
 // setGroupConfigs sets group configs with IncrementalAlterConfigs.
@@ -322,4 +325,90 @@ func TestShareBadAcknowledgements(t *testing.T) {
 	if err != nil || dresp.Groups[0].ErrorCode != 0 || len(dresp.Groups[0].Members) != 1 || dresp.Groups[0].GroupState != "Stable" {
 		t.Fatalf("ShareGroupDescribe: %v %+v", err, dresp)
 	}
+}
+
+// TestShareReadCommitted: with share.isolation.level=read_committed a
+// share group gets the plain records and the committed transactions' ones
+// only: an aborted transaction's records are skipped (never acquired,
+// never dead letters), and an open one waits until it commits. A group at
+// the default read_uncommitted gets them all.
+func TestShareReadCommitted(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "share-rc", 1)
+	topic, err := e.cluster.Topic(ctx, "share-rc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		if _, err := e.backend.WriteTxnMarker(ctx, ring.TxnMarker{Topic: "share-rc", Partition: 0, ProducerID: pid, Commit: commit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 0 plain; 1-2 aborted (marker 3); 4 committed (marker 5); 6 open.
+	produceN(t, cl, "share-rc", 0, 1)
+	if err := produceRaw(t, e.backend, "share-rc", txnBatch(100, 0, 0, "a1", "a2")); err != nil {
+		t.Fatal(err)
+	}
+	marker(100, false)
+	if err := produceRaw(t, e.backend, "share-rc", txnBatch(101, 0, 0, "c1")); err != nil {
+		t.Fatal(err)
+	}
+	marker(101, true)
+	if err := produceRaw(t, e.backend, "share-rc", txnBatch(102, 0, 0, "o1")); err != nil {
+		t.Fatal(err)
+	}
+
+	acquire := func(group string) (s *shareRaw, got []int64) {
+		t.Helper()
+		setGroupConfigs(t, cl, group, "share.auto.offset.reset", "earliest")
+		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = group, "m1", []string{"share-rc"}
+		if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != 0 {
+			t.Fatalf("share heartbeat: %v %+v", err, hr)
+		}
+		s = &shareRaw{t: t, cl: cl, group: group, id: topic.ID}
+		return s, s.more()
+	}
+	rc := "sg-rc"
+	setGroupConfigs(t, cl, rc, "share.isolation.level", "read_committed")
+	s, got := acquire(rc)
+	if !slices.Equal(got, []int64{0, 4}) {
+		t.Fatalf("read_committed acquired %v, want [0 4]", got)
+	}
+	marker(102, true)
+	if got := s.more(); !slices.Equal(got, []int64{6}) {
+		t.Fatalf("after the commit read_committed acquired %v, want [6]", got)
+	}
+	if _, got := acquire("sg-ru"); !slices.Equal(got, []int64{0, 1, 2, 4, 6}) {
+		t.Fatalf("read_uncommitted acquired %v, want [0 1 2 4 6]", got)
+	}
+}
+
+// more fetches until a fetch acquires nothing and returns the offsets
+// acquired, accepting them.
+func (s *shareRaw) more() []int64 {
+	s.t.Helper()
+	var got []int64
+	var acks []kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch
+	for range 10 {
+		p := s.fetch("m1", acks).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			s.t.Fatalf("share fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+		acks = nil
+		for _, a := range p.AcquiredRecords {
+			for o := a.FirstOffset; o <= a.LastOffset; o++ {
+				got = append(got, o)
+			}
+			acks = append(acks, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{FirstOffset: a.FirstOffset, LastOffset: a.LastOffset, AcknowledgeTypes: []int8{ackAccept}})
+		}
+		if len(acks) == 0 {
+			return got
+		}
+	}
+	s.t.Fatal("share fetches kept acquiring")
+	return nil
 }

@@ -109,7 +109,7 @@ func (g *Gateway) readOriginals(ctx context.Context, sp *sharePartition, es []dl
 		if out[e.offset] != nil {
 			continue
 		}
-		data, err := g.readShareLog(ctx, sp.topic, sp.part, e.offset, 1<<20)
+		data, _, err := g.readShareLog(ctx, sp.topic, sp.part, e.offset, 1<<20, ring.ReadUncommitted)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s-%d at %d for the dead-letter topic: %w", sp.topic, sp.part, e.offset, err)
 		}

@@ -35,6 +35,12 @@ import (
 // delivery resumes from it, records after it that were already
 // acknowledged being delivered again (at least once). The in-flight
 // window itself is not written.
+//
+// With share.isolation.level=read_committed, acquisition reads the log as
+// a read_committed consumer does: up to the last stable offset, and the
+// records of aborted transactions are skipped like control records (never
+// delivered, never in the window, not dead letters), as Kafka's share
+// partition archives them.
 
 const (
 	shareStateKey int16 = 0x7AE2
@@ -113,8 +119,10 @@ func (sp *sharePartition) initLocked(offset int64) {
 // batchSpan is what acquisition needs of a batch: its offsets and kind.
 type batchSpan struct {
 	base, last int64
-	control    bool
-	pos, end   int // byte range in the data
+	control    bool // a control batch, or (read_committed) an aborted transaction's: skipped
+	pos, end   int  // byte range in the data
+	txn        bool
+	pid        int64
 }
 
 // walkBatches lists the whole batches in data (a fetch may cut the last).
@@ -130,7 +138,8 @@ func walkBatches(data []byte) []batchSpan {
 		base := int64(binary.BigEndian.Uint64(b))
 		last := base + int64(int32(binary.BigEndian.Uint32(b[23:])))
 		attrs := binary.BigEndian.Uint16(b[21:])
-		out = append(out, batchSpan{base: base, last: last, control: attrs&0x20 != 0, pos: pos, end: pos + n})
+		out = append(out, batchSpan{base: base, last: last, control: attrs&0x20 != 0, pos: pos, end: pos + n,
+			txn: attrs&0x10 != 0, pid: int64(binary.BigEndian.Uint64(b[43:]))})
 		pos += n
 	}
 	return out
@@ -719,26 +728,55 @@ func (s *shares) topicsOf(group string) map[string][]int32 {
 	return out
 }
 
+// shareIsolation is the group's share.isolation.level as a fetch's.
+func (g *Gateway) shareIsolation(group string) int8 {
+	if g.groupCfg.get(group, "share.isolation.level") == "read_committed" {
+		return ring.ReadCommitted
+	}
+	return ring.ReadUncommitted
+}
+
 // readShareLog reads a share partition's log from offset, for
-// acquisition. Share groups read uncommitted records (Kafka's default
-// share.isolation.level; read_committed is not served yet).
-func (g *Gateway) readShareLog(ctx context.Context, topic string, part int32, from int64, maxBytes int32) ([]byte, error) {
+// acquisition, under the group's isolation level: under read_committed
+// the store stops at the last stable offset and lists the aborted
+// transactions of the range.
+func (g *Gateway) readShareLog(ctx context.Context, topic string, part int32, from int64, maxBytes int32, iso int8) ([]byte, []ring.AbortedTxn, error) {
 	res, err := g.backend.Fetch(ctx, &ring.FetchRequest{
-		Partitions: []ring.FetchPartition{{Topic: topic, Partition: part, Offset: from, MaxBytes: maxBytes}},
-		MaxBytes:   maxBytes,
+		Partitions:     []ring.FetchPartition{{Topic: topic, Partition: part, Offset: from, MaxBytes: maxBytes}},
+		MaxBytes:       maxBytes,
+		IsolationLevel: iso,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer res.Release()
 	pr := res.Partitions[0]
 	if pr.Err != nil {
 		if errors.Is(pr.Err, ring.ErrOffsetOutOfRange) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, pr.Err
+		return nil, nil, pr.Err
 	}
-	return pr.Records.ReadAll(nil)
+	data, err := pr.Records.ReadAll(nil)
+	return data, pr.AbortedTransactions, err
+}
+
+// skipAborted marks the batches of aborted transactions to be skipped as
+// control batches are: a transactional batch of a producer whose aborted
+// transaction spans its base offset.
+func skipAborted(batches []batchSpan, aborted []ring.AbortedTxn) {
+	for i := range batches {
+		b := &batches[i]
+		if !b.txn || b.control {
+			continue
+		}
+		for _, a := range aborted {
+			if a.ProducerID == b.pid && a.FirstOffset <= b.base && b.base <= a.LastOffset {
+				b.control = true
+				break
+			}
+		}
+	}
 }
 
 // shareFetchPartition acquires records of one share partition for member:
@@ -757,11 +795,12 @@ func (g *Gateway) shareFetchPartition(ctx context.Context, sp *sharePartition, m
 	if full {
 		return nil, nil, nil
 	}
-	data, err := g.readShareLog(ctx, sp.topic, sp.part, from, maxBytes)
+	data, aborted, err := g.readShareLog(ctx, sp.topic, sp.part, from, maxBytes, g.shareIsolation(sp.group))
 	if err != nil || len(data) == 0 {
 		return nil, nil, err
 	}
 	batches := walkBatches(data)
+	skipAborted(batches, aborted)
 	sp.mu.Lock()
 	acq := sp.acquireLocked(member, batches, maxRecords, strict, time.Now(), lim)
 	sp.mu.Unlock()
