@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Exchange is one SASL authentication, server side. Step consumes the
@@ -20,15 +21,39 @@ type Exchange interface {
 var Mechanisms = []string{ScramSHA256, ScramSHA512, Plain}
 
 // NewExchange starts an exchange for mechanism, which must be one of
-// enabled.
+// enabled, checked against the users' SCRAM credentials.
 func NewExchange(mechanism string, enabled []string, lookup CredentialLookup) (Exchange, error) {
+	return NewExchangeFor(mechanism, enabled, Verifiers{Credentials: lookup})
+}
+
+// Verifiers are what exchanges check a client's proof against.
+type Verifiers struct {
+	// Credentials: SCRAM and PLAIN.
+	Credentials CredentialLookup
+	// Tokens: OAUTHBEARER; nil refuses it.
+	Tokens TokenValidator
+}
+
+// Expiring is an Exchange whose proof ends by itself (an OAUTHBEARER
+// token's exp): a session must end by then.
+type Expiring interface{ Expiry() time.Time }
+
+// NewExchangeFor starts an exchange for mechanism, which must be one of
+// enabled.
+func NewExchangeFor(mechanism string, enabled []string, v Verifiers) (Exchange, error) {
 	if !slices.Contains(enabled, mechanism) {
 		return nil, fmt.Errorf("%w: %q (enabled: %v)", ErrUnsupportedMechanism, mechanism, enabled)
 	}
-	if mechanism == Plain {
-		return &plainServer{lookup: lookup}, nil
+	switch mechanism {
+	case Plain:
+		return &plainServer{lookup: v.Credentials}, nil
+	case OAuthBearer:
+		if v.Tokens == nil {
+			return nil, fmt.Errorf("%w: OAUTHBEARER has no token validator (auth.oauth_jwks_file or oauth_jwks_url)", ErrUnsupportedMechanism)
+		}
+		return &oauthServer{validate: v.Tokens}, nil
 	}
-	return NewScramServer(mechanism, lookup)
+	return NewScramServer(mechanism, v.Credentials)
 }
 
 // plainServer is RFC 4616's PLAIN: one message,

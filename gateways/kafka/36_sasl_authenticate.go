@@ -17,9 +17,10 @@ import (
 // SaslAuthenticate: v0-v2.
 //
 // Carries the tokens of the exchange a SaslHandshake started: SCRAM's two
-// rounds or PLAIN's one. When the exchange succeeds the connection acts
-// as User:NAME; v1+ answers the session lifetime (KIP-368), the time left
-// until connections.max.reauth.ms ends the session, and the client
+// rounds, PLAIN's or OAUTHBEARER's one. When the exchange succeeds the
+// connection acts as User:NAME; v1+ answers the session lifetime
+// (KIP-368), the time left until connections.max.reauth.ms or the
+// OAUTHBEARER token's expiry ends the session, and the client
 // re-authenticates (SaslHandshake again) before then. Re-authentication
 // must prove the same principal with the same mechanism; anything else,
 // like any failed exchange (a wrong password, an unknown user, a
@@ -31,7 +32,7 @@ import (
 func init() { regKey(36, 0, 2, (*Gateway).handleSaslAuthenticate) }
 
 func newExchange(g *Gateway, mechanism string) (auth.Exchange, error) {
-	return auth.NewExchange(mechanism, g.opts.Auth.Mechanisms, g.opts.Auth.Credentials)
+	return auth.NewExchangeFor(mechanism, g.opts.Auth.Mechanisms, auth.Verifiers{Credentials: g.opts.Auth.Credentials, Tokens: g.opts.Auth.Tokens})
 }
 
 func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
@@ -80,6 +81,10 @@ func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.
 		return resp, nil
 	}
 	principal := "User:" + a.exchange.User()
+	var tokenExpiry time.Time // an OAUTHBEARER token's exp ends the session too
+	if e, ok := a.exchange.(auth.Expiring); ok {
+		tokenExpiry = e.Expiry()
+	}
 	a.exchange = nil
 	if a.authenticated && principal != a.principal {
 		return fail(fmt.Errorf("%w: %s, then %s", errSASLIdentity, a.principal, principal))
@@ -87,9 +92,15 @@ func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.
 	first := !a.authenticated
 	a.authenticated, a.principal, a.authMechanism = true, principal, a.mechanism
 	a.expires = time.Time{}
+	now := g.now()
 	if d := g.opts.Auth.ReauthAfter; d > 0 {
-		a.expires = g.now().Add(d)
-		resp.SessionLifetimeMillis = d.Milliseconds()
+		a.expires = now.Add(d)
+	}
+	if !tokenExpiry.IsZero() && (a.expires.IsZero() || tokenExpiry.Before(a.expires)) {
+		a.expires = tokenExpiry
+	}
+	if !a.expires.IsZero() {
+		resp.SessionLifetimeMillis = max(a.expires.Sub(now).Milliseconds(), 1)
 	}
 	if first {
 		name, _ := strings.CutPrefix(principal, "User:")

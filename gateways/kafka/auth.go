@@ -27,6 +27,8 @@ type AuthOptions struct {
 	Mechanisms []string
 	// Credentials finds a user's SCRAM credential.
 	Credentials auth.CredentialLookup
+	// Tokens validates OAUTHBEARER tokens; nil refuses the mechanism.
+	Tokens auth.TokenValidator
 	// ReauthAfter is connections.max.reauth.ms (KIP-368): a session
 	// expires this long after authenticating, and a client must
 	// re-authenticate before then or be disconnected. 0: never.

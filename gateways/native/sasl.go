@@ -30,6 +30,8 @@ type AuthOptions struct {
 	Mechanisms []string
 	// Credentials finds a user's SCRAM credential.
 	Credentials auth.CredentialLookup
+	// Tokens validates OAUTHBEARER tokens; nil refuses the mechanism.
+	Tokens auth.TokenValidator
 	// Now is the clock of the failure limits; nil is time.Now.
 	Now func() time.Time
 }
@@ -40,6 +42,9 @@ type connSASL struct {
 	mechanism     string
 	exchange      auth.Exchange
 	authenticated bool
+	// expires is an OAUTHBEARER token's exp: the native protocol has no
+	// re-authentication, so the connection ends with its token.
+	expires time.Time
 }
 
 func (g *Gateway) now() time.Time {
@@ -52,10 +57,17 @@ func (g *Gateway) now() time.Time {
 // checkSASL lets a request other than the handshake and SaslAuthenticate
 // through a SASL listener only once the connection is authenticated.
 func (s *session) checkSASL(corr uint32) (*gateways.Response, error) {
-	if !s.g.opts.Auth.SASL || s.sasl.authenticated || s.op == wire.OpHandshake || s.op == wire.OpSaslAuthenticate {
+	a := &s.sasl
+	if !s.g.opts.Auth.SASL || s.op == wire.OpHandshake || s.op == wire.OpSaslAuthenticate {
 		return nil, nil
 	}
 	err := fmt.Errorf("%w: %v before SASL authentication", ErrSASLState, s.op)
+	if a.authenticated {
+		if a.expires.IsZero() || s.g.now().Before(a.expires) {
+			return nil, nil
+		}
+		err = fmt.Errorf("%w: the OAUTHBEARER token expired at %s: reconnect with a fresh one", ErrSASLFailed, a.expires.UTC().Format(time.RFC3339))
+	}
 	resp := s.fail(s.op, corr, err, -1)
 	resp.CloseAfter()
 	return resp, fmt.Errorf("%w: %v", gateways.ErrMalformedFrame, err)
@@ -93,7 +105,7 @@ func (s *session) saslAuthenticate(ctx context.Context, corr uint32, r *wire.Rea
 		return resp, nil
 	}
 	if a.exchange == nil {
-		x, err := auth.NewExchange(a.mechanism, o.Mechanisms, o.Credentials)
+		x, err := auth.NewExchangeFor(a.mechanism, o.Mechanisms, auth.Verifiers{Credentials: o.Credentials, Tokens: o.Tokens})
 		if err != nil {
 			return s.saslFailed(ctx, corr, err), nil
 		}
@@ -105,6 +117,9 @@ func (s *session) saslAuthenticate(ctx context.Context, corr uint32, r *wire.Rea
 	}
 	if done {
 		user := a.exchange.User()
+		if e, ok := a.exchange.(auth.Expiring); ok {
+			a.expires = e.Expiry()
+		}
 		a.authenticated, a.exchange = true, nil
 		s.conn.SetPrincipal(gateways.Principal{Mechanism: a.mechanism, Name: user})
 	}

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -196,5 +200,47 @@ func TestSASLOverTLS(t *testing.T) {
 	// Plaintext on the TLS port does not get in.
 	if _, err := client.Dial(ctx, e.addr, client.Options{SASL: scram.Auth{User: "alice", Pass: "pw"}.AsSha512Mechanism()}); err == nil {
 		t.Error("a plaintext client got through a TLS listener")
+	}
+}
+
+// TestOAuthBearerWithSDK: the SDK authenticates with franz-go's
+// OAUTHBEARER mechanism and a JWT; once the token has expired the
+// connection's next request is refused (the native protocol has no
+// re-authentication), and an expired token does not get in at all.
+func TestOAuthBearerWithSDK(t *testing.T) {
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, iss.JWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var now atomic.Int64
+	now.Store(time.Now().Unix())
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *native.Options) {
+		o.Auth = native.AuthOptions{SASL: true, Mechanisms: []string{auth.OAuthBearer}, Tokens: v.Validate, Now: clock}
+	})
+	ctx := saslCtx(t)
+	tok := iss.Sign(t, "ES256", map[string]any{"sub": "dave", "exp": clock().Add(10 * time.Minute).Unix()})
+	cl, err := client.Dial(ctx, e.addr, client.Options{SASL: oauth.Auth{Token: tok}.AsMechanism()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.ListTopics(ctx); err != nil {
+		t.Fatalf("with a valid token: %v", err)
+	}
+	now.Add(int64((11 * time.Minute).Seconds()))
+	if _, err := cl.ListTopics(ctx); err == nil {
+		t.Error("a request after the token expired was served")
+	}
+	if _, err := client.Dial(ctx, e.addr, client.Options{SASL: oauth.Auth{Token: tok}.AsMechanism()}); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("an expired token: err = %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }

@@ -65,6 +65,10 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 		s.opts.Mechanisms = cfg.Auth.SASLMechanisms
 		s.opts.ReauthAfter = time.Duration(cfg.Auth.ReauthMs) * time.Millisecond
 		s.opts.Credentials = scramLookup(sec)
+		var err error
+		if s.opts.Tokens, err = tokenValidator(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if sec != nil {
 		s.opts.Security = controllerSecurity{sec}
@@ -339,7 +343,17 @@ func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.
 	if sec != nil {
 		o.Credentials = scramLookup(sec)
 	}
-	if o.Required && o.Credentials == nil && !o.ClientCerts {
+	tokens, err := tokenValidator(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tokens != nil {
+		o.Bearer = func(ctx context.Context, token string) (string, error) {
+			user, _, err := tokens(ctx, token)
+			return user, err
+		}
+	}
+	if o.Required && o.Credentials == nil && !o.ClientCerts && o.Bearer == nil {
 		return nil, fmt.Errorf("%s: authentication is required (auth.http_authentication) but this process reaches no user store and takes no client certificates", key)
 	}
 	z, refresh, err := aclAuthorizer(cfg, sec, logger)
@@ -360,7 +374,11 @@ func nativeSASL(cfg config.Config, api any) (native.AuthOptions, error) {
 	if sec == nil {
 		return native.AuthOptions{}, errors.New("listeners.native: SASL needs the controller's user store")
 	}
-	return native.AuthOptions{SASL: true, Mechanisms: cfg.Auth.SASLMechanisms, Credentials: scramLookup(sec)}, nil
+	tokens, err := tokenValidator(cfg)
+	if err != nil {
+		return native.AuthOptions{}, err
+	}
+	return native.AuthOptions{SASL: true, Mechanisms: cfg.Auth.SASLMechanisms, Credentials: scramLookup(sec), Tokens: tokens}, nil
 }
 
 // scramLookup finds SCRAM credentials in the controller's user store.
@@ -441,4 +459,21 @@ func internalKafkaOpts(cfg config.Config, environ []string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
 	}
 	return opts, nil
+}
+
+// tokenValidator validates the JWTs of OAUTHBEARER and HTTP bearer tokens
+// against auth.oauth_*; nil when no JWKS is configured.
+func tokenValidator(cfg config.Config) (auth.TokenValidator, error) {
+	a := cfg.Auth
+	if a.OAuthJWKSFile == "" && a.OAuthJWKSURL == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := auth.NewJWTValidator(ctx, auth.JWTOptions{JWKSFile: a.OAuthJWKSFile, JWKSURL: a.OAuthJWKSURL,
+		Issuer: a.OAuthIssuer, Audience: a.OAuthAudience, PrincipalClaim: a.OAuthPrincipalClaim})
+	if err != nil {
+		return nil, fmt.Errorf("auth.oauth_jwks: %w", err)
+	}
+	return v.Validate, nil
 }

@@ -14,30 +14,46 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+
 	"github.com/aerostream/aerostream/auth/authtest"
 )
 
-// TestSecureServeHTTPAndNative: serve with SASL_SSL on the native
-// listener, SSL on HTTP and the authorizer on. HTTP needs credentials
-// (basic with a SCRAM user) outside /metrics, and the tier API needs
-// DESCRIBE on the cluster; the native CLI authenticates with SCRAM over
-// TLS and a wrong password is refused.
+// TestSecureServeHTTPAndNative: serve with SASL_SSL on the Kafka and
+// native listeners, SSL on HTTP, OAUTHBEARER against a JWKS file and the
+// authorizer on. HTTP needs credentials (basic with a SCRAM user, or a
+// bearer JWT) outside /metrics, and the tier API needs DESCRIBE on the
+// cluster; Kafka takes an OAUTHBEARER JWT; the native CLI authenticates
+// with SCRAM over TLS and a wrong password is refused.
 func TestSecureServeHTTPAndNative(t *testing.T) {
 	dir := t.TempDir()
 	pki, err := authtest.NewPKI(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nativeAddr, httpAddr, ctlAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwks, iss.JWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kafkaAddr, nativeAddr, httpAddr, ctlAddr := freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)
 	conf := filepath.Join(dir, "secure.toml")
 	if err := os.WriteFile(conf, []byte(`[listeners]
-kafka = "SASL_SSL://`+freeAddr(t)+`"
+kafka = "SASL_SSL://`+kafkaAddr+`"
 native = "SASL_SSL://`+nativeAddr+`"
 [tls]
 cert_file = "`+pki.CertFile+`"
 key_file = "`+pki.KeyFile+`"
 ca_file = "`+pki.CAFile+`"
 [auth]
+sasl_mechanisms = ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"]
+oauth_jwks_file = "`+jwks+`"
+oauth_issuer = "https://issuer.test"
+oauth_audience = "aerostream"
 authorizer = true
 super_users = ["User:admin"]
 bootstrap_user = "admin"
@@ -58,7 +74,9 @@ bootstrap_user = "admin"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if user != "" {
+		if user == "bearer" {
+			req.Header.Set("Authorization", "Bearer "+pass)
+		} else if user != "" {
 			req.SetBasicAuth(user, pass)
 		}
 		resp, err := hc.Do(req)
@@ -81,6 +99,25 @@ bootstrap_user = "admin"
 	if code := get("/v1/tier/segments", "admin", "admin-secret"); code == http.StatusUnauthorized || code == http.StatusForbidden {
 		t.Errorf("the super user: %d", code)
 	}
+	adminToken := iss.Sign(t, "RS256", map[string]any{"sub": "admin", "exp": time.Now().Add(time.Hour).Unix()})
+	if code := get("/v1/tier/segments", "bearer", adminToken); code == http.StatusUnauthorized || code == http.StatusForbidden {
+		t.Errorf("the super user's bearer JWT: %d", code)
+	}
+	if code := get("/v1/tier/segments", "bearer", authtest.Unsigned(map[string]any{"sub": "admin"})); code != http.StatusUnauthorized {
+		t.Errorf("an unsigned bearer JWT: %d, want 401", code)
+	}
+	// Kafka over SASL_SSL with OAUTHBEARER (franz-go's mechanism).
+	kc, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.DialTLSConfig(&tls.Config{RootCAs: pki.Pool()}),
+		kgo.SASL(oauth.Auth{Token: adminToken}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := kc.Ping(pctx); err != nil {
+		t.Errorf("Kafka OAUTHBEARER over SASL_SSL: %v", err)
+	}
+	pcancel()
+	kc.Close()
 	wantOK(t, runStdin(t, "alice-secret\n", nil, "user", "create", "alice", "--password-stdin", "--controller", ctlAddr))
 	if code := get("/v1/tier/segments", "alice", "alice-secret"); code != http.StatusForbidden {
 		t.Errorf("alice without an ACL: %d, want 403", code)

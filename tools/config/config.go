@@ -296,10 +296,11 @@ func Default() Config {
 			MaxMessageBytes: int32(topicconfig.DefaultInt(topicconfig.MaxMessageBytes)),
 		},
 		Auth: Auth{
-			SASLMechanisms:     []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"},
-			SuperUsers:         []string{},
-			HTTPAuthentication: HTTPAuthAuto,
-			HTTPOpenPaths:      []string{"/healthz", "/metrics"},
+			SASLMechanisms:      []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"},
+			SuperUsers:          []string{},
+			HTTPAuthentication:  HTTPAuthAuto,
+			HTTPOpenPaths:       []string{"/healthz", "/metrics"},
+			OAuthPrincipalClaim: "sub",
 		},
 		TLS: TLS{ClientAuth: "none"},
 		Controller: Controller{

@@ -138,6 +138,11 @@ func TestKeyNames(t *testing.T) {
 		"auth.connections_max_reauth_ms":          "AEROSTREAM_AUTH_CONNECTIONS_MAX_REAUTH_MS",
 		"auth.http_authentication":                "AEROSTREAM_AUTH_HTTP_AUTHENTICATION",
 		"auth.http_open_paths":                    "AEROSTREAM_AUTH_HTTP_OPEN_PATHS",
+		"auth.oauth_jwks_file":                    "AEROSTREAM_AUTH_OAUTH_JWKS_FILE",
+		"auth.oauth_jwks_url":                     "AEROSTREAM_AUTH_OAUTH_JWKS_URL",
+		"auth.oauth_issuer":                       "AEROSTREAM_AUTH_OAUTH_ISSUER",
+		"auth.oauth_audience":                     "AEROSTREAM_AUTH_OAUTH_AUDIENCE",
+		"auth.oauth_principal_claim":              "AEROSTREAM_AUTH_OAUTH_PRINCIPAL_CLAIM",
 	}
 	got := map[string]string{}
 	for _, k := range Keys() {

@@ -21,7 +21,7 @@ type TLS struct {
 // Auth configures authentication (SASL on SASL_PLAINTEXT:// and
 // SASL_SSL:// listeners) and authorization (ACLs).
 type Auth struct {
-	SASLMechanisms []string `toml:"sasl_mechanisms" help:"SASL mechanisms SASL listeners offer: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (sasl.enabled.mechanisms)"`
+	SASLMechanisms []string `toml:"sasl_mechanisms" help:"SASL mechanisms SASL listeners offer: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (sasl.enabled.mechanisms)"`
 	Authorizer     bool     `toml:"authorizer" help:"enforce ACLs on every request; with it on, what no ACL allows is denied"`
 	SuperUsers     []string `toml:"super_users" help:"principals (User:NAME) every ACL check allows (super.users)"`
 	BootstrapUser  string   `toml:"bootstrap_user" help:"SCRAM user created on first start with the password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD (both SCRAM mechanisms)"`
@@ -31,6 +31,12 @@ type Auth struct {
 	// registry's listener) refuse anonymous requests.
 	HTTPAuthentication string   `toml:"http_authentication" help:"HTTP listeners: required (anonymous requests get 401), optional (credentials checked when sent) or auto (required once auth.authorizer is on or listeners.kafka uses SASL); credentials are basic with a SCRAM user, a bearer token, or a TLS client certificate"`
 	HTTPOpenPaths      []string `toml:"http_open_paths" help:"HTTP paths (and the paths below them) served without authentication"`
+	// OAuth validates the JWTs of OAUTHBEARER and of HTTP bearer tokens.
+	OAuthJWKSFile       string `toml:"oauth_jwks_file" help:"JWKS file with the keys OAUTHBEARER and HTTP bearer JWTs are signed with (RS256, ES256); re-read when a token names a key it lacks"`
+	OAuthJWKSURL        string `toml:"oauth_jwks_url" help:"JWKS URL instead of oauth_jwks_file (the identity provider's jwks_uri)"`
+	OAuthIssuer         string `toml:"oauth_issuer" help:"the iss every JWT must carry; empty = not checked"`
+	OAuthAudience       string `toml:"oauth_audience" help:"an aud every JWT must carry; empty = not checked"`
+	OAuthPrincipalClaim string `toml:"oauth_principal_claim" help:"JWT claim that names the user (the principal is User:<claim>)"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
@@ -66,7 +72,7 @@ const (
 )
 
 // SASL mechanisms.
-var saslMechanisms = []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"}
+var saslMechanisms = []string{"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"}
 
 // SplitListener splits a listener address into its security protocol and
 // the address to bind: "SASL_SSL://127.0.0.1:9093" is SASL_SSL and
@@ -169,6 +175,17 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 			bad("auth.http_open_paths", fmt.Sprintf("%q is not an absolute path", p))
 			break
 		}
+	}
+	if c.Auth.OAuthJWKSFile != "" && c.Auth.OAuthJWKSURL != "" {
+		bad("auth.oauth_jwks_url", "set oauth_jwks_file or oauth_jwks_url, not both")
+	}
+	for _, m := range c.Auth.SASLMechanisms {
+		if m == "OAUTHBEARER" && c.Auth.OAuthJWKSFile == "" && c.Auth.OAuthJWKSURL == "" {
+			bad("auth.sasl_mechanisms", "OAUTHBEARER needs auth.oauth_jwks_file or auth.oauth_jwks_url to validate tokens")
+		}
+	}
+	if c.Auth.OAuthPrincipalClaim == "" {
+		bad("auth.oauth_principal_claim", "must name a claim (sub by default)")
 	}
 	if c.Auth.ReauthMs < 0 {
 		bad("auth.connections_max_reauth_ms", "must be 0 (no limit) or positive")

@@ -86,6 +86,9 @@ func TestBadSecurityValues(t *testing.T) {
 		{"prefix on ring", "[listeners]\nring = \"SSL://h:1\"\n", "listeners.ring"},
 		{"http authentication", "[auth]\nhttp_authentication = \"always\"\n", "auth.http_authentication"},
 		{"open path", "[auth]\nhttp_open_paths = [\"metrics\"]\n", `"metrics" is not an absolute path`},
+		{"oauth without jwks", "[auth]\nsasl_mechanisms = [\"OAUTHBEARER\"]\n", "OAUTHBEARER needs auth.oauth_jwks_file"},
+		{"two jwks", "[auth]\noauth_jwks_file = \"f\"\noauth_jwks_url = \"http://h/jwks\"\n", "not both"},
+		{"no principal claim", "[auth]\noauth_principal_claim = \"\"\n", "auth.oauth_principal_claim"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(Options{File: writeFile(t, tc.file)})

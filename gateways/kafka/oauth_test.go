@@ -1,0 +1,116 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+
+	"github.com/aerostream/aerostream/auth"
+	"github.com/aerostream/aerostream/auth/authtest"
+)
+
+type oauthEnv struct {
+	*secEnv
+	iss *authtest.Issuer
+}
+
+// newOAuthEnv is newSecEnv with OAUTHBEARER offered too, validating JWTs
+// of a test issuer (its JWKS in a file) on the env's clock.
+func newOAuthEnv(t *testing.T) *oauthEnv {
+	t.Helper()
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, iss.JWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	z := auth.NewAuthorizer(true, []string{"User:admin"})
+	sec := newMemSecurity(z)
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, func(o *Options) {
+		o.Auth = AuthOptions{SASL: true, Mechanisms: append(auth.Mechanisms, auth.OAuthBearer), Credentials: sec.lookup,
+			Tokens: v.Validate, Authorizer: z, Security: sec, Now: clock.Now}
+	})
+	return &oauthEnv{secEnv: &secEnv{testEnv: e, sec: sec, clock: clock}, iss: iss}
+}
+
+func (e *oauthEnv) token(t *testing.T, alg, sub string, exp time.Duration, extra map[string]any) string {
+	c := map[string]any{"sub": sub, "exp": e.clock.Now().Add(exp).Unix()}
+	for k, v := range extra {
+		c[k] = v
+	}
+	return e.iss.Sign(t, alg, c)
+}
+
+// TestOAuthBearerWithFranzGo: franz-go's OAUTHBEARER mechanism
+// authenticates with RS256 and ES256 JWTs, as the token's subject (ACLs
+// apply to it); expired, forged and wrong-audience tokens are
+// SASL_AUTHENTICATION_FAILED.
+func TestOAuthBearerWithFranzGo(t *testing.T) {
+	e := newOAuthEnv(t)
+	ctx := testCtx(t)
+	for _, alg := range []string{"RS256", "ES256"} {
+		cl := newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: e.token(t, alg, "admin", time.Hour, nil)}.AsMechanism()))
+		if err := cl.Ping(ctx); err != nil {
+			t.Errorf("%s: %v", alg, err)
+		}
+	}
+	// alice, by her token, has no ACL: her produce is refused as hers.
+	alice := newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: e.token(t, "RS256", "alice", time.Hour, nil)}.AsMechanism()),
+		kgo.RecordRetries(1), kgo.AllowAutoTopicCreation())
+	if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice's produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+
+	forger, err := authtest.NewIssuer(e.iss.Name, e.iss.Audience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{
+		"expired":        e.token(t, "RS256", "admin", -time.Hour, nil),
+		"wrong audience": e.token(t, "ES256", "admin", time.Hour, map[string]any{"aud": "someone-else"}),
+		"forged":         forger.Sign(t, "RS256", map[string]any{"sub": "admin", "exp": e.clock.Now().Add(time.Hour).Unix()}),
+	} {
+		cl := newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()))
+		if err := cl.Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s token: err = %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		}
+	}
+}
+
+// TestOAuthBearerSessionLifetime: the session ends when the token does:
+// SaslAuthenticate answers the time left until its exp.
+func TestOAuthBearerSessionLifetime(t *testing.T) {
+	e := newOAuthEnv(t)
+	rc := dialSASL(t, e.addr)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version, hs.Mechanism = 1, auth.OAuthBearer
+	hsr := kmsg.NewPtrSASLHandshakeResponse()
+	if err := rc.do(hs, hsr); err != nil || hsr.ErrorCode != 0 {
+		t.Fatalf("handshake: %v %d", err, hsr.ErrorCode)
+	}
+	ar := kmsg.NewPtrSASLAuthenticateRequest()
+	ar.Version = 2
+	ar.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + e.token(t, "ES256", "admin", 10*time.Minute, nil) + "\x01\x01")
+	resp := kmsg.NewPtrSASLAuthenticateResponse()
+	if err := rc.do(ar, resp); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("authenticate: %v %d", err, resp.ErrorCode)
+	}
+	if resp.SessionLifetimeMillis != (10 * time.Minute).Milliseconds() {
+		t.Errorf("session lifetime %d ms, want the token's 600000", resp.SessionLifetimeMillis)
+	}
+}
