@@ -1,13 +1,18 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 
+	"github.com/golang/snappy"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/aerostream/aerostream/topicconfig"
 )
@@ -20,7 +25,8 @@ import (
 // id, naming a schema registered under the subject <topic>-key (or
 // <topic>-value). Only the 5-byte prefix is read, never the payload, so
 // the check costs a walk over the record headers (after decompression for
-// a compressed batch) and a cached lookup per distinct id. A null value (a
+// a compressed batch, bounded as the store bounds it) and a cached lookup
+// per distinct id. A null value (a
 // tombstone) and a null key pass: they carry no data to describe.
 
 // SchemaIDs answers whether a schema id is registered under a subject:
@@ -29,9 +35,102 @@ type SchemaIDs interface {
 	SubjectHasID(ctx context.Context, subject string, id int32) (bool, error)
 }
 
-// schemaDecompressor decompresses batches for validation; stateless and
-// safe for concurrent use.
-var schemaDecompressor = kgo.DefaultDecompressor()
+// maxValidateRecordBytes bounds a batch's records once decompressed for
+// validation, the bound the store puts on a batch it appends
+// (logstore.MaxBatchRecordBytes): a batch past it is a decompression bomb
+// the store would refuse anyway, and validation must not spend the memory
+// to find out.
+const maxValidateRecordBytes = 64 << 20
+
+// zstdValidateWindow bounds a zstd frame's window as the store does: 8
+// MiB is what the format asks every decoder to support.
+const zstdValidateWindow = 8 << 20
+
+// errRecordsTooLarge: a compressed batch whose records decompress past
+// maxValidateRecordBytes.
+var errRecordsTooLarge = fmt.Errorf("records decompress past %d bytes", maxValidateRecordBytes)
+
+// decompressRecords decompresses a batch's records through a stream
+// read to at most limit bytes, so memory grows with the bytes actually
+// produced and never with a size the batch claims (franz-go's
+// decompressor reads up to 2 GiB).
+func decompressRecords(codec int, body []byte, limit int64) ([]byte, error) {
+	var r io.Reader
+	switch codec {
+	case 1:
+		gz, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		r = gz
+	case 2:
+		return snappyRecords(body, limit)
+	case 3:
+		r = lz4.NewReader(bytes.NewReader(body))
+	case 4:
+		zs, err := zstd.NewReader(bytes.NewReader(body), zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxWindow(zstdValidateWindow), zstd.WithDecoderMaxMemory(uint64(limit)))
+		if err != nil {
+			return nil, err
+		}
+		defer zs.Close()
+		r = zs
+	default:
+		return nil, fmt.Errorf("unknown compression codec %d", codec)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(out)) > limit {
+		return nil, errRecordsTooLarge
+	}
+	return out, nil
+}
+
+var xerialSnappyMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
+
+// snappyRecords decodes one raw snappy block (librdkafka, franz-go) or
+// xerial's framed blocks (the Java client), checking each block's
+// declared length against what is left of limit before decoding it.
+func snappyRecords(body []byte, limit int64) ([]byte, error) {
+	blocks := [][]byte{body}
+	if len(body) >= 16 && bytes.Equal(body[:8], xerialSnappyMagic) {
+		blocks = nil
+		for src := body[16:]; len(src) > 0; {
+			if len(src) < 4 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			n := binary.BigEndian.Uint32(src)
+			if uint64(n) > uint64(len(src)-4) {
+				return nil, fmt.Errorf("snappy block of %d bytes with %d left", n, len(src)-4)
+			}
+			blocks, src = append(blocks, src[4:4+n]), src[4+n:]
+		}
+	}
+	var out []byte
+	for _, b := range blocks {
+		n, err := snappy.DecodedLen(b)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(out))+int64(n) > limit {
+			return nil, errRecordsTooLarge
+		}
+		if out, err = snappyAppend(out, b, n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func snappyAppend(out, block []byte, n int) ([]byte, error) {
+	dec, err := snappy.Decode(make([]byte, n), block)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, dec...), nil
+}
 
 // checkSchemaIDs applies the topic's schema validation to a batch that
 // passed checkBatch.
@@ -114,7 +213,7 @@ func walkRecordFields(batch []byte, fn func(i int, key, value []byte) error) err
 	recs := batch[recordsOffset:]
 	if codec := binary.BigEndian.Uint16(batch[21:23]) & 0x07; codec != 0 {
 		var err error
-		if recs, err = schemaDecompressor.Decompress(recs, kgo.CompressionCodecType(codec)); err != nil {
+		if recs, err = decompressRecords(int(codec), recs, maxValidateRecordBytes); err != nil {
 			return fmt.Errorf("%w: decompressing the batch: %v", kerr.InvalidRecord, err)
 		}
 	}

@@ -132,3 +132,32 @@ func FuzzSchemaRecordFields(f *testing.F) {
 		})
 	})
 }
+
+// A compressed batch whose records decompress past the store's bound is
+// refused without decompressing it all: franz-go's decompressor would
+// have inflated it (up to 2 GiB) and passed it.
+func TestSchemaValidationDecompressionBound(t *testing.T) {
+	on := map[string]string{topicconfig.ValueSchemaValidation: "true"}
+	ids := &fakeSchemaIDs{ids: map[string][]int32{"t-value": {7}}}
+	g := &Gateway{opts: Options{SchemaIDs: ids}}
+	big := framed(7, string(make([]byte, maxValidateRecordBytes)))
+	batch := gzipBatch(t, appendBatch(nil, 1, []record{{value: big}}))
+	err := g.checkSchemaIDs(context.Background(), &Topic{Name: "t", Configs: on}, batch)
+	if err == nil || ErrorFor(err) != kerr.InvalidRecord {
+		t.Fatalf("a %d-byte record in a %d-byte gzip batch: err %v, want INVALID_RECORD", len(big), len(batch), err)
+	}
+	// Under the bound, every codec the bounded reader serves decodes.
+	small := appendBatch(nil, 1, []record{{value: framed(7, "payload")}})
+	for _, codec := range []kgo.CompressionCodec{kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
+		c, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		comp, typ := c.Compress(new(bytes.Buffer), small[recordsOffset:])
+		b := append(bytes.Clone(small[:recordsOffset]), comp...)
+		binary.BigEndian.PutUint16(b[21:], binary.BigEndian.Uint16(b[21:])|uint16(typ))
+		if err := g.checkSchemaIDs(context.Background(), &Topic{Name: "t", Configs: on}, b); err != nil {
+			t.Errorf("codec %v: %v", typ, err)
+		}
+	}
+}
