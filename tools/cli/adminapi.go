@@ -83,6 +83,9 @@ func (d *daemon) newAdminAPI() (*adminSources, *adminapi.API, error) {
 	if src.reg != nil {
 		opts.Schemas = src
 	}
+	if d.iceberg != nil {
+		src.setIceberg(icebergTables{d.iceberg})
+	}
 	return src, adminapi.New(opts), nil
 }
 
