@@ -687,6 +687,9 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		return serve()
 	}
+	if resp, ok, err := g.authorizedShare(a, rc, name, serve); ok { // authz_share.go
+		return resp, err
+	}
 	return g.unreviewed(rc, a, serve)
 }
 
