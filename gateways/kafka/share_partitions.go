@@ -30,11 +30,15 @@ import (
 // window is bounded by share.partition.max.record.locks.
 //
 // The SPSO is written to __consumer_offsets (key version shareStateKey,
-// the group's partition) about once a second when it moves, and read back
-// when a gateway opens the share partition again: after a restart,
-// delivery resumes from it, records after it that were already
-// acknowledged being delivered again (at least once). The in-flight
-// window itself is not written.
+// the group's partition) about once a second when it or the in-flight
+// window changed, with the window itself: each record's state and
+// delivery count, as ranges (Kafka keeps the same in __share_group_state).
+// A gateway opening the share partition again reads them back, so after a
+// restart records already accepted or archived are not delivered again,
+// delivery counts carry on (an acquired record comes back available,
+// that delivery counted), and archived records not yet written to the
+// dead-letter topic are written. What changed in the last second before a
+// crash is delivered again (at least once).
 //
 // With share.isolation.level=read_committed, acquisition reads the log as
 // a read_committed consumer does: up to the last stable offset, and the
@@ -98,6 +102,7 @@ type sharePartition struct {
 		recs      map[int64]*inflight
 		pending   []dlqEntry // archived, to write to the DLQ
 		persisted int64      // the SPSO last written; -1 none
+		savedWin  string     // the window last written (shareWindow's JSON)
 	}
 }
 
@@ -385,6 +390,7 @@ type shares struct {
 		parts     map[shareKey]*sharePartition
 		sessions  map[[2]string]*shareSession // group, member
 		persisted map[shareKey]int64          // SPSOs read back from __consumer_offsets
+		windows   map[shareKey]shareWindow    // in-flight windows read back with them
 		wake      chan struct{}               // closed when records become available
 	}
 }
@@ -394,6 +400,7 @@ func newShares(g *Gateway) *shares {
 	s.mu.parts = map[shareKey]*sharePartition{}
 	s.mu.sessions = map[[2]string]*shareSession{}
 	s.mu.persisted = map[shareKey]int64{}
+	s.mu.windows = map[shareKey]shareWindow{}
 	s.mu.wake = make(chan struct{})
 	return s
 }
@@ -455,6 +462,7 @@ func (s *shares) partition(ctx context.Context, group, topic string, part int32)
 	}
 	s.mu.Lock()
 	start, ok := s.mu.persisted[k]
+	win, hasWin := s.mu.windows[k]
 	s.mu.Unlock()
 	if !ok {
 		start = info.HighWatermark
@@ -468,6 +476,9 @@ func (s *shares) partition(ctx context.Context, group, topic string, part int32)
 		sp.initLocked(start)
 		if ok {
 			sp.mu.persisted = start
+		}
+		if ok && hasWin {
+			sp.restoreLocked(win)
 		}
 	}
 	sp.mu.Unlock()
@@ -518,23 +529,94 @@ func (c *coordinator) applyShareStateLocked(r record) {
 	s := c.g.shares
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.mu.windows, k)
 	if r.value == nil {
 		delete(s.mu.persisted, k)
 		return
 	}
 	var v struct {
 		Start int64 `json:"start"`
+		shareWindow
 	}
 	if err := json.Unmarshal(r.value, &v); err != nil || v.Start < 0 {
 		c.log.Warn("skipping a malformed share state record", "group", k.group, "err", err)
 		return
 	}
 	s.mu.persisted[k] = v.Start
+	if v.End > 0 {
+		s.mu.windows[k] = v.shareWindow
+	}
+}
+
+// shareMaxWindow bounds a window read back: the largest
+// share.partition.max.record.locks, so a damaged record cannot have a
+// gateway allocate without end.
+const shareMaxWindow = 10000
+
+// shareWindow is a share partition's in-flight window as written: its end
+// offset and ranges of records [first, last, state, delivery count].
+type shareWindow struct {
+	End    int64      `json:"end,omitempty"`
+	Ranges [][4]int64 `json:"win,omitempty"`
+}
+
+// windowLocked is the window to write: an acquired record is written
+// available (its delivery counted), since its lock does not outlive the
+// gateway that holds it.
+func (sp *sharePartition) windowLocked() shareWindow {
+	w := shareWindow{End: sp.mu.end}
+	for _, o := range sp.mu.offs {
+		r := sp.mu.recs[o]
+		st := r.state
+		if st == recAcquired {
+			st = recAvailable
+		}
+		if n := len(w.Ranges) - 1; n >= 0 && w.Ranges[n][1] == o-1 && w.Ranges[n][2] == int64(st) && w.Ranges[n][3] == int64(r.count) {
+			w.Ranges[n][1] = o
+			continue
+		}
+		w.Ranges = append(w.Ranges, [4]int64{o, o, int64(st), int64(r.count)})
+	}
+	return w
+}
+
+// restoreLocked sets the window read back over the one initLocked set at
+// the SPSO; records before the SPSO (the log start may have moved) are
+// dropped, and archived records not yet in the dead-letter topic are
+// queued for it again.
+func (sp *sharePartition) restoreLocked(w shareWindow) {
+	if w.End <= sp.mu.start {
+		return
+	}
+	for _, rg := range w.Ranges {
+		st, count := int8(rg[2]), int16(rg[3])
+		if st != recAvailable && st != recDone && st != recDLQ {
+			continue
+		}
+		for o := max(rg[0], sp.mu.start); o <= rg[1] && o < w.End && len(sp.mu.offs) < shareMaxWindow; o++ {
+			if _, dup := sp.mu.recs[o]; dup || (len(sp.mu.offs) > 0 && o < sp.mu.offs[len(sp.mu.offs)-1]) {
+				continue
+			}
+			sp.mu.recs[o] = &inflight{state: st, count: count}
+			sp.mu.offs = append(sp.mu.offs, o)
+			if st == recDLQ {
+				sp.mu.pending = append(sp.mu.pending, dlqEntry{offset: o, count: count, reason: "archived before the share partition was reloaded"})
+			}
+		}
+	}
+	sp.mu.end = w.End
+	sp.mu.savedWin = string(mustJSON(sp.windowLocked()))
+	sp.advanceLocked()
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // shareStateRecord is the SPSO record of a share partition; start < 0
-// deletes it.
-func shareStateRecord(k shareKey, start int64) record {
+// deletes it. win, when set, is the window's JSON (shareWindow).
+func shareStateRecord(k shareKey, start int64, win ...[]byte) record {
 	key := kbinKey(shareStateKey, k.group)
 	key = binary.BigEndian.AppendUint16(key, uint16(len(k.topic)))
 	key = append(key, k.topic...)
@@ -542,6 +624,9 @@ func shareStateRecord(k shareKey, start int64) record {
 	r := record{key: key}
 	if start >= 0 {
 		r.value = []byte(`{"start":` + strconv.FormatInt(start, 10) + `}`)
+		if len(win) > 0 && len(win[0]) > 2 { // more than "{}"
+			r.value = append(append(r.value[:len(r.value)-1], ','), win[0][1:]...)
+		}
 	}
 	return r
 }
@@ -639,15 +724,19 @@ func (s *shares) persist(ctx context.Context) {
 	type moved struct {
 		sp    *sharePartition
 		start int64
+		win   string
 	}
 	var done []moved
 	for _, sp := range sps {
 		sp.mu.Lock()
-		if sp.mu.init && sp.mu.start != sp.mu.persisted {
-			k := shareKey{sp.group, sp.topic, sp.part}
-			p := c.partitionFor(sp.group)
-			byPart[p] = append(byPart[p], shareStateRecord(k, sp.mu.start))
-			done = append(done, moved{sp, sp.mu.start})
+		if sp.mu.init {
+			win := mustJSON(sp.windowLocked())
+			if sp.mu.start != sp.mu.persisted || string(win) != sp.mu.savedWin {
+				k := shareKey{sp.group, sp.topic, sp.part}
+				p := c.partitionFor(sp.group)
+				byPart[p] = append(byPart[p], shareStateRecord(k, sp.mu.start, win))
+				done = append(done, moved{sp, sp.mu.start, string(win)})
+			}
 		}
 		sp.mu.Unlock()
 	}
@@ -661,7 +750,7 @@ func (s *shares) persist(ctx context.Context) {
 	}
 	for _, m := range done {
 		m.sp.mu.Lock()
-		m.sp.mu.persisted = m.start
+		m.sp.mu.persisted, m.sp.mu.savedWin = m.start, m.win
 		m.sp.mu.Unlock()
 	}
 }
@@ -675,6 +764,7 @@ func (s *shares) reset(ctx context.Context, k shareKey, start int64) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.mu.windows, k)
 	if start < 0 {
 		delete(s.mu.persisted, k)
 		delete(s.mu.parts, k)

@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,6 +176,25 @@ func FuzzShareStateKey(f *testing.F) {
 			if again, ok2 := readShareKey(shareStateRecord(k, 0).key); !ok2 || again != k {
 				t.Fatalf("round trip of %v", k)
 			}
+		}
+	})
+}
+
+// FuzzShareWindow: a share-state value read back never panics, and the
+// window it restores stays bounded and ascending.
+func FuzzShareWindow(f *testing.F) {
+	f.Add(int64(3), []byte(`{"end":9,"win":[[3,4,0,1],[5,6,2,1],[7,8,3,2]]}`))
+	f.Add(int64(0), []byte(`{"end":9223372036854775807,"win":[[0,9223372036854775807,0,1]]}`))
+	f.Fuzz(func(t *testing.T, start int64, b []byte) {
+		var w shareWindow
+		if json.Unmarshal(b, &w) != nil || start < 0 {
+			return
+		}
+		sp := newSharePartition("g", "t", 0)
+		sp.initLocked(start)
+		sp.restoreLocked(w)
+		if len(sp.mu.offs) > shareMaxWindow || !slices.IsSorted(sp.mu.offs) || len(sp.mu.offs) != len(sp.mu.recs) {
+			t.Fatalf("window of %d offsets (%d records) from %s", len(sp.mu.offs), len(sp.mu.recs), b)
 		}
 	})
 }
