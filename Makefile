@@ -22,7 +22,7 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native test-console chromium
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native test-console chromium iceberg-python test-iceberg test-iceberg-spark
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native test-console ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol, the web console in a browser
+test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native test-console test-iceberg ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol, the web console in a browser, Iceberg tables read by pyiceberg
 
 test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -123,6 +123,42 @@ chromium: ## install Debian's chromium (apt) for the console's browser test
 test-console: chromium ## web console in headless Chromium: every page vs a fake API and vs serve with data; screenshots in bin/console-artifacts
 	CONSOLE_TESTS=1 CONSOLE_ARTIFACTS=$(CONSOLE_ARTIFACTS) CHROMIUM=/usr/bin/chromium \
 	  $(GO) test -count=1 -v -timeout 10m ./gateways/http/console/
+
+# Iceberg topics with real readers (tools/icebergtest): kcat produces into
+# `serve`, pyiceberg 0.12 reads the table back through the built-in REST
+# catalog (/iceberg) and the rows must equal the log, across kill -9s of
+# serve, with the warehouse on local disk and on MinIO. pyiceberg goes into
+# a venv under bin/. About a minute once built.
+ICEBERG_VENV := bin/iceberg-venv
+ICEBERG_PY_PKGS := 'pyiceberg[pyarrow]==0.12.*'
+iceberg-python: ## install kcat (apt) and pyiceberg 0.12 (bin/iceberg-venv)
+	@if ! command -v kcat >/dev/null; then \
+	  apt-get install -y kcat || { apt-get update && apt-get install -y kcat; }; \
+	fi
+	@if ! $(ICEBERG_VENV)/bin/python -c 'import pyiceberg, pyarrow' 2>/dev/null; then \
+	  python3 -m venv $(ICEBERG_VENV) && $(ICEBERG_VENV)/bin/pip install -q $(ICEBERG_PY_PKGS); \
+	fi
+
+test-iceberg: iceberg-python ## Iceberg topics read by pyiceberg through the built-in REST catalog: exact rows across kill -9, local and MinIO warehouses
+	trap '$(OBJSTORE_SERVERS) stop' EXIT; $(OBJSTORE_SERVERS) start; \
+	set -a; . "$$($(OBJSTORE_SERVERS) env)"; set +a; \
+	ICEBERG_PYTHON=$(CURDIR)/$(ICEBERG_VENV)/bin/python \
+	  $(GO) test -count=1 -v -timeout 10m -run '^TestPyiceberg' ./tools/icebergtest/
+
+# Spark reading an Iceberg topic through the built-in REST catalog: pyspark
+# 3.5 from pip and iceberg-spark-runtime from Maven (Java 17). Large
+# downloads and a JVM, so not part of `make test`.
+SPARK_VENV := bin/spark-venv
+SPARK_PY_PKGS := 'pyspark==3.5.*'
+ICEBERG_SPARK_RUNTIME := org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.1
+ICEBERG_SPARK_JAR := $(HOME)/.m2/repository/org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.10.1/iceberg-spark-runtime-3.5_2.12-1.10.1.jar
+test-iceberg-spark: iceberg-python ## Spark (pyspark + iceberg-spark-runtime) reads an Iceberg topic through the REST catalog: count and GROUP BY partition
+	@if ! $(SPARK_VENV)/bin/python -c 'import pyspark' 2>/dev/null; then \
+	  python3 -m venv $(SPARK_VENV) && $(SPARK_VENV)/bin/pip install -q $(SPARK_PY_PKGS); \
+	fi
+	@test -f $(ICEBERG_SPARK_JAR) || mvn -q dependency:get -Dartifact=$(ICEBERG_SPARK_RUNTIME) -Dtransitive=false
+	ICEBERG_SPARK_PYTHON=$(CURDIR)/$(SPARK_VENV)/bin/python ICEBERG_SPARK_JARS=$(ICEBERG_SPARK_JAR) \
+	  $(GO) test -count=1 -v -timeout 15m -run '^TestSpark$$' ./tools/icebergtest/
 
 # A controller, three stores and two `aerostream gateway kafka` processes on
 # loopback (tools/clustertest): the Jepsen-style run with its checker and
