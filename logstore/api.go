@@ -31,7 +31,7 @@ type PartitionConfig struct {
 	SegmentBytes    int64         // segment.bytes: roll when the active segment reaches this size
 	SegmentMs       time.Duration // segment.ms: roll when the active segment is this old
 	RetentionMs     time.Duration // retention.ms: delete sealed segments older than this; <0 = forever; RetentionNow for 0
-	RetentionBytes  int64         // retention.bytes: keep at most this much; <0 = unlimited
+	RetentionBytes  int64         // retention.bytes: keep at most this much; <0 = unlimited; RetainNoBytes for 0
 	MaxMessageBytes int32         // max.message.bytes: largest batch accepted
 
 	// local.retention.bytes / local.retention.ms (KIP-405): how much of the

@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/aerostream/aerostream/topicconfig"
@@ -44,6 +45,23 @@ func PartitionConfigOf(cfg map[string]string) (PartitionConfig, error) {
 // sealed segment whose newest record is older than now is deleted.
 const RetentionNow = time.Nanosecond
 
+// RetainNoBytes is retention.bytes = 0 as a PartitionConfig holds it, where
+// a zero RetentionBytes means "the store's default". Every sealed segment
+// then exceeds the limit and is deleted; the active segment stays, as it
+// does for retention.ms = 0.
+const RetainNoBytes int64 = math.MinInt64
+
+// retentionBytes is the limit retention applies: -1 for none, else bytes.
+func (c *PartitionConfig) retentionBytes() int64 {
+	switch {
+	case c.RetentionBytes == RetainNoBytes:
+		return 0
+	case c.RetentionBytes < 0:
+		return -1
+	}
+	return c.RetentionBytes
+}
+
 // set applies one logstore config. Milliseconds stay negative for Kafka's
 // special values (-1, -2), which the fields keep in the same sense.
 func (c *PartitionConfig) set(name string, n int64) error {
@@ -59,6 +77,12 @@ func (c *PartitionConfig) set(name string, n int64) error {
 		}
 		c.RetentionMs = ms
 	case topicconfig.RetentionBytes:
+		switch {
+		case n == 0:
+			n = RetainNoBytes
+		case n < 0:
+			n = -1 // Kafka: every negative value is unlimited
+		}
 		c.RetentionBytes = n
 	case topicconfig.MaxMessageBytes:
 		c.MaxMessageBytes = int32(n) // the registry bounds it to an INT

@@ -638,6 +638,7 @@ func expired(next, size, maxTs int64, created time.Time, total int64, logStart i
 // The active segment is never deleted.
 func (p *partition) applyRetention(s *shard, now time.Time) (int, error) {
 	cfg := p.cfg
+	cfg.RetentionBytes = cfg.retentionBytes()
 	if !cfg.deletes() {
 		// cleanup.policy=compact alone: the cleaner, not retention, bounds
 		// the log, as in Kafka.

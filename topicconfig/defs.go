@@ -131,9 +131,11 @@ var defs = []Def{
 	},
 	{
 		Name: RetentionBytes, Broker: "log.retention.bytes", Type: Long, Default: "-1",
-		Doc:     "bytes kept per partition; -1 = unlimited",
+		Doc:     "bytes kept per partition; any negative value = unlimited, 0 = delete each segment once sealed",
 		Dynamic: true, Layer: Logstore,
-		Min: 1, Max: math.MaxInt64, Special: []int64{Unlimited},
+		// Kafka defines it with no validator: every long is accepted, and
+		// a negative one means unlimited.
+		Min: math.MinInt64, Max: math.MaxInt64,
 	},
 	{
 		Name: RetentionMs, Broker: "log.retention.ms", Type: Long, Default: "604800000",

@@ -20,6 +20,9 @@ func TestSpecialValues(t *testing.T) {
 		{RetentionMs, "-2", "", "must be from -1 to 9223372036854"},
 		{RetentionMs, "0", "0", ""}, // Kafka's atLeast(-1)
 		{RetentionBytes, "-1", "-1", ""},
+		{RetentionBytes, "0", "0", ""},       // Kafka: no validator
+		{RetentionBytes, "-100", "-100", ""}, // any negative is unlimited
+		{RetentionBytes, "-9223372036854775808", "-9223372036854775808", ""},
 		{SegmentBytes, "13", "", "segment.bytes = 13 must be from 14 to 2147483647"},
 		{MaxMessageBytes, "x", "", `"x" is not an integer`},
 		{CleanupPolicy, " Delete,delete ", "delete", ""},

@@ -157,7 +157,7 @@ type TopicDefaults struct {
 	SegmentBytes    int64 `toml:"segment_bytes" help:"roll the active segment at this size"`
 	SegmentMs       int64 `toml:"segment_ms" help:"roll the active segment at this age"`
 	RetentionMs     int64 `toml:"retention_ms" help:"delete sealed segments older than this; -1 = forever, 0 = once sealed"`
-	RetentionBytes  int64 `toml:"retention_bytes" help:"keep at most this many bytes per partition; -1 = unlimited"`
+	RetentionBytes  int64 `toml:"retention_bytes" help:"keep at most this many bytes per partition; negative = unlimited, 0 = delete each segment once sealed"`
 	MaxMessageBytes int32 `toml:"max_message_bytes" help:"largest record batch accepted"`
 }
 

@@ -376,7 +376,6 @@ func TestBadValues(t *testing.T) {
 		{"segment bytes below Kafka's", "[topic_defaults]\nsegment_bytes = 13\n", nil, "13 must be from 14 to 2147483647"},
 		{"segment ms", "[topic_defaults]\nsegment_ms = -1\n", nil, "topic_defaults.segment_ms = -1"},
 		{"retention ms", "[topic_defaults]\nretention_ms = -2\n", nil, "topic_defaults.retention_ms = -2"},
-		{"retention bytes", "[topic_defaults]\nretention_bytes = -2\n", nil, "topic_defaults.retention_bytes = -2"},
 		{"huge ms", "[topic_defaults]\nretention_ms = 9223372036854775807\n", nil, "too large"},
 		{"max message", "[topic_defaults]\nmax_message_bytes = 0\n", nil, "topic_defaults.max_message_bytes = 0"},
 		{"max message overflow", "[topic_defaults]\nmax_message_bytes = 4294967296\n", nil, "max_message_bytes"},
