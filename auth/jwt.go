@@ -154,14 +154,15 @@ func ParseJWKS(b []byte) (map[string]crypto.PublicKey, error) {
 			if k.Crv != "P-256" {
 				continue
 			}
-			x, err1 := b64Int(k.X)
-			y, err2 := b64Int(k.Y)
-			if err1 != nil || err2 != nil {
+			x, err1 := base64.RawURLEncoding.DecodeString(k.X)
+			y, err2 := base64.RawURLEncoding.DecodeString(k.Y)
+			if err1 != nil || err2 != nil || len(x) != 32 || len(y) != 32 {
 				return nil, fmt.Errorf("%w: jwks: EC key %q: bad x or y", ErrInvalid, k.Kid)
 			}
-			pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: x, Y: y}
-			if !pub.Curve.IsOnCurve(x, y) {
-				return nil, fmt.Errorf("%w: jwks: EC key %q is not on P-256", ErrInvalid, k.Kid)
+			// ParseUncompressedPublicKey checks the point is on P-256.
+			pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+			if err != nil {
+				return nil, fmt.Errorf("%w: jwks: EC key %q: %v", ErrInvalid, k.Kid, err)
 			}
 			keys[k.Kid] = pub
 		}

@@ -43,13 +43,10 @@ func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // JWKS is the issuer's public keys as a JWK set.
 func (i *Issuer) JWKS() []byte {
-	pad := func(n *big.Int) []byte {
-		b := make([]byte, 32)
-		return n.FillBytes(b)
-	}
+	pt, _ := i.ecKey.PublicKey.Bytes() // 0x04 || X || Y
 	set := map[string]any{"keys": []map[string]string{
 		{"kty": "RSA", "kid": i.rsaKid, "use": "sig", "alg": "RS256", "n": b64(i.rsaKey.N.Bytes()), "e": b64(big.NewInt(int64(i.rsaKey.E)).Bytes())},
-		{"kty": "EC", "kid": i.ecKid, "use": "sig", "alg": "ES256", "crv": "P-256", "x": b64(pad(i.ecKey.X)), "y": b64(pad(i.ecKey.Y))},
+		{"kty": "EC", "kid": i.ecKid, "use": "sig", "alg": "ES256", "crv": "P-256", "x": b64(pt[1:33]), "y": b64(pt[33:])},
 	}}
 	b, _ := json.Marshal(set)
 	return b
