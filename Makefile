@@ -22,7 +22,8 @@ FUZZTIME ?= 15s
 # inputs in 15 s, then stood at 0/s; with 1 s it runs about 190,000.
 FUZZMINIMIZETIME ?= 1s
 
-.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native test-console chromium iceberg-python test-iceberg test-iceberg-spark
+.PHONY: test-deploy k8s-manifests docker-build docker-smoke iceberg-python test-iceberg test-iceberg-spark
+.PHONY: help build run test test-unit test-scale disk-tools test-crash test-objstore test-tiered measure-tiered fuzz bench lint tools clean test-controller measure-controller test-kafka test-kafka-eos test-registry kafka-clients test-cluster test-native test-console chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-11s %s\n", $$1, $$2}'
@@ -33,7 +34,7 @@ build: ## build bin/aerostream
 run: build ## build, then run a single-node AeroStream on the defaults (./data)
 	./bin/aerostream serve
 
-test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native test-console test-iceberg ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol, the web console in a browser, Iceberg tables read by pyiceberg
+test: lint test-unit test-scale test-crash test-objstore test-tiered fuzz test-controller test-kafka test-registry test-cluster test-native test-console test-deploy test-iceberg ## everything CI runs: lint, unit, crash, object stores, tiered storage end to end, a bounded fuzz run, controller failover, real Kafka clients, the cluster under faults, the native protocol, the Helm chart and manifests, the web console in a browser, Iceberg tables read by pyiceberg
 
 test-unit: disk-tools ## unit tests with the race detector (crash-tagged tests excluded)
 	$(GO) test -race -timeout 15m ./...
@@ -241,3 +242,56 @@ $(STATICCHECK):
 
 clean: ## remove build output (not ./data)
 	rm -rf bin
+
+# Deploy files (deploy/README.md). helm and kubeconform install with go
+# install into bin/ once, under versioned names; kubeconform's Kubernetes
+# schemas come from the PyPI package kubernetes-validate (kubeconform's own
+# download from GitHub cannot work here), unpacked into bin/ once for the
+# oldest Kubernetes the chart supports and the newest the package knows.
+HELM_VERSION := v3.22.0
+HELM := bin/helm-$(HELM_VERSION)
+KUBECONFORM_VERSION := v0.7.0
+KUBECONFORM := bin/kubeconform-$(KUBECONFORM_VERSION)
+K8S_SCHEMA_PKG_VERSION := 1.37.0
+K8S_SCHEMAS := bin/k8s-schemas-$(K8S_SCHEMA_PKG_VERSION)
+K8S_VERSIONS := 1.30.0 1.37.0
+
+test-deploy: $(HELM) $(KUBECONFORM) $(K8S_SCHEMAS)/.done ## Helm chart and deploy/k8s: helm lint and template with several value sets, kubeconform -strict, refused values
+	HELM=$(HELM) KUBECONFORM=$(KUBECONFORM) K8S_SCHEMAS=$(K8S_SCHEMAS) K8S_VERSIONS='$(K8S_VERSIONS)' deploy/test-deploy.sh
+
+k8s-manifests: $(HELM) ## write deploy/k8s from the Helm chart (ci/k8s-manifests-values.yaml)
+	deploy/k8s-manifests.sh $(HELM) deploy/k8s
+
+$(HELM):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.install-helm $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv bin/.install-helm/helm $@
+	rm -rf bin/.install-helm
+
+$(KUBECONFORM):
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin/.install-kubeconform $(GO) install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	mv bin/.install-kubeconform/kubeconform $@
+	rm -rf bin/.install-kubeconform
+
+$(K8S_SCHEMAS)/.done: deploy/schemas/k8s_schemas.py
+	tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	python3 -m pip download --quiet --no-deps kubernetes-validate==$(K8S_SCHEMA_PKG_VERSION) -d "$$tmp"; \
+	rm -rf $(K8S_SCHEMAS); python3 deploy/schemas/k8s_schemas.py "$$tmp"/kubernetes_validate-*.whl $(K8S_SCHEMAS) $(K8S_VERSIONS)
+	touch $@
+
+# The image and the compose smoke test need a Docker engine. Where only the
+# docker client is installed (this project's machines: `docker --version`
+# answers, `docker info` cannot reach a daemon), both stop with that reason.
+DOCKER_ENGINE_CHECK = @command -v docker >/dev/null || { echo "$@: no docker command: install Docker (engine and client) to build the image"; exit 1; }; \
+	docker info >/dev/null 2>&1 || { echo "$@: the docker client finds no Docker engine (docker info fails): this machine has the client only; run make $@ where an engine runs"; exit 1; }
+
+docker-build: ## build the aerostream:dev image (needs a Docker engine)
+	$(DOCKER_ENGINE_CHECK)
+	docker build --build-arg VERSION=$(VERSION) -t aerostream:dev .
+
+docker-smoke: docker-build ## docker compose: AeroStream + MinIO with tiering on, then the smoke test (needs a Docker engine)
+	$(DOCKER_ENGINE_CHECK)
+	trap 'docker compose down -v' EXIT; \
+	docker compose up -d --wait; \
+	docker compose run --rm smoke
