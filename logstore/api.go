@@ -63,6 +63,16 @@ type ProduceRequest struct {
 	Records   []byte
 }
 
+// ProducePart is one partition's share of a batched produce
+// (Store.ProduceBatch): the request, and once the call returns, its result
+// or its error. Each part succeeds or fails alone, as separate Produce
+// calls would.
+type ProducePart struct {
+	ProduceRequest
+	Result ProduceResult
+	Err    error
+}
+
 // ProduceResult is what Kafka's produce response needs for one partition.
 type ProduceResult struct {
 	BaseOffset     int64

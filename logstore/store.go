@@ -242,6 +242,63 @@ func (s *Store) Produce(ctx context.Context, req *ProduceRequest) (ProduceResult
 	return res, nil
 }
 
+// ProduceBatch is Produce for several partitions at once, from one
+// goroutine: every part's request is queued to its shard before any is
+// waited for, so the shards append them together (one group commit) and
+// the caller needs no goroutine per partition. Each part gets its own
+// result or error; parts for one partition are appended in slice order.
+func (s *Store) ProduceBatch(ctx context.Context, parts []ProducePart) {
+	var small [32]*request
+	reqs := small[:0]
+	if len(parts) > len(small) {
+		reqs = make([]*request, 0, len(parts))
+	}
+	for i := range parts {
+		pt := &parts[i]
+		pt.Result, pt.Err = ProduceResult{}, nil
+		_, _, nullKeys, err := validateBatches(pt.Records)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			pt.Err = err
+			reqs = append(reqs, nil)
+			continue
+		}
+		r := getRequest(reqProduce)
+		r.topic, r.partition, r.acks, r.records = pt.Topic, pt.Partition, pt.Acks, pt.Records
+		r.nullKeys = nullKeys
+		r.appendedAt = time.Now()
+		select {
+		case s.shardFor(pt.Topic, pt.Partition).reqs <- r:
+		case <-s.closed:
+			pt.Err = ErrClosed
+			putRequest(r)
+			r = nil
+		case <-ctx.Done():
+			pt.Err = ctx.Err()
+			putRequest(r)
+			r = nil
+		}
+		reqs = append(reqs, r)
+	}
+	for i, r := range reqs {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+			parts[i].Result, parts[i].Err = r.produced, r.err
+			if r.err == nil || !isCtxErr(r.err) {
+				putRequest(r)
+			}
+		case <-ctx.Done():
+			// The shard may still hold r: it is not recycled.
+			parts[i].Err = ctx.Err()
+		}
+	}
+}
+
 func isCtxErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrClosed)
 }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,7 +22,8 @@ import (
 // (MESSAGE_TOO_LARGE); the gateway does not check it again with a value of
 // its own. The batch goes to the store as it
 // came: compressed batches stay compressed, and the store patches only the
-// base offset in. Partitions of one request are appended concurrently;
+// base offset in. Partitions of one request go to the backend in one
+// ProduceBatch call, which queues them to their shards together;
 // requests on one connection are served one after the other, so a
 // producer's pipelined requests to a partition land in order. The store
 // checks idempotent producers' sequences: a duplicate of a recent batch is
@@ -71,12 +70,9 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 		defer cancel()
 	}
 
-	type job struct {
-		rp      *kmsg.ProduceResponseTopicPartition
-		topic   string
-		records []byte
-	}
-	var jobs []job
+	// One ProducePart per partition that passed the gateway's checks; rps
+	// holds their response slots, filled once the slices stop growing.
+	var parts []ring.ProducePart
 	// One snapshot serves the whole request: no lock, no copy per topic.
 	var md *Metadata
 	if reqErr == nil {
@@ -114,80 +110,68 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			if err == nil {
 				err = g.checkSchemaIDs(ctx, t, p.Records) // schema_validation.go
 			}
+			if err == nil {
+				err = g.verifyTxnBatch(ctx, req.TransactionID, t.Name, p.Partition, p.Records)
+				if err != nil {
+					err = produceVerifyError(err, req.Version)
+				}
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(err)
 				if req.Version >= 8 {
 					sp.ErrorMessage = errorMessage(err)
 				}
 			} else {
-				jobs = append(jobs, job{topic: t.Name, records: p.Records})
+				if parts == nil {
+					parts = make([]ring.ProducePart, 0, len(rt.Partitions))
+				}
+				parts = append(parts, ring.ProducePart{ProduceRequest: ring.ProduceRequest{
+					Topic: t.Name, Partition: p.Partition, Acks: ring.Acks(req.Acks), Records: p.Records,
+				}})
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
-	// Point the jobs at their response slots now that the slices no
-	// longer grow.
+
+	// One call carries every partition: the backend sends each store (and
+	// each shard) its share at once, with no goroutine per partition.
+	if len(parts) > 0 {
+		g.backend.ProduceBatch(ctx, parts)
+	}
+	// abandoned: a part that failed may have been let go by the backend
+	// before it was done with the records (a ctx ending while the shard
+	// still has it), so the frame holding them must not be recycled.
+	abandoned := false
 	j := 0
 	for ti := range resp.Topics {
 		for pi := range resp.Topics[ti].Partitions {
 			sp := &resp.Topics[ti].Partitions[pi]
-			if sp.ErrorCode == 0 {
-				jobs[j].rp = sp
-				j++
+			if sp.ErrorCode != 0 {
+				continue
 			}
-		}
-	}
-
-	// abandoned counts the calls that returned with an error: the backend
-	// may have let go of such a call before it was done with the records
-	// (a ctx ending while the shard still has it), so the frame holding
-	// them must not be recycled.
-	var abandoned atomic.Int32
-	run := func(jb job) {
-		if err := g.verifyTxnBatch(ctx, req.TransactionID, jb.topic, jb.rp.Partition, jb.records); err != nil {
-			err = produceVerifyError(err, req.Version)
-			jb.rp.ErrorCode = errorCode(err)
-			if req.Version >= 8 {
-				jb.rp.ErrorMessage = errorMessage(err)
-			}
-			return
-		}
-		res, err := g.backend.Produce(ctx, &ring.ProduceRequest{
-			Topic: jb.topic, Partition: jb.rp.Partition, Acks: ring.Acks(req.Acks), Records: jb.records,
-		})
-		if err != nil {
-			abandoned.Add(1)
-			jb.rp.ErrorCode = errorCode(err)
-			if req.Version >= 8 {
-				jb.rp.ErrorMessage = errorMessage(err)
-				if errors.Is(err, ring.ErrCompactedNoKey) {
-					// The store refused the batch before touching it.
-					jb.rp.ErrorMessage, jb.rp.ErrorRecords = noKeyRecordErrors(jb.topic, jb.rp.Partition, jb.records)
+			pt := &parts[j]
+			j++
+			if err := pt.Err; err != nil {
+				abandoned = true
+				sp.ErrorCode = errorCode(err)
+				if req.Version >= 8 {
+					sp.ErrorMessage = errorMessage(err)
+					if errors.Is(err, ring.ErrCompactedNoKey) {
+						// The store refused the batch before touching it.
+						sp.ErrorMessage, sp.ErrorRecords = noKeyRecordErrors(pt.Topic, sp.Partition, pt.Records)
+					}
 				}
+				if ErrorFor(err) == kerr.UnknownServerError {
+					g.log.Warn("produce failed", "topic", pt.Topic, "partition", sp.Partition, "err", err)
+				}
+				continue
 			}
-			if ErrorFor(err) == kerr.UnknownServerError {
-				g.log.Warn("produce failed", "topic", jb.topic, "partition", jb.rp.Partition, "err", err)
-			}
-			return
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = pt.Result.BaseOffset, pt.Result.LogAppendTime, pt.Result.LogStartOffset
 		}
-		jb.rp.BaseOffset, jb.rp.LogAppendTime, jb.rp.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-	}
-	if len(jobs) == 1 {
-		run(jobs[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, jb := range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run(jb)
-			}()
-		}
-		wg.Wait()
 	}
 
-	rc.frameDone = abandoned.Load() == 0
+	rc.frameDone = !abandoned
 	if req.Acks == 0 {
 		rc.noResponse = true
 		for _, st := range resp.Topics {

@@ -19,6 +19,12 @@ type Backend interface {
 	// transport leaves the caller's buffer as it was. Callers must rely on
 	// neither.
 	Produce(ctx context.Context, req *ProduceRequest) (ProduceResult, error)
+	// ProduceBatch appends to several partitions in one call: a gateway
+	// hands it all the partitions of a produce request, and the transport
+	// sends one message per shard rather than one call per partition.
+	// Every part gets its own result or error (Err), exactly as its own
+	// Produce call would; records are patched or left as Produce says.
+	ProduceBatch(ctx context.Context, parts []ProducePart)
 	// Fetch reads one or more partitions, long-polling up to req.MaxWait.
 	// The caller must call Release on the result once the records are
 	// written out. In-process, hot records are file ranges (Records.File is
@@ -54,6 +60,7 @@ type (
 	PartitionConfig      = logstore.PartitionConfig
 	ProduceRequest       = logstore.ProduceRequest
 	ProduceResult        = logstore.ProduceResult
+	ProducePart          = logstore.ProducePart
 	FetchPartition       = logstore.FetchPartition
 	FetchRequest         = logstore.FetchRequest
 	FetchPartitionResult = logstore.FetchPartitionResult

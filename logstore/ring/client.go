@@ -257,6 +257,80 @@ func (c *client) Produce(ctx context.Context, req *ProduceRequest) (ProduceResul
 	return resp.Produce, nil
 }
 
+// ProduceBatch sends one ProduceBatch message per shard the parts belong
+// to, all before waiting for any answer, so a request over many
+// partitions costs one round trip and no goroutine. A shard's message too
+// large for the server's frame limit goes as one Produce per part instead,
+// so each part gets the error its own size earns.
+func (c *client) ProduceBatch(ctx context.Context, parts []ProducePart) {
+	for i := range parts {
+		parts[i].Result, parts[i].Err = ProduceResult{}, nil
+	}
+	type group struct {
+		shard int
+		idx   []int
+		req   request
+		f     sent
+		err   error
+	}
+	var small [8]group
+	groups := small[:0]
+	for i := range parts {
+		if err := checkTopic(parts[i].Topic); err != nil {
+			parts[i].Err = err
+			continue
+		}
+		sh := c.shardOf(parts[i].Topic, parts[i].Partition)
+		var g *group
+		for j := range groups {
+			if groups[j].shard == sh {
+				g = &groups[j]
+				break
+			}
+		}
+		if g == nil {
+			groups = append(groups, group{shard: sh, req: request{Op: OpProduceBatch}})
+			g = &groups[len(groups)-1]
+		}
+		g.idx = append(g.idx, i)
+		g.req.Parts = append(g.req.Parts, ProducePart{ProduceRequest: parts[i].ProduceRequest})
+	}
+	for j := range groups {
+		g := &groups[j]
+		if c.closed.Load() {
+			g.err = errClientClosed
+			continue
+		}
+		cc, err := c.conn(ctx, g.shard)
+		if err == nil {
+			g.f, err = cc.send(ctx, &g.req)
+		}
+		g.err = err
+	}
+	for j := range groups {
+		g := &groups[j]
+		if g.err == nil {
+			var resp *response
+			if resp, g.err = g.f.await(ctx); g.err == nil && len(resp.Parts) != len(g.idx) {
+				g.err = fmt.Errorf("%w: ProduceBatch of %d parts answered with %d", ErrProtocol, len(g.idx), len(resp.Parts))
+			}
+			if g.err == nil {
+				for k, i := range g.idx {
+					parts[i].Result, parts[i].Err = resp.Parts[k].Result, resp.Parts[k].Err
+				}
+				continue
+			}
+		}
+		for _, i := range g.idx {
+			if errors.Is(g.err, ErrFrameTooLarge) && !errors.Is(g.err, ErrConnClosed) {
+				parts[i].Result, parts[i].Err = c.Produce(ctx, &parts[i].ProduceRequest)
+				continue
+			}
+			parts[i].Err = g.err
+		}
+	}
+}
+
 // Fetch goes to the shard of the first partition; the server serves every
 // partition of the request, whichever shard owns it.
 func (c *client) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, error) {
@@ -429,25 +503,43 @@ func (cc *clientConn) alive() bool {
 // connection to fail. A call abandoned through ctx sends a Cancel so the
 // server can stop working on it.
 func (cc *clientConn) roundTrip(ctx context.Context, req *request) (*response, error) {
-	if err := ctx.Err(); err != nil {
+	f, err := cc.send(ctx, req)
+	if err != nil {
 		return nil, err
+	}
+	return f.await(ctx)
+}
+
+// sent is a request on its way: await collects its response. Splitting
+// the two lets one caller have requests in flight on several shards.
+type sent struct {
+	cc   *clientConn
+	op   Opcode
+	corr uint32
+	cl   *call
+}
+
+// send queues req on the connection; the first half of roundTrip.
+func (cc *clientConn) send(ctx context.Context, req *request) (sent, error) {
+	if err := ctx.Err(); err != nil {
+		return sent{}, err
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		req.Timeout = time.Until(dl)
 		if req.Timeout <= 0 {
-			return nil, context.DeadlineExceeded
+			return sent{}, context.DeadlineExceeded
 		}
 	}
 	frame := appendRequest(nil, req) // correlation id patched in below
 	if n := len(frame) - headerSize; n > cc.cl.serverMax {
-		return nil, fmt.Errorf("%w: %v request of %d bytes, server limit %d", ErrFrameTooLarge, req.Op, n, cc.cl.serverMax)
+		return sent{}, fmt.Errorf("%w: %v request of %d bytes, server limit %d", ErrFrameTooLarge, req.Op, n, cc.cl.serverMax)
 	}
 
 	cl := &call{res: make(chan callResult, 1)}
 	cc.mu.Lock()
 	if err := cc.mu.err; err != nil {
 		cc.mu.Unlock()
-		return nil, err
+		return sent{}, err
 	}
 	cc.mu.next++
 	if cc.mu.next == 0 {
@@ -461,18 +553,25 @@ func (cc *clientConn) roundTrip(ctx context.Context, req *request) (*response, e
 	select {
 	case cc.writes <- frame:
 	case <-cc.done:
-		// fail has handed cl its error; collect it below.
+		// fail has handed cl its error; await collects it.
 	case <-ctx.Done():
 		cc.forget(corr)
-		return nil, ctx.Err()
+		return sent{}, ctx.Err()
 	}
+	return sent{cc: cc, op: req.Op, corr: corr, cl: cl}, nil
+}
+
+// await waits for the response to a sent request; the second half of
+// roundTrip.
+func (f sent) await(ctx context.Context) (*response, error) {
+	cc, cl, corr := f.cc, f.cl, f.corr
 	select {
 	case r := <-cl.res:
 		if r.err != nil {
 			return nil, r.err
 		}
-		if r.op != req.Op {
-			return nil, fmt.Errorf("%w: %v request answered with %v", ErrProtocol, req.Op, r.op)
+		if r.op != f.op {
+			return nil, fmt.Errorf("%w: %v request answered with %v", ErrProtocol, f.op, r.op)
 		}
 		resp, err := decodeResponse(r.op, r.payload)
 		if err != nil {

@@ -16,7 +16,7 @@
 //
 // The wire format reuses the native protocol's 7-byte frame header layout
 // (magic 0xAE, version, opcode, big-endian uint32 payload length) with
-// internal opcodes from 0x80 up and its own version byte (0x02), which
+// internal opcodes from 0x80 up and its own version byte (frame.go), which
 // peers of different ring releases refuse at the first frame; frame.go
 // documents the opcode table and message.go the payload layouts.
 //

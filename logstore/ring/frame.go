@@ -26,11 +26,13 @@ import (
 // naming both versions, rather than misparse each other's messages.
 // Version 2 added the follower fields of Fetch and OffsetForLeaderEpoch;
 // version 3 the isolation level, last stable offset and aborted
-// transactions of Fetch, and TxnMarker. The native protocol keeps its own
-// version 0x01.
+// transactions of Fetch, and TxnMarker; version 4 ProduceBatch, which a
+// gateway sends for every Kafka produce, so an older store must refuse it
+// at the first frame rather than answer each produce with "unsupported".
+// The native protocol keeps its own version 0x01.
 const (
 	frameMagic   byte = 0xAE
-	frameVersion byte = 0x03
+	frameVersion byte = 0x04
 	headerSize        = 7
 
 	// DefaultMaxPayloadBytes is the default bound on a frame's payload, on
@@ -56,6 +58,7 @@ const (
 //	  0x8A  Cancel             - (the id is the request to drop)  none: no response is sent
 //	  0x8B  OffsetForLeaderEpoch  topic, partition, epoch         epoch, end offset
 //	  0x8C  TxnMarker          topic, partition, producer, commit  marker offset (-1: nothing to end)
+//	  0x8D  ProduceBatch       [topic, partition, acks, records]  per part: error, base offset, append time, log start
 //	  0xFF  Error              (server to client only)            error code, message; then the server closes
 //
 // Describe is the control request: a client sends it on a first connection
@@ -83,7 +86,10 @@ const (
 	// OpTxnMarker writes a transaction's commit or abort marker: the
 	// gateway's transaction coordinator ends a transaction with it.
 	OpTxnMarker Opcode = 0x8C
-	OpError     Opcode = 0xFF
+	// OpProduceBatch appends to several partitions in one message: a
+	// gateway's produce request, split by shard.
+	OpProduceBatch Opcode = 0x8D
+	OpError        Opcode = 0xFF
 )
 
 var opNames = map[Opcode]string{
@@ -100,6 +106,7 @@ var opNames = map[Opcode]string{
 	OpCancel:               "Cancel",
 	OpOffsetForLeaderEpoch: "OffsetForLeaderEpoch",
 	OpTxnMarker:            "TxnMarker",
+	OpProduceBatch:         "ProduceBatch",
 	OpError:                "Error",
 }
 

@@ -41,6 +41,16 @@ func (b *inProcess) Produce(ctx context.Context, req *ProduceRequest) (ProduceRe
 	return b.s.Produce(ctx, req)
 }
 
+func (b *inProcess) ProduceBatch(ctx context.Context, parts []ProducePart) {
+	if err := b.check(ctx); err != nil {
+		for i := range parts {
+			parts[i].Result, parts[i].Err = ProduceResult{}, err
+		}
+		return
+	}
+	b.s.ProduceBatch(ctx, parts)
+}
+
 func (b *inProcess) Fetch(ctx context.Context, req *FetchRequest) (FetchResult, error) {
 	if err := b.check(ctx); err != nil {
 		return FetchResult{}, err

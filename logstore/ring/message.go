@@ -34,6 +34,7 @@ import (
 //	  TxnMarker          topic, partition int32, producer id int64,
 //	                     producer epoch int16, commit int8 (0 or 1),
 //	                     coordinator epoch int32
+//	  ProduceBatch       [topic, partition int32, acks int16, records bytes]
 //
 //	config = segment bytes int64, segment ms duration, retention ms duration,
 //	         retention bytes int64, max message bytes int32
@@ -59,6 +60,9 @@ import (
 //	  OffsetForLeaderEpoch  epoch int32, end offset int64 (both -1: no
 //	                     epoch at or below the one asked for)
 //	  TxnMarker          marker offset int64 (-1: nothing to end)
+//	  ProduceBatch       [code int16, message string (only when code != 0),
+//	                      base offset int64, log append time int64,
+//	                      log start int64], one per part in request order
 //
 //	info = topic, partition int32, log start int64, high watermark int64,
 //	       log end int64, size int64, segments int32, config
@@ -83,6 +87,7 @@ type request struct {
 	Config    PartitionConfig // CreatePartition
 	Epoch     int32           // OffsetForLeaderEpoch
 	Marker    TxnMarker       // TxnMarker (its Topic and Partition are the fields above)
+	Parts     []ProducePart   // ProduceBatch
 }
 
 // response is any decoded ring response. Fields follow Op, as in the layout.
@@ -104,6 +109,7 @@ type response struct {
 	LogStart int64           // DeleteRecords
 	EpochEnd EpochEnd        // OffsetForLeaderEpoch
 	MarkerAt int64           // TxnMarker
+	Parts    []ProducePart   // ProduceBatch: Result and Err of each part
 }
 
 // err is the response's top-level error, rebuilt from code and message.
@@ -135,6 +141,14 @@ func appendRequest(dst []byte, r *request) []byte {
 		dst = appendPartition(dst, r.Topic, r.Partition)
 		dst = kbin.AppendInt16(dst, int16(r.Acks))
 		dst = kbin.AppendBytes(dst, r.Records)
+	case OpProduceBatch:
+		dst = kbin.AppendArrayLen(dst, len(r.Parts))
+		for i := range r.Parts {
+			p := &r.Parts[i]
+			dst = appendPartition(dst, p.Topic, p.Partition)
+			dst = kbin.AppendInt16(dst, int16(p.Acks))
+			dst = kbin.AppendBytes(dst, p.Records)
+		}
 	case OpFetch:
 		dst = kbin.AppendInt32(dst, r.Fetch.MinBytes)
 		dst = kbin.AppendInt32(dst, r.Fetch.MaxBytes)
@@ -197,6 +211,17 @@ func decodeRequest(op Opcode, payload []byte) (*request, error) {
 		r.Topic, r.Partition = rd.partition()
 		r.Acks = Acks(rd.Int16())
 		r.Records = rd.bytes()
+	case OpProduceBatch:
+		n := rd.count(2 + 4 + 2 + 4)
+		if n > 0 {
+			r.Parts = make([]ProducePart, n)
+		}
+		for i := range r.Parts {
+			p := &r.Parts[i]
+			p.Topic, p.Partition = rd.partition()
+			p.Acks = Acks(rd.Int16())
+			p.Records = rd.bytes()
+		}
 	case OpFetch:
 		r.Fetch.MinBytes = rd.Int32()
 		r.Fetch.MaxBytes = rd.Int32()
@@ -293,6 +318,19 @@ func appendResponse(dst []byte, r *response) []byte {
 		dst = kbin.AppendInt64(dst, r.EpochEnd.EndOffset)
 	case OpTxnMarker:
 		dst = kbin.AppendInt64(dst, r.MarkerAt)
+	case OpProduceBatch:
+		dst = kbin.AppendArrayLen(dst, len(r.Parts))
+		for i := range r.Parts {
+			p := &r.Parts[i]
+			code, msg := wireError(p.Err)
+			dst = kbin.AppendInt16(dst, code)
+			if code != codeNone {
+				dst = appendMessage(dst, msg)
+			}
+			dst = kbin.AppendInt64(dst, p.Result.BaseOffset)
+			dst = kbin.AppendInt64(dst, p.Result.LogAppendTime)
+			dst = kbin.AppendInt64(dst, p.Result.LogStartOffset)
+		}
 	}
 	putLength(dst[start:])
 	return dst
@@ -390,6 +428,20 @@ func decodeResponse(op Opcode, payload []byte) (*response, error) {
 		r.EpochEnd.EndOffset = rd.Int64()
 	case OpTxnMarker:
 		r.MarkerAt = rd.Int64()
+	case OpProduceBatch:
+		n := rd.count(2 + 8 + 8 + 8)
+		if n > 0 {
+			r.Parts = make([]ProducePart, n)
+		}
+		for i := range r.Parts {
+			p := &r.Parts[i]
+			if code := rd.Int16(); code != codeNone {
+				p.Err = errorFor(code, rd.str())
+			}
+			p.Result.BaseOffset = rd.Int64()
+			p.Result.LogAppendTime = rd.Int64()
+			p.Result.LogStartOffset = rd.Int64()
+		}
 	default:
 		return r, fmt.Errorf("%w: %v", ErrUnsupported, op)
 	}

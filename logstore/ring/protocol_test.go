@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -21,7 +22,7 @@ import (
 // frame.go and message.go, so they also pin the format down.
 
 func frame(op byte, payload []byte) []byte {
-	f := []byte{0xAE, 0x03, op, 0, 0, 0, 0}
+	f := []byte{0xAE, 0x04, op, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(f[3:], uint32(len(payload)))
 	return append(f, payload...)
 }
@@ -58,7 +59,7 @@ func readRaw(t *testing.T, c net.Conn) (rawFrame, error) {
 	if _, err := io.ReadFull(c, h[:]); err != nil {
 		return rawFrame{}, err
 	}
-	if h[0] != 0xAE || h[1] != 0x03 {
+	if h[0] != 0xAE || h[1] != 0x04 {
 		t.Fatalf("server frame header % x", h)
 	}
 	p := make([]byte, binary.BigEndian.Uint32(h[3:]))
@@ -168,14 +169,17 @@ func TestServerRejectsBadFrames(t *testing.T) {
 		// A peer of the release before the follower fields (version 1)
 		// is refused at its first frame, not misread.
 		{name: "old version", send: append([]byte{0xAE, 0x01, 0x80, 0, 0, 0, 12}, req(1)...), code: 32, version: true},
-		{name: "newer version", send: append([]byte{0xAE, 0x04, 0x80, 0, 0, 0, 12}, req(1)...), code: 32, version: true},
-		{name: "oversized", send: []byte{0xAE, 0x03, 0x82, 0xFF, 0xFF, 0xFF, 0xFF}, code: 33},
-		{name: "oversized by one", send: []byte{0xAE, 0x03, 0x82, 0x08, 0x00, 0x00, 0x01}, code: 33},
+		// A store of the release before ProduceBatch (version 3) would
+		// answer every produce "unsupported"; it is refused at once.
+		{name: "release before ProduceBatch", send: append([]byte{0xAE, 0x03, 0x80, 0, 0, 0, 12}, req(1)...), code: 32, version: true},
+		{name: "newer version", send: append([]byte{0xAE, 0x05, 0x80, 0, 0, 0, 12}, req(1)...), code: 32, version: true},
+		{name: "oversized", send: []byte{0xAE, 0x04, 0x82, 0xFF, 0xFF, 0xFF, 0xFF}, code: 33},
+		{name: "oversized by one", send: []byte{0xAE, 0x04, 0x82, 0x08, 0x00, 0x00, 0x01}, code: 33},
 		{name: "no correlation id", send: frame(0x80, []byte{1, 2}), code: 32},
 		{name: "negative string length", send: frame(0x87, req(7, []byte{0xFF, 0xFE}, i32(0))), corr: 7, code: 32},
 		{name: "trailing bytes", send: frame(0x80, req(8, []byte{0})), corr: 8, code: 32},
 		{name: "before hello", send: frame(0x87, req(9, str("ok"), i32(0))), corr: 9, code: 32},
-		{name: "truncated", send: append([]byte{0xAE, 0x03, 0x80, 0, 0, 0, 100}, req(1)...), code: 32, half: true},
+		{name: "truncated", send: append([]byte{0xAE, 0x04, 0x80, 0, 0, 0, 100}, req(1)...), code: 32, half: true},
 		{name: "hello shard out of range", send: frame(0x81, req(5, i32(99), i64(1))), corr: 5, code: 34},
 		{name: "hello stale ring", send: frame(0x81, req(6, i32(0), i64(42))), corr: 6, code: 35},
 		{name: "second hello", send: append(frame(0x81, req(1, i32(0), i64(1))), frame(0x81, req(2, i32(1), i64(1)))...), corr: 2, code: 32},
@@ -202,7 +206,8 @@ func TestServerRejectsBadFrames(t *testing.T) {
 			if f.op != 0xFF || f.code != tc.code || f.corr != tc.corr || f.msg == "" {
 				t.Fatalf("got frame op 0x%02X corr %d code %d %q, want Error frame corr %d code %d", f.op, f.corr, f.code, f.msg, tc.corr, tc.code)
 			}
-			if tc.version && !strings.Contains(f.msg, "ring protocol version") {
+			if tc.version && (!strings.Contains(f.msg, fmt.Sprintf("ring protocol version %d, this node speaks 4", tc.send[1])) ||
+				!strings.Contains(f.msg, "same release")) {
 				t.Fatalf("version refusal does not name the versions: %q", f.msg)
 			}
 			expectClosed(t, c)
@@ -379,7 +384,7 @@ func TestServerQueuedBytes(t *testing.T) {
 	srv := serve(t, s, ln, nil, func(srv *ring.Server) { srv.MaxQueuedBytes = claim + claim/2 })
 	claimOnly := func(n int) net.Conn {
 		c := rawDial(t, addr)
-		h := []byte{0xAE, 0x03, 0x82, 0, 0, 0, 0}
+		h := []byte{0xAE, 0x04, 0x82, 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(h[3:], uint32(n))
 		if _, err := c.Write(append(h, 0, 0, 0, 9)); err != nil {
 			t.Fatal(err)

@@ -425,7 +425,9 @@ func (c *serverConn) dispatch(req *request) error {
 // shard connection.
 func (c *serverConn) owner(req *request) (int, bool) {
 	switch req.Op {
-	case OpListPartitions:
+	case OpListPartitions, OpProduceBatch:
+		// A batch's parts may belong to several shards; the store routes
+		// each to its own.
 		return 0, false
 	case OpFetch:
 		if len(req.Fetch.Partitions) == 0 {
@@ -464,6 +466,14 @@ func (c *serverConn) execute(ctx context.Context, req *request) *outMsg {
 		resp.Produce, err = st.Produce(ctx, &ProduceRequest{
 			Topic: req.Topic, Partition: req.Partition, Acks: req.Acks, Records: req.Records,
 		})
+	case OpProduceBatch:
+		st.ProduceBatch(ctx, req.Parts)
+		for i := range req.Parts {
+			if p := &req.Parts[i]; p.Err != nil && c.shutdown.Err() != nil && errors.Is(p.Err, context.Canceled) {
+				p.Err = fmt.Errorf("%w: ring server stopping: %v", ErrClosed, p.Err)
+			}
+		}
+		resp.Parts = req.Parts
 	case OpFetch:
 		res, ferr := st.Fetch(ctx, &req.Fetch)
 		if ferr == nil {

@@ -41,6 +41,10 @@ func seedRequests() []*request {
 		{Op: OpDeleteRecords, Corr: 10, Topic: "orders", Partition: 2, Before: -1},
 		{Op: OpCancel, Corr: 3},
 		{Op: OpOffsetForLeaderEpoch, Corr: 11, Topic: "orders", Partition: 2, Epoch: 7},
+		{Op: OpProduceBatch, Corr: 17, Timeout: 5 * time.Second, Parts: []ProducePart{
+			{ProduceRequest: ProduceRequest{Topic: "orders", Partition: 7, Acks: 1, Records: []byte("batch-a")}},
+			{ProduceRequest: ProduceRequest{Topic: "audit", Partition: 0, Acks: 1, Records: []byte("batch-b")}},
+		}},
 	}
 }
 
@@ -58,6 +62,10 @@ func seedResponses() []*response {
 			{Topic: "audit", Partition: 0, Err: errorFor(6, "offset out of range: 5 not in [10, 20]"), HighWatermark: 20, LogStartOffset: 10, Records: Records{Bytes: []byte{}}},
 		}}},
 		{Op: OpListOffsets, Corr: 5, Offset: OffsetResult{Offset: 17, Timestamp: 1_700_000_000_000}},
+		{Op: OpProduceBatch, Corr: 17, Parts: []ProducePart{
+			{Result: ProduceResult{BaseOffset: 42, LogAppendTime: -1, LogStartOffset: 0}},
+			{Err: errorFor(codeOf(ErrUnknownPartition), "unknown partition: audit/9"), Result: ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}},
+		}},
 		{Op: OpCreatePartition, Corr: 6},
 		{Op: OpDescribePartition, Corr: 8, Info: info},
 		{Op: OpListPartitions, Corr: 9, Infos: []PartitionInfo{info, info}},
@@ -171,13 +179,14 @@ func TestParseHeader(t *testing.T) {
 		h    []byte
 		want error
 	}{
-		{[]byte{0xAE, 3, 0x80, 0, 0, 0, 12}, nil},
-		{[]byte{0xAE, 3, 0x80, 0, 0, 0}, ErrProtocol},
-		{[]byte{0xAD, 3, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 4, 0x80, 0, 0, 0, 12}, nil},
+		{[]byte{0xAE, 4, 0x80, 0, 0, 0}, ErrProtocol},
+		{[]byte{0xAD, 4, 0x80, 0, 0, 0, 12}, ErrProtocol},
 		{[]byte{0xAE, 1, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before follower fetch
 		{[]byte{0xAE, 2, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before transactions
-		{[]byte{0xAE, 4, 0x80, 0, 0, 0, 12}, ErrProtocol},
-		{[]byte{0xAE, 3, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
+		{[]byte{0xAE, 3, 0x80, 0, 0, 0, 12}, ErrProtocol}, // the release before ProduceBatch
+		{[]byte{0xAE, 5, 0x80, 0, 0, 0, 12}, ErrProtocol},
+		{[]byte{0xAE, 4, 0x80, 0, 0, 4, 1}, ErrFrameTooLarge},
 	} {
 		_, _, err := parseHeader(tc.h, 1024)
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {

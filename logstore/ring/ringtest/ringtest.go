@@ -36,6 +36,7 @@ func BackendSuite(t *testing.T, newBackend func(t *testing.T) ring.Backend) {
 		{"FetchMaxBytes", testFetchMaxBytes},
 		{"MultiPartitionFetch", testMultiPartitionFetch},
 		{"ConcurrentProduce", testConcurrentProduce},
+		{"ProduceBatch", testProduceBatch},
 		{"ContextCanceled", testContextCanceled},
 		{"Close", testClose},
 	}
@@ -680,4 +681,53 @@ func testClose(t *testing.T, b ring.Backend) {
 	wantErr(t, "call after Close", err, ring.ErrClosed)
 	_, err = b.Produce(ctx(t), &ring.ProduceRequest{Topic: "cl", Partition: 0, Acks: 1, Records: batch(1, 1, 1)})
 	wantErr(t, "produce after Close", err, ring.ErrClosed)
+}
+
+// testProduceBatch: one ProduceBatch over partitions of several shards
+// gives each part what its own Produce would: offsets that follow the
+// partition's, and its own error (an unknown partition, a bad CRC) while
+// the other parts are written. Two parts for one partition land in order.
+func testProduceBatch(t *testing.T, b ring.Backend) {
+	const n = 8
+	for p := int32(0); p < n; p++ {
+		create(t, b, "pb", p)
+	}
+	if res := produce(t, b, "pb", 3, batch(1, 2, 1)); res.BaseOffset != 0 {
+		t.Fatalf("first produce at %d", res.BaseOffset)
+	}
+	var parts []ring.ProducePart
+	want := map[int][]byte{}
+	for p := int32(0); p < n; p++ {
+		recs := batch(10, 3, byte(p))
+		want[len(parts)] = recs
+		parts = append(parts, ring.ProducePart{ProduceRequest: ring.ProduceRequest{Topic: "pb", Partition: p, Acks: 1, Records: bytes.Clone(recs)}})
+	}
+	bad := batch(11, 2, 9)
+	bad[len(bad)-1] ^= 0xFF
+	parts = append(parts,
+		ring.ProducePart{ProduceRequest: ring.ProduceRequest{Topic: "pb", Partition: 99, Acks: 1, Records: batch(12, 1, 1)}},
+		ring.ProducePart{ProduceRequest: ring.ProduceRequest{Topic: "pb", Partition: 1, Acks: 1, Records: bad}},
+		ring.ProducePart{ProduceRequest: ring.ProduceRequest{Topic: "pb", Partition: 0, Acks: -1, Records: batch(13, 2, 7)}},
+	)
+	b.ProduceBatch(ctx(t), parts)
+	for i := 0; i < n; i++ {
+		p := parts[i]
+		wantBase := int64(0)
+		if p.Partition == 3 {
+			wantBase = 2
+		}
+		if p.Err != nil || p.Result.BaseOffset != wantBase {
+			t.Fatalf("part %d (pb/%d): base offset %d, err %v; want %d", i, p.Partition, p.Result.BaseOffset, p.Err, wantBase)
+		}
+		data, _, err := fetchAt(t, b, "pb", p.Partition, wantBase, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameBatch(t, data[:len(want[i])], want[i], wantBase)
+	}
+	wantErr(t, "batch part for an unknown partition", parts[n].Err, ring.ErrUnknownPartition)
+	wantErr(t, "batch part with a bad CRC", parts[n+1].Err, ring.ErrBadCRC)
+	if p := parts[n+2]; p.Err != nil || p.Result.BaseOffset != 3 {
+		t.Fatalf("second part for pb/0: base offset %d, err %v; want 3 (after the first part's 3 records)", p.Result.BaseOffset, p.Err)
+	}
 }
