@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/aerostream/aerostream/iceberg/internal/recbatch"
 	"github.com/aerostream/aerostream/logstore/ring"
 )
 
@@ -149,7 +150,7 @@ func (c *committer) session(ctx context.Context) error {
 		lastCommit         = time.Now()
 		lastMaint          = time.Now()
 		lastWarn     time.Time
-		dec          = newDecoder()
+		dec          = recbatch.NewDecoder()
 	)
 	readOffsets := func() Offsets {
 		o := make(Offsets, len(parts))
@@ -270,7 +271,7 @@ func (c *committer) session(ctx context.Context) error {
 				return fmt.Errorf("partition %d: read records: %w", pr.Partition, err)
 			}
 			for len(buf) > 0 {
-				b, rest, ok, err := nextBatch(buf)
+				b, rest, ok, err := recbatch.NextBatch(buf)
 				if err != nil {
 					res.Release()
 					return fmt.Errorf("partition %d: %w", pr.Partition, err)
@@ -279,14 +280,14 @@ func (c *committer) session(ctx context.Context) error {
 					break
 				}
 				buf = rest
-				if b.next() <= ps.read {
+				if b.Next() <= ps.read {
 					continue
 				}
 				if skip := ps.filterTxn(&b); skip {
-					ps.read = b.next()
+					ps.read = b.Next()
 					continue
 				}
-				recs, err := dec.records(pr.Partition, &b)
+				recs, err := dec.Records(pr.Partition, &b)
 				if err != nil {
 					res.Release()
 					return fmt.Errorf("partition %d: %w", pr.Partition, err)
@@ -343,7 +344,7 @@ func (c *committer) session(ctx context.Context) error {
 						return fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
 					}
 				}
-				ps.read = b.next()
+				ps.read = b.Next()
 			}
 		}
 		res.Release()
@@ -353,17 +354,17 @@ func (c *committer) session(ctx context.Context) error {
 // filterTxn reports whether batch b belongs to an aborted transaction (or
 // is a control batch), keeping the partition's transaction state, as
 // Kafka's consumers do with the aborted transactions of a fetch.
-func (ps *partState) filterTxn(b *batch) bool {
-	last := b.next() - 1
+func (ps *partState) filterTxn(b *recbatch.Batch) bool {
+	last := b.Next() - 1
 	for len(ps.pending) > 0 && ps.pending[0].FirstOffset <= last {
 		ps.active[ps.pending[0].ProducerID] = true
 		ps.pending = ps.pending[1:]
 	}
-	if b.control() {
-		delete(ps.active, b.producerID)
+	if b.Control() {
+		delete(ps.active, b.ProducerID)
 		return true
 	}
-	return b.transactional() && ps.active[b.producerID]
+	return b.Transactional() && ps.active[b.ProducerID]
 }
 
 // commitRows appends what b built to tbl in one snapshot whose summary

@@ -1,6 +1,10 @@
 package iceberg
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/aerostream/aerostream/iceberg/internal/recbatch"
+)
 
 // Sentinel errors. Callers test them with errors.Is; messages wrap them
 // with the topic, table or key that was wrong.
@@ -12,7 +16,7 @@ var (
 	// does not parse.
 	ErrOffsets = errors.New("iceberg: bad offsets summary")
 	// ErrBadRecord: record bytes that are not a well-formed RecordBatch v2.
-	ErrBadRecord = errors.New("iceberg: bad record batch")
+	ErrBadRecord = recbatch.ErrBadRecord
 	// ErrModeUnavailable: an iceberg.mode whose row source is not built
 	// into this binary.
 	ErrModeUnavailable = errors.New("iceberg: mode not available")

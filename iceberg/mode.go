@@ -9,25 +9,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+
+	"github.com/aerostream/aerostream/iceberg/internal/recbatch"
 )
 
 // Record is one Kafka record read from the log. Key, Value and header
 // values alias the fetched bytes and are valid only during
 // RowBuilder.Append.
-type Record struct {
-	Partition int32
-	Offset    int64
-	Timestamp int64  // Unix milliseconds
-	Key       []byte // nil: no key
-	Value     []byte // nil: a tombstone
-	Headers   []Header
-}
+type Record = recbatch.Record
 
 // Header is a record header.
-type Header struct {
-	Key   string
-	Value []byte
-}
+type Header = recbatch.Header
 
 // Mode turns a topic's records into rows of its table: key_value (the
 // default, mode_keyvalue.go) keeps the value as bytes; the schema modes

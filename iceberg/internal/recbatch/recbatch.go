@@ -1,7 +1,12 @@
-package iceberg
+// Package recbatch cuts Kafka RecordBatch v2 bytes into batches and
+// decodes their records (decompressing them), for the Iceberg committer.
+// It is a package of its own so that its fuzz target builds without the
+// Iceberg and Arrow libraries.
+package recbatch
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -18,25 +23,45 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// batch is one RecordBatch v2 cut off a fetch.
-type batch struct {
-	base        int64
+// ErrBadRecord: bytes that are not a well-formed RecordBatch v2.
+var ErrBadRecord = errors.New("bad record batch")
+
+// Record is one Kafka record. Key, Value and header values alias the
+// batch (or its decompressed copy) until the decoder's next call.
+type Record struct {
+	Partition int32
+	Offset    int64
+	Timestamp int64  // Unix milliseconds
+	Key       []byte // nil: no key
+	Value     []byte // nil: a tombstone
+	Headers   []Header
+}
+
+// Header is a record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Batch is one RecordBatch v2 cut off a fetch.
+type Batch struct {
+	Base        int64
 	lastDelta   int32
 	attrs       int16
 	baseTs      int64
 	maxTs       int64
-	producerID  int64
+	ProducerID  int64
 	recordCount int32
 	body        []byte // the records, still compressed
 }
 
-func (b *batch) control() bool       { return b.attrs&attrControl != 0 }
-func (b *batch) transactional() bool { return b.attrs&attrTxn != 0 }
-func (b *batch) next() int64         { return b.base + int64(b.lastDelta) + 1 }
+func (b *Batch) Control() bool       { return b.attrs&attrControl != 0 }
+func (b *Batch) Transactional() bool { return b.attrs&attrTxn != 0 }
+func (b *Batch) Next() int64         { return b.Base + int64(b.lastDelta) + 1 }
 
-// nextBatch cuts the first whole batch off p; ok is false when p holds no
+// NextBatch cuts the first whole batch off p; ok is false when p holds no
 // whole batch (a fetch may end inside one).
-func nextBatch(p []byte) (b batch, rest []byte, ok bool, err error) {
+func NextBatch(p []byte) (b Batch, rest []byte, ok bool, err error) {
 	if len(p) < 12 {
 		return b, p, false, nil
 	}
@@ -54,43 +79,43 @@ func nextBatch(p []byte) (b batch, rest []byte, ok bool, err error) {
 	if crc32.Checksum(raw[21:], castagnoli) != binary.BigEndian.Uint32(raw[17:]) {
 		return b, p, false, fmt.Errorf("%w: CRC mismatch at offset %d", ErrBadRecord, int64(binary.BigEndian.Uint64(raw)))
 	}
-	b = batch{
-		base: int64(binary.BigEndian.Uint64(raw)), attrs: int16(binary.BigEndian.Uint16(raw[21:])),
+	b = Batch{
+		Base: int64(binary.BigEndian.Uint64(raw)), attrs: int16(binary.BigEndian.Uint16(raw[21:])),
 		lastDelta: int32(binary.BigEndian.Uint32(raw[23:])), baseTs: int64(binary.BigEndian.Uint64(raw[27:])),
-		maxTs: int64(binary.BigEndian.Uint64(raw[35:])), producerID: int64(binary.BigEndian.Uint64(raw[43:])),
+		maxTs: int64(binary.BigEndian.Uint64(raw[35:])), ProducerID: int64(binary.BigEndian.Uint64(raw[43:])),
 		recordCount: int32(binary.BigEndian.Uint32(raw[57:])), body: raw[batchHeaderSize:],
 	}
 	if b.recordCount < 0 || b.lastDelta < 0 {
-		return b, p, false, fmt.Errorf("%w: batch at offset %d counts %d records", ErrBadRecord, b.base, b.recordCount)
+		return b, p, false, fmt.Errorf("%w: batch at offset %d counts %d records", ErrBadRecord, b.Base, b.recordCount)
 	}
 	return b, p[12+n:], true, nil
 }
 
-// decoder turns batches into records, reusing its buffers.
-type decoder struct {
+// Decoder turns batches into records, reusing its buffers.
+type Decoder struct {
 	dec   kgo.Decompressor
 	recs  []Record
 	hdrs  []Header
 	nhdrs []int
 }
 
-func newDecoder() *decoder { return &decoder{dec: kgo.DefaultDecompressor()} }
+func NewDecoder() *Decoder { return &Decoder{dec: kgo.DefaultDecompressor()} }
 
-// records decodes b's records for partition; they alias b (or the
+// Records decodes b's records for partition; they alias b (or the
 // decompressed copy) until the next call.
-func (d *decoder) records(partition int32, b *batch) ([]Record, error) {
+func (d *Decoder) Records(partition int32, b *Batch) ([]Record, error) {
 	body := b.body
 	if codec := b.attrs & 7; codec != 0 {
 		var err error
 		if body, err = d.dec.Decompress(body, kgo.CompressionCodecType(codec)); err != nil {
-			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrBadRecord, b.base, err)
+			return nil, fmt.Errorf("%w: batch at offset %d: %v", ErrBadRecord, b.Base, err)
 		}
 	}
 	d.recs, d.hdrs, d.nhdrs = d.recs[:0], d.hdrs[:0], d.nhdrs[:0]
 	for i := int32(0); i < b.recordCount; i++ {
 		n, k := binary.Varint(body)
 		if k <= 0 || n < 0 || int64(len(body)-k) < n {
-			return nil, fmt.Errorf("%w: record %d of batch at offset %d", ErrBadRecord, i, b.base)
+			return nil, fmt.Errorf("%w: record %d of batch at offset %d", ErrBadRecord, i, b.Base)
 		}
 		r, nh, err := d.record(body[k:k+int(n)], partition, b)
 		if err != nil {
@@ -114,9 +139,9 @@ func (d *decoder) records(partition int32, b *batch) ([]Record, error) {
 	return d.recs, nil
 }
 
-func (d *decoder) record(rec []byte, partition int32, b *batch) (Record, int, error) {
+func (d *Decoder) record(rec []byte, partition int32, b *Batch) (Record, int, error) {
 	bad := func() (Record, int, error) {
-		return Record{}, 0, fmt.Errorf("%w: record in batch at offset %d", ErrBadRecord, b.base)
+		return Record{}, 0, fmt.Errorf("%w: record in batch at offset %d", ErrBadRecord, b.Base)
 	}
 	if len(rec) < 1 {
 		return bad()
@@ -132,7 +157,7 @@ func (d *decoder) record(rec []byte, partition int32, b *batch) (Record, int, er
 		return bad()
 	}
 	rec = rec[k:]
-	out := Record{Partition: partition, Offset: b.base + offDelta, Timestamp: b.baseTs + tsDelta}
+	out := Record{Partition: partition, Offset: b.Base + offDelta, Timestamp: b.baseTs + tsDelta}
 	if b.attrs&attrLogAppend != 0 {
 		out.Timestamp = b.maxTs
 	}

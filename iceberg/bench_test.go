@@ -1,0 +1,91 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/aerostream/aerostream/iceberg/internal/recbatch"
+	"github.com/aerostream/aerostream/logstore/logtest"
+)
+
+// BenchmarkTranslate measures translation end to end for one commit:
+// decode RecordBatch v2, build key_value rows, write the Parquet file
+// (iceberg-go over arrow-go, zstd) to a local warehouse and commit the
+// snapshot through the SQL catalog. SetBytes counts the log's batch
+// bytes, so MB/s is log throughput; run with -cpu 1 for a core's worth.
+func BenchmarkTranslate(b *testing.B) {
+	for _, size := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("value=%dB", size), func(b *testing.B) { benchTranslate(b, size) })
+	}
+}
+
+func benchTranslate(b *testing.B, valueSize int) {
+	ctx := context.Background()
+	cfg := testConfig(b.TempDir())
+	cat, err := OpenCatalog(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer CloseCatalog(cat)
+	tbl, err := ensureTable(ctx, cat, DefaultNamespace, "bench", "bench", KeyValueSchema(), DefaultPartitionSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// 8 MiB of log in batches of 100 records, as a commit would gather.
+	var batches [][]byte
+	total := 0
+	now := time.Now().UnixMilli()
+	value := make([]byte, valueSize)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	for off := 0; total < 8<<20; off += 100 {
+		recs := make([]logtest.Record, 100)
+		for j := range recs {
+			recs[j] = logtest.Record{Key: fmt.Appendf(nil, "key-%d", off+j), Value: value, TimestampDelta: int64(j)}
+		}
+		bt := logtest.Batch(now, recs...)
+		// Assign the base offset, as the store does.
+		for k := 0; k < 8; k++ {
+			bt[k] = byte(uint64(off) >> (56 - 8*k))
+		}
+		batches = append(batches, bt)
+		total += len(bt)
+	}
+	m := &Manager{met: newMetrics()}
+	c := &committer{m: m, topic: "bench", log: quiet()}
+	dec := recbatch.NewDecoder()
+	b.SetBytes(int64(total))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows, err := keyValue{}.NewBuilder(tbl.Schema(), memory.DefaultAllocator)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, raw := range batches {
+			bt, _, ok, err := recbatch.NextBatch(raw)
+			if err != nil || !ok {
+				b.Fatal(err)
+			}
+			recs, err := dec.Records(0, &bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for j := range recs {
+				if err := rows.Append(&recs[j]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+		}
+		if tbl, err = c.commitRows(ctx, tbl, rows, Offsets{0: int64(n)}, n, int64(total)); err != nil {
+			b.Fatal(err)
+		}
+		rows.Release()
+	}
+}
