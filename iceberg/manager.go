@@ -258,7 +258,6 @@ func (m *Manager) Status(topic string) []TopicStatus {
 type topicStat struct {
 	mu sync.Mutex
 	s  TopicStatus
-	at time.Time // when lag was last computed
 }
 
 func newTopicStat(topic string) *topicStat {

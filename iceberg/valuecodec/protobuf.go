@@ -192,7 +192,7 @@ func jsonCamelCase(s string) string {
 
 const (
 	timestampName protoreflect.FullName = "google.protobuf.Timestamp"
-	wrappersPkg                         = "google.protobuf."
+	wrappersPkg   string                = "google.protobuf."
 )
 
 // wrapperValue says whether md is one of google.protobuf's wrapper types
