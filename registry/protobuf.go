@@ -13,7 +13,8 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/aerostream/aerostream/internal/protosrc"
 )
 
 // Protobuf schemas parse with protocompile, as .proto source or as a
@@ -32,66 +33,6 @@ type protoSchema struct {
 	text string
 }
 
-// descriptorFromBase64 decodes text when it is a base64 FileDescriptorProto.
-func descriptorFromBase64(text string) (*descriptorpb.FileDescriptorProto, bool) {
-	t := strings.TrimSpace(text)
-	if t == "" || strings.ContainsAny(t, " \t\r\n;{") {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.DecodeString(t)
-	if err != nil {
-		return nil, false
-	}
-	fdp := new(descriptorpb.FileDescriptorProto)
-	if err := proto.Unmarshal(b, fdp); err != nil {
-		return nil, false
-	}
-	// protoc fills in every field's json_name, and the linker takes one
-	// that is missing for a custom name "", which clashes with the next;
-	// descriptors built at run time (Python's descriptor_pb2) have none.
-	var fill func(ms []*descriptorpb.DescriptorProto)
-	fill = func(ms []*descriptorpb.DescriptorProto) {
-		for _, m := range ms {
-			for _, f := range m.GetField() {
-				if f.GetJsonName() == "" {
-					f.JsonName = proto.String(jsonCamelCase(f.GetName()))
-				}
-			}
-			fill(m.GetNestedType())
-		}
-	}
-	fill(fdp.GetMessageType())
-	return fdp, true
-}
-
-// jsonCamelCase is protoc's default JSON name of a field: underscores
-// dropped, the letter after each one upper-cased.
-func jsonCamelCase(s string) string {
-	b := make([]byte, 0, len(s))
-	upper := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' {
-			upper = true
-			continue
-		}
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		upper = false
-		b = append(b, c)
-	}
-	return string(b)
-}
-
-func protoSource(name, text string) protocompile.SearchResult {
-	if fdp, ok := descriptorFromBase64(text); ok {
-		fdp.Name = proto.String(name)
-		return protocompile.SearchResult{Proto: fdp}
-	}
-	return protocompile.SearchResult{Source: strings.NewReader(text)}
-}
-
 func parseProtobuf(text string, refs []refSchema) (parsedSchema, error) {
 	files := map[string]string{mainProto: text}
 	for _, r := range refs {
@@ -102,7 +43,7 @@ func parseProtobuf(text string, refs []refSchema) (parsedSchema, error) {
 		if !ok {
 			return protocompile.SearchResult{}, fmt.Errorf("%s: %w (no reference names it)", path, protoregistry.NotFound)
 		}
-		return protoSource(path, t), nil
+		return protosrc.Source(path, t), nil
 	}))
 	var first error
 	c := protocompile.Compiler{

@@ -2,7 +2,6 @@ package valuecodec
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,8 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/aerostream/aerostream/internal/protosrc"
 )
 
 // Protobuf maps a message's fields by name: scalars to their Iceberg
@@ -92,7 +92,7 @@ func protoFile(s Schema) (protoreflect.FileDescriptor, error) {
 		if !ok {
 			return protocompile.SearchResult{}, fmt.Errorf("%s: %w (no reference names it)", path, protoregistry.NotFound)
 		}
-		return protoSource(path, t), nil
+		return protosrc.Source(path, t), nil
 	}))
 	var first error
 	c := protocompile.Compiler{
@@ -131,63 +131,6 @@ func messageAt(fd protoreflect.FileDescriptor, idx []int) (protoreflect.MessageD
 		ms = md.Messages()
 	}
 	return md, nil
-}
-
-func protoSource(name, text string) protocompile.SearchResult {
-	if fdp, ok := descriptorFromBase64(text); ok {
-		fdp.Name = proto.String(name)
-		return protocompile.SearchResult{Proto: fdp}
-	}
-	return protocompile.SearchResult{Source: strings.NewReader(text)}
-}
-
-// descriptorFromBase64 decodes text when it is a base64
-// FileDescriptorProto (Confluent's format=serialized, what its Python
-// serializer registers), filling in the JSON names the linker needs.
-func descriptorFromBase64(text string) (*descriptorpb.FileDescriptorProto, bool) {
-	t := strings.TrimSpace(text)
-	if t == "" || strings.ContainsAny(t, " \t\r\n;{") {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.DecodeString(t)
-	if err != nil {
-		return nil, false
-	}
-	fdp := new(descriptorpb.FileDescriptorProto)
-	if err := proto.Unmarshal(b, fdp); err != nil {
-		return nil, false
-	}
-	var fill func(ms []*descriptorpb.DescriptorProto)
-	fill = func(ms []*descriptorpb.DescriptorProto) {
-		for _, m := range ms {
-			for _, f := range m.GetField() {
-				if f.GetJsonName() == "" {
-					f.JsonName = proto.String(jsonCamelCase(f.GetName()))
-				}
-			}
-			fill(m.GetNestedType())
-		}
-	}
-	fill(fdp.GetMessageType())
-	return fdp, true
-}
-
-func jsonCamelCase(s string) string {
-	b := make([]byte, 0, len(s))
-	upper := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' {
-			upper = true
-			continue
-		}
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		upper = false
-		b = append(b, c)
-	}
-	return string(b)
 }
 
 const (
