@@ -103,6 +103,11 @@ type ListReassignmentsResponse struct {
 // DrainRequest names the store to drain.
 type DrainRequest struct {
 	ID int32 `json:"id"`
+	// LeadershipOnly asks for a controlled shutdown instead of a
+	// decommission: the store's leaderships move to other in-sync replicas
+	// and it is not elected while it stops, but it keeps its replicas, and
+	// the state clears when it registers again.
+	LeadershipOnly bool `json:"leadership_only,omitempty"`
 }
 
 // DrainStatus is how far a drain has gone: the store can be removed once
@@ -110,6 +115,9 @@ type DrainRequest struct {
 type DrainStatus struct {
 	ID       int32 `json:"id"`
 	Draining bool  `json:"draining"`
+	// ShuttingDown is set by a LeadershipOnly request until the store
+	// registers again.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 	// Replicas and Leaders count the partitions the store still holds a
 	// copy of, and still leads.
 	Replicas int `json:"replicas"`

@@ -35,6 +35,7 @@ const (
 	opReassign         op = 9
 	opDrainStore       op = 10
 	opElectPreferred   op = 11
+	opShutdownStore    op = 12
 	// opSchema carries every schema registry write (schemas.go).
 	opSchema op = 40
 	// opSecurity carries every user and ACL write (security.go).
@@ -65,6 +66,8 @@ func (o op) String() string {
 		return "drain_store"
 	case opElectPreferred:
 		return "elect_preferred"
+	case opShutdownStore:
+		return "shutdown_store"
 	case opSchema:
 		return "schema"
 	case opSecurity:
@@ -88,6 +91,7 @@ type command struct {
 	reassign         *cmdReassign
 	drainStore       *cmdDrainStore
 	electPreferred   *cmdElectPreferred
+	shutdownStore    *cmdShutdownStore
 	schema           *cmdSchema
 	security         *cmdSecurity
 }
@@ -204,6 +208,12 @@ type cmdDrainStore struct {
 	ID int32 `json:"id"`
 }
 
+// cmdShutdownStore starts a store's controlled shutdown: it is marked
+// shutting down and its leaderships move to other in-sync replicas.
+type cmdShutdownStore struct {
+	ID int32 `json:"id"`
+}
+
 // cmdElectPreferred moves the leadership of every partition whose
 // preferred replica is live, in sync and not leading to that replica.
 // Apply decides which partitions, so the command carries nothing.
@@ -233,6 +243,8 @@ func (c *command) payload() any {
 		return c.drainStore
 	case opElectPreferred:
 		return c.electPreferred
+	case opShutdownStore:
+		return c.shutdownStore
 	case opSchema:
 		return c.schema
 	case opSecurity:
@@ -266,6 +278,8 @@ func newCommand(p any) command {
 		return command{op: opDrainStore, drainStore: p}
 	case *cmdElectPreferred:
 		return command{op: opElectPreferred, electPreferred: p}
+	case *cmdShutdownStore:
+		return command{op: opShutdownStore, shutdownStore: p}
 	case *cmdSchema:
 		return command{op: opSchema, schema: p}
 	case *cmdSecurity:
@@ -319,6 +333,8 @@ func decodeCommand(b []byte) (command, error) {
 		c.drainStore = new(cmdDrainStore)
 	case opElectPreferred:
 		c.electPreferred = new(cmdElectPreferred)
+	case opShutdownStore:
+		c.shutdownStore = new(cmdShutdownStore)
 	case opSchema:
 		c.schema = new(cmdSchema)
 	case opSecurity:

@@ -90,6 +90,12 @@
 //     move completes. Calling DrainStore again reports the replicas and
 //     leaderships it still has; at 0 and 0 the store holds nothing and can
 //     be removed (it stays registered until then).
+//   - Controlled shutdown (DrainStore with LeadershipOnly): the store is
+//     marked shutting down, is not elected leader while it is, and every
+//     partition it leads moves to the first other in-sync, live replica
+//     (one whose only in-sync replica it is keeps it). Replicas stay, so a
+//     restart copies nothing; the store registering again clears the mark
+//     and the preferred leader election gives leadership back.
 //
 // StoreAgent, run by each store, creates the partitions it is a replica
 // of, deletes those of deleted topics and those a completed move took

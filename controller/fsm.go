@@ -168,6 +168,8 @@ func (f *FSM) apply(c command) *applyResult {
 		r = a.drainStore(c.drainStore)
 	case opElectPreferred:
 		r = a.electPreferred()
+	case opShutdownStore:
+		r = a.shutdownStore(c.shutdownStore)
 	case opSchema:
 		r = a.schema(c.schema)
 	case opSecurity:

@@ -41,6 +41,23 @@ func (st *state) live(id int32) bool {
 	return ok && n.Kind == KindStore && n.Live
 }
 
+// electable reports whether id may be elected leader: live and not in a
+// controlled shutdown.
+func (st *state) electable(id int32) bool {
+	return st.live(id) && !st.nodes[id].ShuttingDown
+}
+
+// inSyncLeader is the first replica of p, in Replicas order, that is in
+// its ISR, electable and not skip; NoLeader if none is.
+func (st *state) inSyncLeader(p PartitionInfo, skip int32) int32 {
+	for _, r := range p.Replicas {
+		if r != skip && slices.Contains(p.ISR, r) && st.electable(r) {
+			return r
+		}
+	}
+	return NoLeader
+}
+
 // checkLiveFor refuses a replication factor above the stores that could
 // take the replicas. One copy may wait for a first store (the partition is
 // placed when one registers); more than one needs the stores now, as in
@@ -335,16 +352,19 @@ func (a *applier) updatePartitions(names []string, fn func(t *TopicInfo, p Parti
 }
 
 // elect sets p's leader: the first replica, in Replicas order, that is in
-// the ISR and live; failing that, when the topic allows unclean election,
-// the first live replica, which becomes the whole ISR; failing that,
-// NoLeader. A change of leader bumps the leader epoch. The caller bumps
-// the partition epoch.
+// the ISR, live and not shutting down; then one that is shutting down, as
+// leading on a store about to stop beats no leader at all; failing that,
+// when the topic allows unclean election, the first live replica, which
+// becomes the whole ISR; failing that, NoLeader. A change of leader bumps
+// the leader epoch. The caller bumps the partition epoch.
 func (a *applier) elect(t *TopicInfo, p *PartitionInfo) {
-	leader := NoLeader
-	for _, r := range p.Replicas {
-		if slices.Contains(p.ISR, r) && a.st.live(r) {
-			leader = r
-			break
+	leader := a.st.inSyncLeader(*p, -1)
+	if leader == NoLeader {
+		for _, r := range p.Replicas {
+			if slices.Contains(p.ISR, r) && a.st.live(r) {
+				leader = r
+				break
+			}
 		}
 	}
 	if leader == NoLeader && !a.clean && a.st.unclean(t) {
@@ -781,7 +801,7 @@ func (st *state) needsPreferred(p PartitionInfo) bool {
 	}
 	pref := p.Replicas[0]
 	n := st.nodes[pref]
-	return pref != p.Leader && st.live(pref) && !n.Draining && slices.Contains(p.ISR, pref)
+	return pref != p.Leader && st.electable(pref) && !n.Draining && slices.Contains(p.ISR, pref)
 }
 
 // electPreferred hands leadership back to preferred replicas.
@@ -812,11 +832,62 @@ func (st *state) preferredPending() int {
 	return n
 }
 
+// shutdownStore marks store id shutting down and moves the leadership of
+// every partition it leads to another in-sync, electable replica, as
+// Kafka's controlled shutdown does. Its replicas stay where they are, so
+// that a restart costs no copying; a partition whose only in-sync replica
+// is id keeps it as leader, since moving would lose acknowledged records.
+func (a *applier) shutdownStore(c *cmdShutdownStore) *applyResult {
+	n, ok := a.st.nodes[c.ID]
+	if !ok || n.Kind != KindStore {
+		return &applyResult{err: fmt.Errorf("%w: %d is not a registered store", ErrUnknownNode, c.ID)}
+	}
+	if !n.ShuttingDown {
+		nn := *n
+		nn.ShuttingDown, nn.Version = true, a.next
+		a.st.nodes[c.ID] = &nn
+		a.record(change{node: c.ID})
+	}
+	a.updatePartitions(nil, func(_ *TopicInfo, p PartitionInfo) (PartitionInfo, bool) {
+		if p.Leader != c.ID {
+			return p, false
+		}
+		next := a.st.inSyncLeader(p, c.ID)
+		if next == NoLeader {
+			return p, false
+		}
+		np := p
+		np.Leader = next
+		np.LeaderEpoch++
+		np.PartitionEpoch++
+		return np, true
+	})
+	return &applyResult{}
+}
+
+// shutdownPending reports whether a shutdownStore for id would change
+// anything: it is not marked yet, or a partition it leads has another
+// in-sync replica to lead.
+func (st *state) shutdownPending(id int32) bool {
+	if n := st.nodes[id]; n == nil || !n.ShuttingDown {
+		return true
+	}
+	for _, t := range st.topics {
+		for _, p := range t.Partitions {
+			if p.Leader == id && st.inSyncLeader(p, id) != NoLeader {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // drainStatus counts what store id still holds and leads.
 func (st *state) drainStatus(id int32) DrainStatus {
 	s := DrainStatus{ID: id}
 	if n, ok := st.nodes[id]; ok {
 		s.Draining = n.Draining
+		s.ShuttingDown = n.ShuttingDown
 	}
 	for _, t := range st.topics {
 		for _, p := range t.Partitions {

@@ -339,6 +339,61 @@ func TestPreferredLeaderElection(t *testing.T) {
 	}
 }
 
+func TestControlledShutdown(t *testing.T) {
+	f := threeStores(t, nil)
+	if r := applyCmd(t, f, &cmdShutdownStore{ID: 1}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// Leadership moves to the next in-sync replica; replicas stay.
+	wantPart(t, "1 shutting down", part(t, f, "r", 0), 2, 1, 1, ids(1, 2, 3), ids(1, 2, 3))
+	var st DrainStatus
+	f.read(func(s *state) { st = s.drainStatus(1) })
+	if !st.ShuttingDown || st.Draining || st.Leaders != 0 || st.Replicas != 1 {
+		t.Errorf("status %+v, want shutting down, not draining, 0 leaders, 1 replica", st)
+	}
+	v := f.Version()
+	f.read(func(s *state) {
+		if s.shutdownPending(1) {
+			t.Error("shutdown still pending after leadership moved")
+		}
+		if n := s.preferredPending(); n != 0 {
+			t.Errorf("preferred election would hand %d partition(s) back to a store shutting down", n)
+		}
+	})
+	applyCmd(t, f, &cmdShutdownStore{ID: 1})
+	if f.Version() != v {
+		t.Error("a second shutdown with nothing to move bumped the version")
+	}
+	// An election while 1 is shutting down passes it over.
+	down(t, f, 2)
+	wantPart(t, "2 expired", part(t, f, "r", 0), 3, 2, 2, ids(1, 2, 3), ids(1, 3))
+	// A new incarnation clears the state, and the preferred election gives
+	// leadership back once 1 is in sync.
+	registerStore(t, f, 1)
+	if n, _ := f.Node(1); n.ShuttingDown {
+		t.Error("re-registration kept the store shutting down")
+	}
+	if r, _ := alterISR(t, f, "r", 0, 1, 3); r.err != nil {
+		t.Fatal(r.err)
+	}
+	applyCmd(t, f, &cmdElectPreferred{})
+	if p := part(t, f, "r", 0); p.Leader != 1 {
+		t.Errorf("preferred leader not back after restart: %+v", p)
+	}
+
+	// The only in-sync replica keeps leading: moving would lose records.
+	f = threeStores(t, nil)
+	alterISR(t, f, "r", 0, 1)
+	applyCmd(t, f, &cmdShutdownStore{ID: 1})
+	wantPart(t, "sole ISR member", part(t, f, "r", 0), 1, 0, 1, ids(1, 2, 3), ids(1))
+	f.read(func(s *state) {
+		if s.shutdownPending(1) {
+			t.Error("shutdown pending with nowhere to move")
+		}
+	})
+	wantErr(t, applyCmd(t, f, &cmdShutdownStore{ID: 99}).err, ErrUnknownNode, "99")
+}
+
 func TestReassignment(t *testing.T) {
 	f := threeStores(t, nil)
 	registerStore(t, f, 4)
@@ -486,6 +541,9 @@ func TestSnapshotRestoreReplication(t *testing.T) {
 	if r := applyCmd(t, f, &cmdDrainStore{ID: 2}); r.err != nil {
 		t.Fatal(r.err)
 	}
+	if r := applyCmd(t, f, &cmdShutdownStore{ID: 5}); r.err != nil {
+		t.Fatal(r.err)
+	}
 	data := snapshotBytes(t, f)
 	g := NewFSM(nil)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
@@ -505,6 +563,9 @@ func TestSnapshotRestoreReplication(t *testing.T) {
 	}
 	if n, _ := g.Node(2); !n.Draining {
 		t.Error("restored store lost draining")
+	}
+	if n, _ := g.Node(5); !n.ShuttingDown {
+		t.Error("restored store lost shutting down")
 	}
 
 	// A snapshot from before replication: a partition is its leader alone.
@@ -528,6 +589,7 @@ func TestReplicationCommandsAreValidated(t *testing.T) {
 		&cmdAlterPartition{Topic: "nope", ISR: ids(1)},
 		&cmdReassign{Reassignments: []Reassignment{{Topic: "nope", Replicas: ids(1)}}},
 		&cmdDrainStore{ID: -5},
+		&cmdShutdownStore{ID: -5},
 	} {
 		r := applyCmd(t, f, p)
 		err := r.err

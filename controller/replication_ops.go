@@ -65,7 +65,8 @@ func (c *Controller) ListPartitionReassignments(_ context.Context, req ListReass
 }
 
 // DrainStore marks a store draining and reassigns what it holds; once it
-// has, a call only reports progress.
+// has, a call only reports progress. With LeadershipOnly it starts the
+// store's controlled shutdown instead (leadership moves, replicas stay).
 func (c *Controller) DrainStore(ctx context.Context, req DrainRequest) (DrainStatus, error) {
 	if !c.IsLeader() {
 		return DrainStatus{}, c.notLeader()
@@ -77,12 +78,21 @@ func (c *Controller) DrainStore(ctx context.Context, req DrainRequest) (DrainSta
 			err = fmt.Errorf("%w: %d is not a registered store", ErrUnknownNode, req.ID)
 			return
 		}
-		pending = st.drainPending(req.ID)
+		if req.LeadershipOnly {
+			pending = st.shutdownPending(req.ID)
+		} else {
+			pending = st.drainPending(req.ID)
+		}
 	})
 	if err != nil {
 		return DrainStatus{}, err
 	}
-	if pending {
+	if pending && req.LeadershipOnly {
+		if _, err := c.propose(ctx, &cmdShutdownStore{ID: req.ID}); err != nil {
+			return DrainStatus{}, err
+		}
+		c.log.Info("moving leadership off a store that is shutting down", "store", req.ID)
+	} else if pending {
 		if _, err := c.propose(ctx, &cmdDrainStore{ID: req.ID}); err != nil {
 			return DrainStatus{}, err
 		}

@@ -154,6 +154,10 @@ type NodeInfo struct {
 	// Draining is set by DrainStore: placement skips the store, and every
 	// replica it holds is being reassigned away.
 	Draining bool `json:"draining,omitempty"`
+	// ShuttingDown is set by a leadership-only drain (a controlled
+	// shutdown): the store is not elected leader, and its registering
+	// again (a new incarnation) clears it.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 	// MaxPartitions is the partition budget the store registered with
 	// (RegisterNodeRequest.MaxPartitions); 0 for none.
 	MaxPartitions int32 `json:"max_partitions,omitempty"`
