@@ -18,7 +18,7 @@ import (
 func newStoreDrainCmd(env Env) *cobra.Command {
 	ctl := &clientFlags{}
 	var wait time.Duration
-	var noWait bool
+	var noWait, leadershipOnly bool
 	cmd := &cobra.Command{
 		Use:   "drain ID",
 		Short: "Move every replica and leadership off a store, and wait until it holds nothing",
@@ -26,7 +26,13 @@ func newStoreDrainCmd(env Env) *cobra.Command {
 reassigns each partition it holds to another live store. The new replicas
 catch up from the leaders; once they are in sync, the store drops its copy
 and leadership moves away. Progress is printed as it changes; the command
-ends when the store holds no replica and leads no partition.`,
+ends when the store holds no replica and leads no partition.
+
+With --leadership-only it is a controlled shutdown instead, for a store
+about to stop and come back (a restart, an upgrade): the store's
+leaderships move to other in-sync replicas and it is not elected while it
+stops, but it keeps its replicas, and the state clears when it registers
+again. The command ends when the store leads no partition.`,
 		Args: needArgs("the node ID of the store to drain", 1, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 32)
@@ -44,6 +50,9 @@ ends when the store holds no replica and leads no partition.`,
 				ctx, cancel = context.WithTimeout(ctx, wait)
 				defer cancel()
 			}
+			if leadershipOnly {
+				return shutdownStore(ctx, env, cl, int32(id), noWait)
+			}
 			return drainStore(ctx, env, cl, int32(id), noWait)
 		},
 	}
@@ -51,6 +60,7 @@ ends when the store holds no replica and leads no partition.`,
 	cmd.Flags().DurationVar(&ctl.timeout, "timeout", 15*time.Second, "give up when no controller leader answers for this long")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "give up waiting for the drain after this long (0: wait until it ends)")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "start the drain and print its progress once, without waiting")
+	cmd.Flags().BoolVar(&leadershipOnly, "leadership-only", false, "controlled shutdown: move only leadership off the store, keeping its replicas, until it registers again")
 	return cmd
 }
 
@@ -78,6 +88,36 @@ func drainStore(ctx context.Context, env Env, cl controller.Replication, id int3
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("drain store %d: still %d replicas and %d leaderships left: %w", id, st.Replicas, st.Leaders, ctx.Err())
+		case <-time.After(drainPoll):
+		}
+	}
+}
+
+// shutdownStore is the --leadership-only drain: it asks for the store's
+// controlled shutdown and follows it until the store leads nothing. A
+// partition whose only in-sync replica is the store keeps it as leader, so
+// the wait is what bounds a shutdown that cannot finish.
+func shutdownStore(ctx context.Context, env Env, cl controller.Replication, id int32, noWait bool) error {
+	last := -1
+	for {
+		st, err := cl.DrainStore(ctx, controller.DrainRequest{ID: id, LeadershipOnly: true})
+		if err != nil {
+			return fmt.Errorf("move leadership off store %d: %w", id, err)
+		}
+		if st.Leaders != last {
+			fmt.Fprintf(env.Stdout, "store %d: %d leaderships left\n", id, st.Leaders)
+			last = st.Leaders
+		}
+		if st.Leaders == 0 {
+			fmt.Fprintf(env.Stdout, "store %d leads no partition: it can be stopped\n", id)
+			return nil
+		}
+		if noWait {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("move leadership off store %d: still %d leaderships left (partitions whose only in-sync replica it is): %w", id, st.Leaders, ctx.Err())
 		case <-time.After(drainPoll):
 		}
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -51,6 +52,53 @@ func TestDrainGivesUpWithWhatIsLeft(t *testing.T) {
 	cancel()
 	err := drainStore(ctx, Env{Stdout: &bytes.Buffer{}}, f, 11, false)
 	if err == nil || !strings.Contains(err.Error(), "still 3 replicas and 1 leaderships left") {
+		t.Fatalf("err = %v, want one naming what is left", err)
+	}
+}
+
+// fakeShutdown answers leadership-only drains from a scripted list of
+// leadership counts, and fails a request that is not leadership-only.
+type fakeShutdown struct {
+	controller.Replication
+	leaders []int
+	calls   int
+}
+
+func (f *fakeShutdown) DrainStore(_ context.Context, req controller.DrainRequest) (controller.DrainStatus, error) {
+	if !req.LeadershipOnly {
+		return controller.DrainStatus{}, errors.New("a full drain was asked for")
+	}
+	n := f.leaders[min(f.calls, len(f.leaders)-1)]
+	f.calls++
+	return controller.DrainStatus{ID: req.ID, ShuttingDown: true, Replicas: 5, Leaders: n}, nil
+}
+
+func TestShutdownFollowsLeadershipToZero(t *testing.T) {
+	f := &fakeShutdown{leaders: []int{3, 3, 1, 0}}
+	var out bytes.Buffer
+	if err := shutdownStore(context.Background(), Env{Stdout: &out}, f, 12, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"store 12: 3 leaderships left", "store 12: 1 leaderships left", "store 12 leads no partition"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "3 leaderships"); n != 1 {
+		t.Errorf("unchanged progress printed %d times, want once:\n%s", n, got)
+	}
+	if strings.Contains(got, "replicas") {
+		t.Errorf("a leadership-only drain reported replicas, which stay:\n%s", got)
+	}
+}
+
+func TestShutdownGivesUpWithWhatIsLeft(t *testing.T) {
+	f := &fakeShutdown{leaders: []int{2}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := shutdownStore(ctx, Env{Stdout: &bytes.Buffer{}}, f, 11, false)
+	if err == nil || !strings.Contains(err.Error(), "still 2 leaderships left") {
 		t.Fatalf("err = %v, want one naming what is left", err)
 	}
 }
