@@ -51,6 +51,7 @@ expect() { # file, what, grep -E pattern
 }
 expect default "3 controllers" '^  replicas: 3$'
 expect default "the store preStop drain" 'store-prestop.sh'
+expect default "the leadership move on every store stop" 'store drain "\$id" --leadership-only'
 expect default "a PodDisruptionBudget" '^kind: PodDisruptionBudget$'
 expect default "S3 tiering" 'provider = "s3"'
 expect s3-tls-sasl "SASL_SSL on the Kafka listener" 'kafka = "SASL_SSL://0.0.0.0:9092"'
