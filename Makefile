@@ -128,7 +128,8 @@ test-console: chromium ## web console in headless Chromium: every page vs a fake
 # Iceberg topics with real readers (tools/icebergtest): kcat produces into
 # `serve`, pyiceberg 0.12 reads the table back through the built-in REST
 # catalog (/iceberg) and the rows must equal the log, across kill -9s of
-# serve, with the warehouse on local disk and on MinIO. pyiceberg goes into
+# serve, with the warehouse on local disk and on MinIO; an Avro topic reads
+# back as typed columns, and a new schema version adds one. pyiceberg goes into
 # a venv under bin/. About a minute once built.
 ICEBERG_VENV := bin/iceberg-venv
 ICEBERG_PY_PKGS := 'pyiceberg[pyarrow]==0.12.*'

@@ -5,7 +5,11 @@
 // row by row with the log as a Kafka consumer reads it: the count, the
 // (partition, offset) set, keys and values. serve is killed with SIGKILL
 // mid-translation and restarted; the table must still hold every record
-// exactly once. The same runs with the warehouse on MinIO.
+// exactly once. The same runs with the warehouse on MinIO. An Avro topic
+// in iceberg.mode=value_schema_id_prefix, its schemas registered through
+// serve's registry and its values produced by franz-go, is read back by
+// pyiceberg (read_typed.py) as typed columns equal value by value to what
+// was produced, and a second schema version adds a column.
 //
 // The tests are gated one visible way each: ICEBERG_PYTHON (a Python
 // with pyiceberg 0.12, which `make test-iceberg` installs into
