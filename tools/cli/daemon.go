@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -654,7 +655,31 @@ func (d *daemon) wait(ctx context.Context, stop context.CancelFunc) error {
 		return err
 	}
 	d.logger.Info("stopping", "reason", "signal")
+	// The parts still run: a cluster store hands its leaderships over
+	// while it can still serve as a follower.
+	if rep, ok := d.members.(controller.Replication); ok && d.ctl == nil {
+		leaveLeadership(context.WithoutCancel(ctx), rep, d.cfg.Controller.NodeID, storeShutdownWait, d.logger)
+	}
 	return nil
+}
+
+// storeShutdownWait bounds the controlled shutdown of a stopping store, so
+// that an unreachable controller delays the stop only a little.
+const storeShutdownWait = 5 * time.Second
+
+// leaveLeadership asks the controller for store id's controlled shutdown
+// (its leaderships move to other in-sync replicas, its replicas stay) and
+// waits until it leads nothing or wait passes, so that clients switch
+// leaders at once rather than after the session timeout. Failing is logged
+// and the stop goes on: the session expiry moves leadership anyway.
+func leaveLeadership(ctx context.Context, rep controller.Replication, id int32, wait time.Duration, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := shutdownStore(ctx, Env{Stdout: io.Discard}, rep, id, false); err != nil {
+		logger.Warn("stopping with leaderships the controller did not move", "store", id, "err", err)
+		return
+	}
+	logger.Info("leaderships moved to other replicas before stopping", "store", id)
 }
 
 func newRegistry() *prometheus.Registry {

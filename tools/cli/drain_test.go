@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aerostream/aerostream/controller"
 )
@@ -120,5 +122,21 @@ func TestPartitionStateNamesUnderReplication(t *testing.T) {
 		if got := partitionState(c.p, live); got != c.want {
 			t.Errorf("partitionState(%+v) = %q, want %q", c.p, got, c.want)
 		}
+	}
+}
+
+func TestStoppingStoreLeavesLeadership(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	f := &fakeShutdown{leaders: []int{2, 0}}
+	leaveLeadership(context.Background(), f, 12, time.Minute, logger)
+	if f.calls != 2 || !strings.Contains(logs.String(), "leaderships moved") {
+		t.Errorf("%d calls, log:\n%s\nwant 2 calls and the leaderships moved", f.calls, logs.String())
+	}
+	// A leadership that cannot move does not hold the stop beyond wait.
+	logs.Reset()
+	leaveLeadership(context.Background(), &fakeShutdown{leaders: []int{1}}, 12, time.Millisecond, logger)
+	if !strings.Contains(logs.String(), "did not move") || !strings.Contains(logs.String(), "still 1 leaderships left") {
+		t.Errorf("log:\n%s\nwant a warning naming what is left", logs.String())
 	}
 }
