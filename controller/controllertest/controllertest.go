@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -449,4 +450,15 @@ func testReplication(t *testing.T, api controller.API) {
 	wantIs(t, "drain an unknown store", err, controller.ErrUnknownNode, "4999")
 	ra = must(api.AlterPartitionReassignments(ctx(t), controller.ReassignRequest{Reassignments: []controller.Reassignment{{Topic: "rep", Partition: 0, Replicas: []int32{44}}}}))(t)
 	wantIs(t, "reassign onto a draining store", ra.Errors[0], controller.ErrInvalidReplicaAssignment, "draining")
+
+	// Controlled shutdown: the leader hands over to another in-sync
+	// replica and keeps its replica.
+	before := partitionOf(t, api, "rep", 0)
+	st = must(api.DrainStore(ctx(t), controller.DrainRequest{ID: before.Leader, LeadershipOnly: true}))(t)
+	if !st.ShuttingDown || st.Draining || st.Replicas == 0 {
+		t.Errorf("controlled shutdown of %d: %+v", before.Leader, st)
+	}
+	if after := partitionOf(t, api, "rep", 0); len(before.ISR) > 1 && (after.Leader == before.Leader || after.LeaderEpoch <= before.LeaderEpoch || !slices.Equal(after.Replicas, before.Replicas)) {
+		t.Errorf("after the controlled shutdown of %d: %+v, was %+v", before.Leader, after, before)
+	}
 }
