@@ -230,7 +230,7 @@ func upgradePartition(p *PartitionInfo) {
 // stores holding the fewest replicas, ties to the lowest id, among those
 // with room in their partition budget; the leader, listed first as the
 // preferred one, is the one of them leading the fewest partitions, so
-// that leadership spreads as well as data. A partition that does not fit
+// that leadership spreads as well as data, and not one shutting down. A partition that does not fit
 // stays unplaced: creates were checked to fit (checkRoom), so only one
 // waiting for a store can.
 func (a *applier) place(ps []PartitionInfo, rf int, stores []int32) {
@@ -258,7 +258,7 @@ func (a *applier) place(ps []PartitionInfo, rf int, stores []int32) {
 		chosen := cands[:n]
 		lead := 0
 		for j := range chosen {
-			if st.load[chosen[j]] < st.load[chosen[lead]] {
+			if st.leadsBefore(chosen[j], chosen[lead]) {
 				lead = j
 			}
 		}
@@ -279,6 +279,16 @@ func (a *applier) place(ps []PartitionInfo, rf int, stores []int32) {
 			st.rload[id]++
 		}
 	}
+}
+
+// leadsBefore reports whether store x is the better first replica (the
+// new partition's leader) than y: one not shutting down, then the one
+// leading fewer partitions.
+func (st *state) leadsBefore(x, y int32) bool {
+	if ex, ey := st.electable(x), st.electable(y); ex != ey {
+		return ex
+	}
+	return st.load[x] < st.load[y]
 }
 
 // placeUnplaced places every partition that waits for a store, now that

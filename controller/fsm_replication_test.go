@@ -392,6 +392,17 @@ func TestControlledShutdown(t *testing.T) {
 		}
 	})
 	wantErr(t, applyCmd(t, f, &cmdShutdownStore{ID: 99}).err, ErrUnknownNode, "99")
+
+	// A partition created meanwhile is not led by the store shutting down
+	// (2 leads nothing and would be the least loaded).
+	f = threeStores(t, nil)
+	applyCmd(t, f, &cmdShutdownStore{ID: 2})
+	if err := createRF(t, f, "new", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := part(t, f, "new", 0); p.Leader != 3 || len(p.Replicas) != 3 {
+		t.Errorf("new partition %+v, want leader 3, not 2 which is shutting down", p)
+	}
 }
 
 func TestReassignment(t *testing.T) {
