@@ -26,6 +26,7 @@ func FuzzDecodeCommand(f *testing.F) {
 		&cmdReassign{Reassignments: []Reassignment{{Topic: "t", Partition: 0, Replicas: []int32{2, 1}}, {Topic: "t", Partition: 1}}},
 		&cmdDrainStore{ID: 1},
 		&cmdElectPreferred{},
+		&cmdShutdownStore{ID: 1},
 		&cmdSecurity{Op: secCreateACLs, ACLs: []auth.ACL{{ResourceType: auth.ResourceTopic, ResourceName: "t", PatternType: auth.PatternPrefixed, Principal: "User:a", Host: "*", Operation: auth.OpRead, Permission: auth.Allow}}},
 		&cmdSecurity{Op: secDeleteACLs, Filters: []auth.ACLFilter{{PatternType: auth.Match, ResourceName: "t"}}},
 		&cmdSecurity{Op: secAlterUsers, Upserts: []ScramUpsert{{User: "a", Mechanism: auth.ScramSHA256}}, Deletions: []ScramDeletion{{User: "a", Mechanism: auth.ScramSHA512}}},
