@@ -15,7 +15,7 @@ STATICCHECK_VERSION := v0.8.2
 STATICCHECK := bin/staticcheck-$(STATICCHECK_VERSION)
 
 # Time per fuzz target for `make fuzz` (and so `make test`).
-FUZZTIME ?= 15s
+FUZZTIME ?= 10s
 # Time the fuzzer may spend minimizing each new interesting input. Go's
 # default is 60 s, so the first input that widened coverage took every
 # worker for the rest of a 15 s run: FuzzDecodeProducerSnapshot ran 6,800
@@ -200,7 +200,7 @@ test-objstore: ## object storage acceptance against MinIO, fake-gcs-server and A
 # fixed in Go 1.27; CI met it in FuzzDecodeRaftLog). A failure that says only
 # that and wrote no new input under testdata/fuzz is run again, twice at
 # most; any other failure, or one that wrote an input, fails at once.
-fuzz: ## run every fuzz target for FUZZTIME (default 15s) each
+fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
 	@found=0; log=$$(mktemp); trap 'rm -f "$$log"' EXIT; \
 	for f in $$(find . -name '*_test.go' -not -path './.*' -not -path '*/testdata/*' | sort); do \
 	  for name in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*/\1/p' "$$f"); do \
