@@ -1,18 +1,13 @@
 package registry
 
 import (
-	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/bufbuild/protocompile"
-	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/aerostream/aerostream/internal/protosrc"
 )
@@ -25,49 +20,21 @@ import (
 // keep a wire-compatible type, required fields may neither come nor go,
 // and oneofs may not lose fields or absorb existing ones.
 
-// mainProto is the file name a schema's own source compiles under.
-const mainProto = "schema.proto"
-
 type protoSchema struct {
 	fd   protoreflect.FileDescriptor
 	text string
 }
 
 func parseProtobuf(text string, refs []refSchema) (parsedSchema, error) {
-	files := map[string]string{mainProto: text}
+	files := map[string]string{}
 	for _, r := range refs {
 		files[r.name] = r.schema.Schema
 	}
-	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
-		t, ok := files[path]
-		if !ok {
-			return protocompile.SearchResult{}, fmt.Errorf("%s: %w (no reference names it)", path, protoregistry.NotFound)
-		}
-		return protosrc.Source(path, t), nil
-	}))
-	var first error
-	c := protocompile.Compiler{
-		Resolver:       resolver,
-		MaxParallelism: 1,
-		Reporter: reporter.NewReporter(func(err reporter.ErrorWithPos) error {
-			if first == nil {
-				first = err
-			}
-			return err
-		}, nil),
-	}
-	out, err := c.Compile(context.Background(), mainProto)
+	fd, err := protosrc.Compile(text, files)
 	if err != nil {
-		if first != nil {
-			err = first
-		}
-		var pe protocompile.PanicError
-		if errors.As(err, &pe) {
-			err = fmt.Errorf("the parser failed on this input")
-		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	return &protoSchema{fd: out[0], text: text}, nil
+	return &protoSchema{fd: fd, text: text}, nil
 }
 
 func (p *protoSchema) fingerprint() string { return normalizeProtoText(p.text) }

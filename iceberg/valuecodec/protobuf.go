@@ -1,18 +1,13 @@
 package valuecodec
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/bufbuild/protocompile"
-	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/aerostream/aerostream/internal/protosrc"
@@ -28,9 +23,6 @@ import (
 // value naming another message through its indexes does not fit them.
 // A proto3 field without presence that is unset reads as its default,
 // as protobuf itself reads it.
-
-// mainProto is the file name a schema's own source compiles under.
-const mainProto = "schema.proto"
 
 var protoUnmarshal = proto.UnmarshalOptions{RecursionLimit: maxDepth, DiscardUnknown: true}
 
@@ -83,40 +75,15 @@ func compileProtobuf(s Schema) (*Codec, error) {
 // protoFile compiles a schema's .proto source (or base64 descriptor)
 // with its references.
 func protoFile(s Schema) (protoreflect.FileDescriptor, error) {
-	files := map[string]string{mainProto: s.Text}
+	refs := map[string]string{}
 	for _, r := range s.References {
-		files[r.Name] = r.Schema
+		refs[r.Name] = r.Schema
 	}
-	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
-		t, ok := files[path]
-		if !ok {
-			return protocompile.SearchResult{}, fmt.Errorf("%s: %w (no reference names it)", path, protoregistry.NotFound)
-		}
-		return protosrc.Source(path, t), nil
-	}))
-	var first error
-	c := protocompile.Compiler{
-		Resolver:       resolver,
-		MaxParallelism: 1,
-		Reporter: reporter.NewReporter(func(err reporter.ErrorWithPos) error {
-			if first == nil {
-				first = err
-			}
-			return err
-		}, nil),
-	}
-	out, err := c.Compile(context.Background(), mainProto)
+	fd, err := protosrc.Compile(s.Text, refs)
 	if err != nil {
-		if first != nil {
-			err = first
-		}
-		var pe protocompile.PanicError
-		if errors.As(err, &pe) {
-			err = errors.New("the parser failed on this schema")
-		}
 		return nil, fmt.Errorf("%w: schema %d: %v", ErrSchema, s.ID, err)
 	}
-	return out[0], nil
+	return fd, nil
 }
 
 // messageAt follows Confluent's message indexes through fd.

@@ -1,11 +1,17 @@
 package protosrc
 
 import (
+	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/bufbuild/protocompile"
+	"github.com/bufbuild/protocompile/reporter"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -70,4 +76,47 @@ func jsonCamelCase(s string) string {
 		b = append(b, c)
 	}
 	return string(b)
+}
+
+// Main is the file name a registered schema's own text compiles under;
+// its references compile under the names the registry gives them.
+const Main = "schema.proto"
+
+// Compile links the schema text with the referenced files (name -> text)
+// and Protobuf's standard imports, and returns the schema's file. The
+// error is the parser's first, naming the position.
+func Compile(text string, refs map[string]string) (protoreflect.FileDescriptor, error) {
+	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
+		if path == Main {
+			return Source(path, text), nil
+		}
+		t, ok := refs[path]
+		if !ok {
+			return protocompile.SearchResult{}, fmt.Errorf("%s: %w (no reference names it)", path, protoregistry.NotFound)
+		}
+		return Source(path, t), nil
+	}))
+	var first error
+	c := protocompile.Compiler{
+		Resolver:       resolver,
+		MaxParallelism: 1,
+		Reporter: reporter.NewReporter(func(err reporter.ErrorWithPos) error {
+			if first == nil {
+				first = err
+			}
+			return err
+		}, nil),
+	}
+	out, err := c.Compile(context.Background(), Main)
+	if err != nil {
+		if first != nil {
+			err = first
+		}
+		var pe protocompile.PanicError
+		if errors.As(err, &pe) {
+			err = errors.New("the parser failed on this schema")
+		}
+		return nil, err
+	}
+	return out[0], nil
 }
