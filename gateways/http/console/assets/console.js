@@ -400,11 +400,14 @@
   }
 
   // confirm asks in the page's <dialog> and resolves to true on Confirm.
+  // The close event is queued, so the previous prompt's close can arrive
+  // after this one opened; it is ignored while the dialog is open.
   function confirmDialog(text) {
     var dlg = $('confirm');
     $('confirm-text').textContent = text;
     return new Promise(function (resolve) {
       dlg.addEventListener('close', function onClose() {
+        if (dlg.open) return;
         dlg.removeEventListener('close', onClose);
         resolve(dlg.returnValue === 'ok');
       });
