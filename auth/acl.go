@@ -160,9 +160,17 @@ type Authorizer struct {
 		sync.RWMutex
 		enabled bool
 		super   map[string]bool
-		// byType holds the ACLs of each resource type.
+		// byType holds the ACLs of each resource type, and the ALLOW
+		// entries the role bindings expand to (roles.go).
 		byType  map[string][]ACL
 		version uint64
+		// explicit and rbac are what byType is built from.
+		explicit []ACL
+		rbac     RBAC
+		// groups maps User:NAME to its stored Group:NAME principals;
+		// tokenGroups to those its latest bearer token named.
+		groups      map[string][]string
+		tokenGroups map[string]tokenGroups
 	}
 }
 
@@ -193,16 +201,12 @@ func (z *Authorizer) Enabled() bool {
 // version than the one held is ignored, so two refreshers cannot move it
 // back.
 func (z *Authorizer) Set(version uint64, acls []ACL) {
-	by := map[string][]ACL{}
-	for _, a := range acls {
-		by[a.ResourceType] = append(by[a.ResourceType], a)
-	}
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if version < z.mu.version {
 		return
 	}
-	z.mu.byType, z.mu.version = by, version
+	z.setLocked(version, acls, z.mu.rbac)
 }
 
 // Version is the version of the ACLs held.
@@ -235,11 +239,12 @@ func (z *Authorizer) Authorize(r Request) bool {
 		return true
 	}
 	acls := z.mu.byType[r.ResourceType]
+	groups := z.groupsLocked(r.Principal)
 	allowed := false
 	for i := range acls {
 		a := &acls[i]
 		if !resourceMatches(*a, r.ResourceName) ||
-			a.Principal != r.Principal && a.Principal != "User:*" ||
+			!principalMatches(a.Principal, r.Principal, groups) ||
 			a.Host != Wildcard && a.Host != r.Host {
 			continue
 		}
@@ -269,9 +274,10 @@ func (z *Authorizer) AuthorizeAny(principal, host, op, resourceType string) bool
 	if !z.mu.enabled || z.mu.super[principal] {
 		return true
 	}
+	groups := z.groupsLocked(principal)
 	allowed := false
 	for _, a := range z.mu.byType[resourceType] {
-		if a.Principal != principal && a.Principal != "User:*" || a.Host != Wildcard && a.Host != host {
+		if !principalMatches(a.Principal, principal, groups) || a.Host != Wildcard && a.Host != host {
 			continue
 		}
 		opOK := a.Operation == op || a.Operation == OpAll
