@@ -62,6 +62,10 @@ type Options struct {
 	// long the first rebalance of an empty group waits for more members.
 	// Default 0 (Kafka's is 3s; a single-node event log rarely needs it).
 	GroupInitialRebalanceDelay time.Duration
+	// TransactionalIDExpiration is transactional.id.expiration.ms: a
+	// transactional id at rest this long is forgotten by its coordinator.
+	// Default 7 days, Kafka's.
+	TransactionalIDExpiration time.Duration
 	// FetchSessionCacheSlots bounds the incremental fetch sessions kept
 	// (max.incremental.fetch.session.cache.slots). Default 1000.
 	FetchSessionCacheSlots int
@@ -96,6 +100,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.GroupMaxSessionTimeout <= 0 {
 		o.GroupMaxSessionTimeout = 30 * time.Minute
+	}
+	if o.TransactionalIDExpiration <= 0 {
+		o.TransactionalIDExpiration = defaultTxnIDExpiration
 	}
 	if o.FetchSessionCacheSlots <= 0 {
 		o.FetchSessionCacheSlots = 1000

@@ -59,7 +59,7 @@ import (
 //
 // Expiry (transactional.id.expiration.ms): an id at rest (Empty,
 // CompleteCommit or CompleteAbort) whose state has not changed for
-// txnIDExpiration is removed by its coordinator with a tombstone in
+// Options.TransactionalIDExpiration is removed by its coordinator with a tombstone in
 // __transaction_state, as Kafka's TransactionStateManager does; the
 // topic's compaction then drops its records. The next InitProducerId
 // for the id starts afresh with a new producer id.
@@ -78,11 +78,11 @@ const txnOffsetsKeyVersion = 100
 // unfinished transactions, and for expired transactional ids.
 const txnTick = time.Second
 
-// txnIDExpiration is Kafka's transactional.id.expiration.ms default: an
-// id whose last transaction ended (or that never began one) this long ago
-// is forgotten, so __transaction_state does not keep every id a client
-// ever used.
-const txnIDExpiration = 7 * 24 * time.Hour
+// defaultTxnIDExpiration is Kafka's transactional.id.expiration.ms
+// default (Options.TransactionalIDExpiration): an id whose last
+// transaction ended (or that never began one) this long ago is forgotten,
+// so __transaction_state does not keep every id a client ever used.
+const defaultTxnIDExpiration = 7 * 24 * time.Hour
 
 // txnStatus is Kafka's TransactionState.
 type txnStatus int8
@@ -1110,7 +1110,7 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 		v := &m.cur
 		due := v.state == txnPrepareCommit || v.state == txnPrepareAbort ||
 			v.state == txnOngoing && v.start >= 0 && now.UnixMilli()-v.start > v.timeout.Milliseconds() ||
-			expired(v, now)
+			expired(v, now, c.g.opts.TransactionalIDExpiration)
 		if due && coordinatorFor(id, brokers).NodeID == c.g.opts.NodeID {
 			todo = append(todo, m)
 		}
@@ -1127,7 +1127,7 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 			err = c.complete(ctx, m)
 		case v.state == txnOngoing && now.UnixMilli()-v.start > v.timeout.Milliseconds():
 			err = c.abortFenced(ctx, m, "transaction.timeout.ms passed")
-		case expired(&v, now):
+		case expired(&v, now, c.g.opts.TransactionalIDExpiration):
 			err = c.expire(ctx, m)
 		}
 		m.op.Unlock()
@@ -1137,11 +1137,12 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 	}
 }
 
-// expired reports whether an id in state v is due for expiry at now.
-func expired(v *txnView, now time.Time) bool {
+// expired reports whether an id in state v is due for expiry at now, once
+// at rest for after.
+func expired(v *txnView, now time.Time, after time.Duration) bool {
 	switch v.state {
 	case txnEmpty, txnCompleteCommit, txnCompleteAbort:
-		return v.pid >= 0 && now.UnixMilli()-v.updated >= txnIDExpiration.Milliseconds()
+		return v.pid >= 0 && now.UnixMilli()-v.updated >= after.Milliseconds()
 	}
 	return false
 }
@@ -1163,6 +1164,6 @@ func (c *txnCoordinator) expire(ctx context.Context, m *txnMeta) error {
 	}
 	m.cur, m.at = txnView{pid: -1, epoch: -1, start: -1, state: txnDead, parts: map[tp]struct{}{}}, off
 	c.mu.Unlock()
-	c.log.Info("transactional id expired", "transactional_id", m.id, "idle_for", txnIDExpiration)
+	c.log.Info("transactional id expired", "transactional_id", m.id, "idle_for", c.g.opts.TransactionalIDExpiration)
 	return nil
 }

@@ -526,17 +526,17 @@ func TestTxnIDExpiration(t *testing.T) {
 		return txnRequest[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates[0].ErrorCode
 	}
 
-	e.gw.txns.tick(ctx, time.Now().Add(txnIDExpiration-time.Hour))
+	e.gw.txns.tick(ctx, time.Now().Add(defaultTxnIDExpiration-time.Hour))
 	if c := describe("idle"); c != 0 {
 		t.Fatalf("id idle for less than the expiration: %v", kerr.ErrorForCode(c))
 	}
-	e.gw.txns.tick(ctx, time.Now().Add(txnIDExpiration+time.Minute))
+	e.gw.txns.tick(ctx, time.Now().Add(defaultTxnIDExpiration+time.Minute))
 	if c := describe("idle"); c != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("expired id described: %v", kerr.ErrorForCode(c))
 	}
 	// Only an id at rest expires (an open transaction times out first).
 	for _, st := range []txnStatus{txnOngoing, txnPrepareCommit, txnPrepareAbort, txnPrepareEpochFence} {
-		if expired(&txnView{pid: 1, state: st}, time.Now()) {
+		if expired(&txnView{pid: 1, state: st}, time.Now(), time.Millisecond) {
 			t.Fatalf("an id in %v expired", st)
 		}
 	}
@@ -552,5 +552,35 @@ func TestTxnIDExpiration(t *testing.T) {
 	}
 	if newPid, _ := initTxnProducer(t, cl, "idle", 60000); newPid == pid {
 		t.Fatalf("expired id kept producer id %d", pid)
+	}
+}
+
+// TestTxnIDExpirationConfigured: Options.TransactionalIDExpiration
+// (transactional.id.expiration.ms) replaces the 7-day default, on the
+// coordinator's clock as the background loop passes it.
+func TestTxnIDExpirationConfigured(t *testing.T) {
+	e := newTestEnv(t, func(o *Options) { o.TransactionalIDExpiration = time.Minute })
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "txn-exp-cfg", 1)
+
+	pid, epoch := initTxnProducer(t, cl, "short", 60000)
+	addPartitions(t, cl, "short", pid, epoch, "txn-exp-cfg", 0)
+	if err := endTxn(t, cl, 3, "short", pid, epoch, false); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{"short"}
+		return txnRequest[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates[0].ErrorCode
+	}
+	e.gw.txns.tick(ctx, time.Now().Add(30*time.Second))
+	if c := describe(); c != 0 {
+		t.Fatalf("id idle for half the expiration: %v", kerr.ErrorForCode(c))
+	}
+	e.gw.txns.tick(ctx, time.Now().Add(2*time.Minute))
+	if c := describe(); c != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("id idle for twice the configured expiration still described: %v", kerr.ErrorForCode(c))
 	}
 }

@@ -227,6 +227,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		GroupMaxSessionTimeout:     ms(kc.GroupMaxSessionTimeoutMs),
 		GroupInitialRebalanceDelay: ms(kc.GroupInitialRebalanceDelayMs),
 		FetchSessionCacheSlots:     kc.FetchSessionCacheSlots,
+		TransactionalIDExpiration:  ms(kc.TransactionalIDExpirationMs),
 		LogDir:                     cfg.DataDir,
 		Auth:                       sec.opts,
 		SchemaIDs:                  schemaIDs(cfg, api, logger),

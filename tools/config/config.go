@@ -201,6 +201,7 @@ type Kafka struct {
 	GroupMinSessionTimeoutMs     int64 `toml:"group_min_session_timeout_ms" help:"smallest session timeout a group member may ask for (group.min.session.timeout.ms)"`
 	GroupMaxSessionTimeoutMs     int64 `toml:"group_max_session_timeout_ms" help:"largest session timeout a group member may ask for (group.max.session.timeout.ms)"`
 	FetchSessionCacheSlots       int   `toml:"fetch_session_cache_slots" help:"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots)"`
+	TransactionalIDExpirationMs  int64 `toml:"transactional_id_expiration_ms" help:"a transactional id whose last transaction ended this long ago is forgotten by its coordinator (transactional.id.expiration.ms)"`
 }
 
 // Gateway configures a gateway process: `aerostream gateway kafka`, and
@@ -259,6 +260,7 @@ func Default() Config {
 			GroupMinSessionTimeoutMs:     6000,
 			GroupMaxSessionTimeoutMs:     1800000,
 			FetchSessionCacheSlots:       1000,
+			TransactionalIDExpirationMs:  604800000,
 		},
 		Gateway: Gateway{
 			NodeID: 1001,

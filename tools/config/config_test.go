@@ -72,6 +72,7 @@ func TestKeyNames(t *testing.T) {
 		"kafka.group_min_session_timeout_ms":      "AEROSTREAM_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS",
 		"kafka.group_max_session_timeout_ms":      "AEROSTREAM_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS",
 		"kafka.fetch_session_cache_slots":         "AEROSTREAM_KAFKA_FETCH_SESSION_CACHE_SLOTS",
+		"kafka.transactional_id_expiration_ms":    "AEROSTREAM_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS",
 		"gateway.node_id":                         "AEROSTREAM_GATEWAY_NODE_ID",
 		"gateway.ring_addr":                       "AEROSTREAM_GATEWAY_RING_ADDR",
 		"logstore.shards":                         "AEROSTREAM_LOGSTORE_SHARDS",

@@ -113,6 +113,7 @@ func (c *Config) validate() []fieldError {
 	}
 	positive("kafka.group_min_session_timeout_ms", c.Kafka.GroupMinSessionTimeoutMs)
 	positive("kafka.group_max_session_timeout_ms", c.Kafka.GroupMaxSessionTimeoutMs)
+	positive("kafka.transactional_id_expiration_ms", c.Kafka.TransactionalIDExpirationMs)
 	if c.Kafka.GroupMaxSessionTimeoutMs < c.Kafka.GroupMinSessionTimeoutMs {
 		bad("kafka.group_max_session_timeout_ms", "must not be below kafka.group_min_session_timeout_ms")
 	}
@@ -185,6 +186,7 @@ func (c *Config) validate() []fieldError {
 		"kafka.group_initial_rebalance_delay_ms": c.Kafka.GroupInitialRebalanceDelayMs,
 		"kafka.group_min_session_timeout_ms":     c.Kafka.GroupMinSessionTimeoutMs,
 		"kafka.group_max_session_timeout_ms":     c.Kafka.GroupMaxSessionTimeoutMs,
+		"kafka.transactional_id_expiration_ms":   c.Kafka.TransactionalIDExpirationMs,
 		"controller.session_timeout_ms":          ctl.SessionTimeoutMs,
 		"controller.heartbeat_interval_ms":       ctl.HeartbeatIntervalMs,
 		"controller.raft_timeout_ms":             ctl.RaftTimeoutMs,
