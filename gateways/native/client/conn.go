@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -29,8 +30,8 @@ type conn struct {
 		sync.Mutex
 		next    uint32
 		pending map[uint32]chan frame
-		subs    map[uint32]chan frame // subscriptions: every frame of the id
-		err     error                 // set once the reader stops
+		subs    map[uint32]*pushStream // subscriptions: every frame of the id
+		err     error                  // set once the reader stops
 	}
 	done    chan struct{}
 	closing chan struct{} // closed by close, so a blocked push delivery gives up
@@ -40,6 +41,55 @@ type conn struct {
 type frame struct {
 	op      wire.Opcode
 	payload []byte
+}
+
+// pushStream is one subscription's delivery: its frames in order, and the
+// buffers its consumer is done with, which the reader fills with the next
+// pushes, so that following a partition allocates nothing per push once
+// the buffers have grown to the pushes' size. The consumer owns a frame's
+// buffer from receiving it until it calls put.
+type pushStream struct {
+	ch   chan frame
+	free chan []byte
+	// pooled is the capacity of the buffers in free, kept under limit:
+	// rotating buffers would otherwise each grow to the largest push
+	// seen, holding far more than the credit window lets be in flight.
+	pooled atomic.Int64
+	limit  int64
+}
+
+// pushQueue is how many pushes can wait for their consumer; the credit
+// window bounds their bytes.
+const pushQueue = 64
+
+func newPushStream(limit int64) *pushStream {
+	return &pushStream{ch: make(chan frame, pushQueue), free: make(chan []byte, pushQueue+2), limit: limit}
+}
+
+// buffer returns a buffer of n bytes, a freed one when one is big enough.
+func (s *pushStream) buffer(n int) []byte {
+	select {
+	case b := <-s.free:
+		s.pooled.Add(-int64(cap(b)))
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]byte, n)
+}
+
+// put gives a delivered frame's buffer back for a later push. The caller
+// must not touch b, or anything sliced from it, afterwards.
+func (s *pushStream) put(b []byte) {
+	if b == nil || s.pooled.Load()+int64(cap(b)) > s.limit {
+		return
+	}
+	select {
+	case s.free <- b[:0]:
+		s.pooled.Add(int64(cap(b)))
+	default:
+	}
 }
 
 func dialConn(ctx context.Context, addr string, maxRead int, tc *tls.Config) (*conn, error) {
@@ -65,49 +115,65 @@ func dialConn(ctx context.Context, addr string, maxRead int, tc *tls.Config) (*c
 		}
 		nc = tlsConn
 	}
+	return newConn(nc, maxRead), nil
+}
+
+// newConn starts the reader of an established connection.
+func newConn(nc net.Conn, maxRead int) *conn {
 	c := &conn{nc: nc, maxRead: maxRead, done: make(chan struct{}), closing: make(chan struct{})}
 	c.mu.pending = map[uint32]chan frame{}
-	c.mu.subs = map[uint32]chan frame{}
+	c.mu.subs = map[uint32]*pushStream{}
 	go c.readLoop()
-	return c, nil
+	return c
 }
 
 func (c *conn) readLoop() {
 	defer close(c.done)
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var h [wire.HeaderSize]byte
+	var h [wire.HeaderSize + 4]byte // a header and a correlation id
 	var err error
 	for {
-		if _, err = io.ReadFull(br, h[:]); err != nil {
+		if _, err = io.ReadFull(br, h[:wire.HeaderSize]); err != nil {
 			break
 		}
 		var op wire.Opcode
 		var n int
-		op, n, err = wire.ParseHeader(h[:], c.maxRead)
+		op, n, err = wire.ParseHeader(h[:wire.HeaderSize], c.maxRead)
 		if err != nil {
-			break
-		}
-		p := make([]byte, n)
-		if _, err = io.ReadFull(br, p); err != nil {
 			break
 		}
 		if n < 4 {
 			err = fmt.Errorf("%w: response without a correlation id", wire.ErrMalformed)
 			break
 		}
-		corr := uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3])
+		// The correlation id first: a subscription's push is read into
+		// a buffer its consumer gave back, not a new one.
+		if _, err = io.ReadFull(br, h[wire.HeaderSize:]); err != nil {
+			break
+		}
+		corr := binary.BigEndian.Uint32(h[wire.HeaderSize:])
 		c.mu.Lock()
 		ch, ok := c.mu.pending[corr]
 		delete(c.mu.pending, corr)
-		sub, isSub := c.mu.subs[corr]
+		sub := c.mu.subs[corr]
 		c.mu.Unlock()
+		var p []byte
+		if sub != nil && !ok {
+			p = sub.buffer(n)
+		} else {
+			p = make([]byte, n)
+		}
+		copy(p, h[wire.HeaderSize:])
+		if _, err = io.ReadFull(br, p[4:]); err != nil {
+			break
+		}
 		if ok {
 			ch <- frame{op: op, payload: p}
-		} else if isSub {
+		} else if sub != nil {
 			// A subscription's reader takes its pushes in order; the
 			// credit it gives back bounds how many can queue here.
 			select {
-			case sub <- frame{op: op, payload: p}:
+			case sub.ch <- frame{op: op, payload: p}:
 			case <-c.closing:
 				err = ErrClosed
 			}
@@ -132,8 +198,8 @@ func (c *conn) readLoop() {
 		close(ch)
 		delete(c.mu.pending, id)
 	}
-	for id, ch := range c.mu.subs {
-		close(ch)
+	for id, sub := range c.mu.subs {
+		close(sub.ch)
 		delete(c.mu.subs, id)
 	}
 	c.mu.Unlock()
@@ -180,9 +246,10 @@ func (c *conn) send(op wire.Opcode, noResponse bool, fill func([]byte) []byte) (
 }
 
 // subscribe sends a Subscribe built by fill; every frame under its id
-// (the answer first, then the pushes) arrives on the returned channel,
-// closed when the connection dies.
-func (c *conn) subscribe(fill func([]byte) []byte) (uint32, chan frame, error) {
+// (the answer first, then the pushes) arrives on the returned stream's
+// channel, closed when the connection dies. The stream keeps up to
+// poolBytes of freed buffers for later pushes.
+func (c *conn) subscribe(poolBytes int64, fill func([]byte) []byte) (uint32, *pushStream, error) {
 	c.mu.Lock()
 	if c.mu.err != nil {
 		err := c.mu.err
@@ -191,8 +258,8 @@ func (c *conn) subscribe(fill func([]byte) []byte) (uint32, chan frame, error) {
 	}
 	c.mu.next++
 	corr := c.mu.next
-	ch := make(chan frame, 64)
-	c.mu.subs[corr] = ch
+	sub := newPushStream(poolBytes)
+	c.mu.subs[corr] = sub
 	c.mu.Unlock()
 	c.wmu.Lock()
 	b := wire.AppendHeader(c.wbuf[:0], wire.OpSubscribe, 0)
@@ -207,7 +274,7 @@ func (c *conn) subscribe(fill func([]byte) []byte) (uint32, chan frame, error) {
 		_ = c.nc.Close()
 		return 0, nil, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
-	return corr, ch, nil
+	return corr, sub, nil
 }
 
 // unsubscribeLocal stops delivering a subscription's frames.

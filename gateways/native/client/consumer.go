@@ -68,10 +68,20 @@ type Consumer struct {
 	order []int32
 	dec   wire.Decoder
 	recs  []wire.Record
+	msgs  []Message          // Poll's answer, reused
+	resp  wire.FetchResponse // a push's, reused
 
-	sub    uint32     // the subscription's id, while subscribed
-	pushes chan frame // its frames
-	owed   int64      // bytes taken in but not yet given back as credit
+	sub    uint32      // the subscription's id, while subscribed
+	pushes *pushStream // its frames
+	owed   int64       // bytes taken in but not yet given back as credit
+	// held is the buffer of the push the last Poll's messages alias,
+	// given back to pushes at the next Poll.
+	held   []byte
+	timer  *time.Timer
+	credit wire.Credit
+	// creditFill is credit.Append, bound once: a method value made per
+	// Credit frame would be an allocation each.
+	creditFill func([]byte) []byte
 
 	// commit, when not nil, rides on the next fetch (FeatureFetchCommit):
 	// a GroupConsumer's offsets, committed by the gateway before it
@@ -174,8 +184,10 @@ func (co *Consumer) CaughtUp() bool {
 }
 
 // Poll fetches once, waiting up to MaxWait for records, and returns those
-// it got (perhaps none). The messages' bytes are the Consumer's until the
-// next Poll. A partition whose position fell below its log start
+// it got (perhaps none). The returned slice and the messages' Key, Value
+// and Headers are the Consumer's and valid only until the next Poll: with
+// Push, that Poll reads a later push into the same memory. Copy what you
+// keep longer. A partition whose position fell below its log start
 // (retention) moves to the log start.
 func (co *Consumer) Poll(ctx context.Context) ([]Message, error) {
 	if co.opts.Push {
@@ -208,7 +220,8 @@ func (co *Consumer) Poll(ctx context.Context) ([]Message, error) {
 
 // absorb turns fetched partitions into messages, moving the positions.
 func (co *Consumer) absorb(ctx context.Context, resp *wire.FetchResponse) ([]Message, error) {
-	var out []Message
+	out := co.msgs[:0]
+	defer func() { co.msgs = out[:0] }()
 	for _, fp := range resp.Partitions {
 		if fp.Code != 0 {
 			e := &Error{Code: fp.Code, LeaderHint: -1}
@@ -255,31 +268,41 @@ func (co *Consumer) absorb(ctx context.Context, resp *wire.FetchResponse) ([]Mes
 // pollPush waits up to MaxWait for the subscription's next push.
 func (co *Consumer) pollPush(ctx context.Context) ([]Message, error) {
 	if co.pushes == nil {
+		co.held = nil
 		if err := co.subscribe(ctx); err != nil {
 			return nil, err
 		}
 	}
-	timer := time.NewTimer(co.opts.MaxWait)
-	defer timer.Stop()
+	// The last Poll's messages are done with: their push's buffer takes a
+	// later push.
+	co.pushes.put(co.held)
+	co.held = nil
+	if co.timer == nil {
+		co.timer = time.NewTimer(co.opts.MaxWait)
+	} else {
+		co.timer.Reset(co.opts.MaxWait)
+	}
+	defer co.timer.Stop()
 	var f frame
 	var ok bool
 	select {
-	case f, ok = <-co.pushes:
+	case f, ok = <-co.pushes.ch:
 		if !ok {
 			return nil, co.c.closedErr()
 		}
-	case <-timer.C:
+	case <-co.timer.C:
 		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	co.held = f.payload
 	r := wire.NewReader(f.payload)
 	h := wire.ReadHead(&r)
 	if h.Code != 0 {
 		co.unsubscribe()
 		return nil, &Error{Code: h.Code, Message: h.Message, LeaderHint: h.LeaderHint}
 	}
-	var resp wire.FetchResponse
+	resp := &co.resp
 	if err := resp.Decode(&r); err != nil {
 		return nil, err
 	}
@@ -298,13 +321,16 @@ func (co *Consumer) pollPush(ctx context.Context) ([]Message, error) {
 		// Credit frame per push cost a write here and a read and a
 		// wake-up at the gateway for every push, and the window left
 		// (three quarters at least) keeps the pushes coming meanwhile.
-		cr := wire.Credit{Subscription: co.sub, Bytes: co.owed}
+		co.credit = wire.Credit{Subscription: co.sub, Bytes: co.owed}
 		co.owed = 0
-		if _, _, err := co.c.send(wire.OpCredit, true, cr.Append); err != nil {
+		if co.creditFill == nil {
+			co.creditFill = co.credit.Append
+		}
+		if _, _, err := co.c.send(wire.OpCredit, true, co.creditFill); err != nil {
 			return nil, err
 		}
 	}
-	return co.absorb(ctx, &resp)
+	return co.absorb(ctx, resp)
 }
 
 // subscribe starts the push stream from the current positions and waits
@@ -314,12 +340,14 @@ func (co *Consumer) subscribe(ctx context.Context) error {
 	for _, p := range co.order {
 		req.Partitions = append(req.Partitions, wire.SubscribePartition{TopicID: co.topic.ID, Partition: p, Offset: co.pos[p]})
 	}
-	corr, ch, err := co.c.subscribe(req.Append)
+	// Freed buffers are kept up to the window and one push more: the
+	// window bounds the bytes in flight, so more would only sit idle.
+	corr, stream, err := co.c.subscribe(co.opts.CreditBytes+int64(req.MaxBytes), req.Append)
 	if err != nil {
 		return err
 	}
 	select {
-	case f, ok := <-ch:
+	case f, ok := <-stream.ch:
 		if !ok {
 			return co.c.closedErr()
 		}
@@ -328,11 +356,12 @@ func (co *Consumer) subscribe(ctx context.Context) error {
 			co.c.unsubscribeLocal(corr)
 			return &Error{Code: h.Code, Message: h.Message, LeaderHint: h.LeaderHint}
 		}
+		stream.put(f.payload)
 	case <-ctx.Done():
 		co.c.unsubscribeLocal(corr)
 		return ctx.Err()
 	}
-	co.sub, co.pushes, co.owed = corr, ch, 0
+	co.sub, co.pushes, co.owed = corr, stream, 0
 	return nil
 }
 
@@ -345,7 +374,9 @@ func (co *Consumer) unsubscribe() {
 	cr := wire.Credit{Subscription: co.sub}
 	_, _, _ = co.c.send(wire.OpUnsubscribe, true, cr.Append)
 	co.c.unsubscribeLocal(co.sub)
-	co.sub, co.pushes = 0, nil
+	// The held buffer stays with the messages that alias it, never
+	// reused: the stream it came from is gone.
+	co.sub, co.pushes, co.held = 0, nil, nil
 }
 
 // Close closes the consumer's connection.

@@ -17,7 +17,18 @@
 //
 // A Consumer follows by long-polling Fetch, or with ConsumerOptions.Push
 // by a server-push subscription whose credit it gives back as it hands
-// records out. A GroupConsumer can commit inside its next fetch
+// records out.
+//
+// Consumed bytes are lent, not given: the slice Poll returns and every
+// Message's Key, Value and Headers belong to the Consumer and stay valid
+// only until its next Poll. With Push, each push is read into a buffer the
+// subscription reuses, and the next Poll hands the last one back for a
+// later push; so following a partition allocates nothing per push once
+// those buffers have grown, and a caller that keeps a record past the next
+// Poll must copy it (bytes.Clone, string(m.Value)). Seek and Close do not
+// reclaim anything.
+//
+// A GroupConsumer can commit inside its next fetch
 // (CommitOnNextPoll); Client.DescribeGroup, ListGroups and Lag ask the
 // gateway about groups.
 //
