@@ -3,6 +3,7 @@ package ring
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,10 @@ type DialOptions struct {
 	DialTimeout time.Duration
 	// Logger receives connection events; default slog.Default().
 	Logger *slog.Logger
+	// TLS, when set, wraps every connection in TLS (tls.go): give it the
+	// node certificate and the cluster CA. An empty ServerName is the
+	// dialled host.
+	TLS *tls.Config
 }
 
 // client is the network Backend. It holds one connection per shard; each
@@ -36,6 +41,7 @@ type client struct {
 	maxPayload       int
 	dialTimeout      time.Duration
 	log              *slog.Logger
+	tls              *tls.Config // nil: plaintext
 
 	// The ring as described by the server at Dial.
 	shards      int
@@ -84,6 +90,7 @@ func Dial(ctx context.Context, addr string, opts DialOptions) (Backend, error) {
 	} else {
 		c.network, c.address = "tcp", addr
 	}
+	c.tls = clientTLS(opts.TLS, c.network, c.address)
 	c.log = c.log.With("component", "ring-client", "addr", addr)
 
 	if err := c.describe(ctx); err != nil {
@@ -112,6 +119,15 @@ func (c *client) dialRaw(ctx context.Context) (net.Conn, func(), error) {
 	if err != nil {
 		cancel()
 		return nil, nil, err
+	}
+	if c.tls != nil {
+		tc := tls.Client(nc, c.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			cancel()
+			_ = nc.Close()
+			return nil, nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		nc = tc
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)

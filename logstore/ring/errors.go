@@ -29,6 +29,9 @@ var (
 	// ErrRemote: the server failed with an error that wraps no sentinel the
 	// ring knows; the message says what it was.
 	ErrRemote = errors.New("ring remote error")
+	// ErrTLSRequired: a client spoke plaintext to a ring listener that
+	// serves mutual TLS; the server answers it with this and hangs up.
+	ErrTLSRequired = errors.New("ring listener requires mutual TLS")
 )
 
 // Error codes on the wire. The table is the single mapping between errors
@@ -67,6 +70,7 @@ var (
 //	  34  ErrWrongShard
 //	  35  ErrStaleRing
 //	  36  ErrUnsupported
+//	  37  ErrTLSRequired
 const (
 	codeNone    int16 = 0
 	codeUnknown int16 = -1
@@ -83,6 +87,7 @@ var errorCodes = []struct {
 	{34, ErrWrongShard},
 	{35, ErrStaleRing},
 	{36, ErrUnsupported},
+	{37, ErrTLSRequired},
 	{1, ErrCorruptBatch},
 	{2, ErrBadMagic},
 	{3, ErrBadCRC},

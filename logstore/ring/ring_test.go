@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newStore opens a 4-shard store over a fresh directory, closed at cleanup.
-func newStore(t *testing.T) *logstore.Store {
+func newStore(t testing.TB) *logstore.Store {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet()})
@@ -95,7 +95,7 @@ func serve(t *testing.T, s *logstore.Store, ln net.Listener, logger *slog.Logger
 	return srv
 }
 
-func listenTCP(t *testing.T) (net.Listener, string) {
+func listenTCP(t testing.TB) (net.Listener, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

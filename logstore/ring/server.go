@@ -3,6 +3,7 @@ package ring
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,12 +44,17 @@ type Server struct {
 	// a connection waits to read a payload while they are spent. Default
 	// DefaultMaxQueuedBytes; negative means no bound.
 	MaxQueuedBytes int64
+	// TLS, when set, makes every connection complete a TLS handshake
+	// before its first frame (tls.go); give it client certificates
+	// required, so that only the cluster's nodes reach the shards. A
+	// connection whose handshake fails is logged and closed.
+	TLS *tls.Config
 
 	budget atomic.Pointer[bytebudget.Budget] // set by Serve; nil without a bound
 	store  *logstore.Store
 	logger *slog.Logger
 	stats  struct {
-		conns, requests, inFlight, protocolErrors, sendfileBytes, copiedBytes atomic.Int64
+		conns, requests, inFlight, protocolErrors, sendfileBytes, copiedBytes, tlsFailures atomic.Int64
 	}
 }
 
@@ -62,6 +68,7 @@ type ServerStats struct {
 	CopiedBytes    int64 // record bytes written from user-space buffers
 	QueuedBytes    int64 // request payload bytes reserved right now
 	QueueWaits     int64 // payloads that waited for MaxQueuedBytes
+	TLSFailures    int64 // connections closed for a failed TLS handshake
 }
 
 // NewServer returns a Server for s. logger may be nil (slog.Default).
@@ -81,6 +88,7 @@ func (s *Server) Stats() ServerStats {
 		ProtocolErrors: s.stats.protocolErrors.Load(),
 		SendfileBytes:  s.stats.sendfileBytes.Load(),
 		CopiedBytes:    s.stats.copiedBytes.Load(),
+		TLSFailures:    s.stats.tlsFailures.Load(),
 	}
 	if b := s.budget.Load(); b != nil {
 		st.QueuedBytes, st.QueueWaits = b.InUse(), b.Waits()
@@ -136,7 +144,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer stop()
 
-	s.logger.Info("ring serving", "addr", ln.Addr().String(), "shards", cfg.shards, "ring_version", ringVersion)
+	tlsCfg := s.TLS
+	s.logger.Info("ring serving", "addr", ln.Addr().String(), "shards", cfg.shards, "ring_version", ringVersion, "tls", tlsCfg != nil)
 	var (
 		wg      sync.WaitGroup
 		err     error
@@ -168,6 +177,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if tlsCfg != nil {
+				var ok bool
+				if nc, ok = s.acceptTLS(connCtx, tlsCfg, nc); !ok {
+					return
+				}
+			}
 			s.serveConn(connCtx, cfg, budget, nc)
 		}()
 	}
