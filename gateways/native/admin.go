@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -25,6 +26,10 @@ func (s *session) lookup(ctx context.Context, corr uint32, r *wire.Reader) (*gat
 	}
 	out := wire.Topics{Topics: make([]wire.TopicInfo, 0, len(m.Names))}
 	for _, name := range m.Names {
+		if !s.can(auth.OpDescribe, auth.ResourceTopic, name) {
+			out.Topics = append(out.Topics, wire.TopicInfo{Code: codeFor(s.denied(auth.OpDescribe, auth.ResourceTopic, name)), Name: name})
+			continue
+		}
 		t, err := s.g.opts.Cluster.Topic(ctx, name)
 		if err != nil {
 			out.Topics = append(out.Topics, wire.TopicInfo{Code: codeFor(err), Name: name})
@@ -42,6 +47,9 @@ func (s *session) listOffsets(ctx context.Context, corr uint32, r *wire.Reader) 
 		return nil, err
 	}
 	t, err := s.topicByID(ctx, m.TopicID)
+	if err == nil {
+		err = s.topicErr(t, opDescribe) // authz.go
+	}
 	if err != nil {
 		return s.fail(wire.OpListOffsets, corr, err, -1), nil
 	}
@@ -57,6 +65,10 @@ func (s *session) createTopic(ctx context.Context, corr uint32, r *wire.Reader) 
 	var m wire.CreateTopic
 	if err := m.Decode(r); err != nil {
 		return nil, err
+	}
+	// As Kafka: CREATE on the cluster, or else on the topic.
+	if !s.quiet(auth.OpCreate, auth.ResourceCluster, auth.ClusterName) && !s.can(auth.OpCreate, auth.ResourceTopic, m.Name) {
+		return s.fail(wire.OpCreateTopic, corr, s.denied(auth.OpCreate, auth.ResourceTopic, m.Name), -1), nil
 	}
 	if m.Partitions == -1 {
 		m.Partitions = s.g.opts.DefaultPartitions
@@ -86,6 +98,9 @@ func (s *session) deleteTopic(ctx context.Context, corr uint32, r *wire.Reader) 
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if !s.can(auth.OpDelete, auth.ResourceTopic, m.Name) {
+		return s.fail(wire.OpDeleteTopic, corr, s.denied(auth.OpDelete, auth.ResourceTopic, m.Name), -1), nil
+	}
 	t, err := s.g.opts.Cluster.Topic(ctx, m.Name)
 	if err == nil && t.Internal {
 		err = fmt.Errorf("%w: %s cannot be deleted", ErrInternalTopic, t.Name)
@@ -111,6 +126,9 @@ func (s *session) listTopics(ctx context.Context, corr uint32, r *wire.Reader) (
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	out := wire.Topics{Topics: make([]wire.TopicInfo, 0, len(ts))}
 	for i := range ts {
+		if !s.quiet(auth.OpDescribe, auth.ResourceTopic, ts[i].Name) {
+			continue // hidden, as Kafka's Metadata of all topics hides it
+		}
 		out.Topics = append(out.Topics, info(&ts[i], 0))
 	}
 	return s.respond(wire.OpListTopics, ok(corr), out.Append), nil
@@ -118,17 +136,25 @@ func (s *session) listTopics(ctx context.Context, corr uint32, r *wire.Reader) (
 
 // describe answers a topic's configs and each partition's log: start
 // offset and high watermark, from the store that leads it, which is what
-// a client needs for lag.
+// a client needs for lag. The configs are left out for a principal that
+// may DESCRIBE the topic but not DESCRIBE_CONFIGS it, so that a reader
+// still gets its offsets.
 func (s *session) describe(ctx context.Context, corr uint32, r *wire.Reader) (*gateways.Response, error) {
 	var m wire.TopicName
 	if err := m.Decode(r); err != nil {
 		return nil, err
+	}
+	if !s.can(auth.OpDescribe, auth.ResourceTopic, m.Name) {
+		return s.fail(wire.OpDescribe, corr, s.denied(auth.OpDescribe, auth.ResourceTopic, m.Name), -1), nil
 	}
 	t, err := s.g.opts.Cluster.Topic(ctx, m.Name)
 	if err != nil {
 		return s.fail(wire.OpDescribe, corr, err, -1), nil
 	}
 	out := wire.Description{Topic: info(&t, 0)}
+	if !s.quiet(auth.OpDescribeConfigs, auth.ResourceTopic, t.Name) {
+		t.Configs = nil
+	}
 	for k, v := range t.Configs {
 		out.Configs = append(out.Configs, wire.Config{Key: k, Value: v})
 	}
@@ -153,6 +179,9 @@ func (s *session) alterConfigs(ctx context.Context, corr uint32, r *wire.Reader)
 	var m wire.AlterConfigs
 	if err := m.Decode(r); err != nil {
 		return nil, err
+	}
+	if !s.can(auth.OpAlterConfigs, auth.ResourceTopic, m.Name) {
+		return s.fail(wire.OpAlterConfigs, corr, s.denied(auth.OpAlterConfigs, auth.ResourceTopic, m.Name), -1), nil
 	}
 	set := make(map[string]*string, len(m.Set)+len(m.Deleted))
 	for _, c := range m.Set {

@@ -25,6 +25,10 @@
 //   - Subscribe (subscribe.go): a server-push stream per subscription, one
 //     goroutine each, pushing through gateways.Conn.Push within a credit
 //     window the client gives back.
+//   - Authorization (authz.go): every operation decided by the ACLs of
+//     AuthOptions.Authorizer, with Kafka's rules and codes, decisions on
+//     a topic id kept per connection until the ACLs change, and each
+//     refusal in the audit log.
 //   - Its error mapping (errors.go): Kafka's codes, one table.
 //
 // The codec lives in wire/, shared with the Go SDK in client/, which

@@ -34,6 +34,12 @@ var (
 	ErrInternalTopic = errors.New("internal topic")
 	// ErrBadRequest: a request whose fields are out of range.
 	ErrBadRequest = errors.New("invalid request")
+	// ErrTopicAuthorization, ErrGroupAuthorization and
+	// ErrClusterAuthorization: the ACLs do not let the principal do the
+	// operation on that topic, group or the cluster (authz.go).
+	ErrTopicAuthorization   = errors.New("topic authorization failed")
+	ErrGroupAuthorization   = errors.New("group authorization failed")
+	ErrClusterAuthorization = errors.New("cluster authorization failed")
 )
 
 // errorTable maps errors to the Kafka codes the protocol answers with
@@ -51,6 +57,9 @@ var errorTable = kcode.Table([]kcode.Row{
 	{Err: ErrSASLFailed, Code: kerr.SaslAuthenticationFailed},
 	{Err: ErrInternalTopic, Code: kerr.InvalidTopicException},
 	{Err: ErrBadRequest, Code: kerr.InvalidRequest},
+	{Err: ErrTopicAuthorization, Code: kerr.TopicAuthorizationFailed},
+	{Err: ErrGroupAuthorization, Code: kerr.GroupAuthorizationFailed},
+	{Err: ErrClusterAuthorization, Code: kerr.ClusterAuthorizationFailed},
 }...)
 
 // codeFor returns the Kafka code for err (0 for nil).

@@ -41,6 +41,9 @@ func (s *session) handleFetch(ctx context.Context, corr uint32, r *wire.Reader) 
 	s.ringParts = s.ringParts[:0]
 	for i, p := range m.Partitions {
 		t, err := s.topicByID(ctx, p.TopicID)
+		if err == nil {
+			err = s.topicErr(t, opRead) // authz.go
+		}
 		if err == nil && (p.Partition < 0 || p.Partition >= t.Partitions) {
 			err = fmt.Errorf("%w: partition %d of %s", ring.ErrUnknownPartition, p.Partition, t.Name)
 		}

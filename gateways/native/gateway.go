@@ -94,6 +94,8 @@ type Gateway struct {
 
 	auditLimit auth.AuditLimiter
 	authFails  auth.FailureDelay
+	// z is Options.Auth.Authorizer when it enforces ACLs, else nil.
+	z *auth.Authorizer
 }
 
 // New checks opts and returns a Gateway.
@@ -120,6 +122,9 @@ func New(opts Options) (*Gateway, error) {
 		opts.StallTimeout = 2 * time.Minute
 	}
 	g := &Gateway{opts: opts, log: opts.Logger.With("component", "native-gateway")}
+	if opts.Auth.Authorizer.Enabled() {
+		g.z = opts.Auth.Authorizer
+	}
 	g.groups.init()
 	g.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	g.srv = &gateways.Server{Name: "native", Protocol: g, Logger: opts.Logger,
@@ -146,6 +151,7 @@ type session struct {
 	conn   *gateways.Conn
 	hello  bool
 	sasl   connSASL
+	authz  connAuthz
 	op     wire.Opcode
 	bad    error // a header that cannot be served: answered, then closed
 	rbuf   []byte
@@ -247,6 +253,11 @@ func (s *session) Handle(ctx context.Context, frame []byte) (*gateways.Response,
 	}
 	if resp, err := s.checkSASL(corr); resp != nil {
 		return resp, err
+	}
+	if s.g.z != nil && s.op != wire.OpHandshake && s.op != wire.OpSaslAuthenticate {
+		if resp := s.authzFrame(corr); resp != nil { // authz.go
+			return resp, nil
+		}
 	}
 	var (
 		resp *gateways.Response

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -42,6 +43,9 @@ func (s *session) initProducerID(ctx context.Context, corr uint32, r *wire.Reade
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if !s.mayInitProducerID() { // authz.go
+		return s.fail(wire.OpInitProducerID, corr, s.denied(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName), -1), nil
+	}
 	if s.g.opts.ProducerIDs == nil {
 		return s.fail(wire.OpInitProducerID, corr, fmt.Errorf("%w: no producer id allocator", kerr.CoordinatorNotAvailable), -1), nil
 	}
@@ -60,6 +64,9 @@ func (s *session) describeGroup(ctx context.Context, corr uint32, r *wire.Reader
 	}
 	if m.Group == "" {
 		return s.fail(wire.OpDescribeGroup, corr, fmt.Errorf("%w: empty group id", kerr.InvalidGroupID), -1), nil
+	}
+	if err := s.groupErr(auth.OpDescribe, m.Group); err != nil { // authz.go
+		return s.fail(wire.OpDescribeGroup, corr, err, -1), nil
 	}
 	out := wire.GroupDescription{Group: m.Group, State: "Dead", Generation: -1}
 	gs := &s.g.groups
@@ -123,8 +130,13 @@ func (s *session) listGroups(ctx context.Context, corr uint32, r *wire.Reader) (
 	}
 	gs.mu.Unlock()
 	var out wire.Groups
+	// As Kafka: DESCRIBE on the cluster lists all; else the groups the
+	// principal may describe, the others hidden.
+	all := s.quiet(auth.OpDescribe, auth.ResourceCluster, auth.ClusterName)
 	for name, n := range members {
-		out.Groups = append(out.Groups, wire.GroupListing{Group: name, Members: n})
+		if all || s.quiet(auth.OpDescribe, auth.ResourceGroup, name) {
+			out.Groups = append(out.Groups, wire.GroupListing{Group: name, Members: n})
+		}
 	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Group < out.Groups[j].Group })
 	return s.respond(wire.OpListGroups, ok(corr), out.Append), nil
@@ -135,7 +147,13 @@ func (s *session) groupLag(ctx context.Context, corr uint32, r *wire.Reader) (*g
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if err := s.groupErr(auth.OpDescribe, m.Group); err != nil { // authz.go
+		return s.fail(wire.OpGroupLag, corr, err, -1), nil
+	}
 	t, err := s.topicByID(ctx, m.TopicID)
+	if err == nil {
+		err = s.topicErr(t, opDescribe)
+	}
 	if err != nil {
 		return s.fail(wire.OpGroupLag, corr, err, -1), nil
 	}
@@ -208,6 +226,9 @@ func (s *session) fetchCommit(ctx context.Context, c *wire.FetchCommit) error {
 	if c.Group == "" {
 		return fmt.Errorf("%w: empty group id", kerr.InvalidGroupID)
 	}
+	if err := s.groupErr(auth.OpRead, c.Group); err != nil { // authz.go
+		return err
+	}
 	if err := s.checkMember(c.Group, c.MemberID, c.Generation); err != nil {
 		return err
 	}
@@ -221,6 +242,9 @@ func (s *session) fetchCommit(ctx context.Context, c *wire.FetchCommit) error {
 	}
 	for _, id := range order {
 		t, err := s.topicByID(ctx, id)
+		if err == nil {
+			err = s.topicErr(t, opRead)
+		}
 		if err != nil {
 			return err
 		}

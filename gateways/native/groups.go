@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -117,7 +118,13 @@ func (s *session) joinGroup(ctx context.Context, corr uint32, r *wire.Reader) (*
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if err := s.groupErr(auth.OpRead, m.Group); err != nil { // authz.go
+		return s.fail(wire.OpJoinGroup, corr, err, -1), nil
+	}
 	t, err := s.topicByID(ctx, m.TopicID)
+	if err == nil {
+		err = s.topicErr(t, opDescribe)
+	}
 	if err != nil {
 		return s.fail(wire.OpJoinGroup, corr, err, -1), nil
 	}
@@ -173,6 +180,9 @@ func (s *session) heartbeat(corr uint32, r *wire.Reader, leave bool) (*gateways.
 	if leave {
 		op = wire.OpLeaveGroup
 	}
+	if err := s.groupErr(auth.OpRead, m.Group); err != nil { // authz.go
+		return s.fail(op, corr, err, -1), nil
+	}
 	gs := &s.g.groups
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
@@ -202,7 +212,13 @@ func (s *session) offsetCommit(ctx context.Context, corr uint32, r *wire.Reader)
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if err := s.groupErr(auth.OpRead, m.Group); err != nil { // authz.go
+		return s.fail(wire.OpOffsetCommit, corr, err, -1), nil
+	}
 	t, err := s.topicByID(ctx, m.TopicID)
+	if err == nil {
+		err = s.topicErr(t, opRead)
+	}
 	if err != nil {
 		return s.fail(wire.OpOffsetCommit, corr, err, -1), nil
 	}
@@ -220,7 +236,13 @@ func (s *session) offsetFetch(ctx context.Context, corr uint32, r *wire.Reader) 
 	if err := m.Decode(r); err != nil {
 		return nil, err
 	}
+	if err := s.groupErr(auth.OpDescribe, m.Group); err != nil { // authz.go
+		return s.fail(wire.OpOffsetFetch, corr, err, -1), nil
+	}
 	t, err := s.topicByID(ctx, m.TopicID)
+	if err == nil {
+		err = s.topicErr(t, opDescribe)
+	}
 	if err != nil {
 		return s.fail(wire.OpOffsetFetch, corr, err, -1), nil
 	}

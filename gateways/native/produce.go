@@ -122,6 +122,9 @@ func (s *session) handleProduce(ctx context.Context, corr uint32, r *wire.Reader
 		j := &jobs[i]
 		j.id, j.partition, j.records, j.hint = p.TopicID, p.Partition, p.Records, -1
 		t, err := s.topicByID(ctx, p.TopicID)
+		if err == nil {
+			err = s.topicErr(t, opWrite) // authz.go
+		}
 		if err == nil && t.Internal {
 			err = fmt.Errorf("%w: %s is written by the gateways only", ErrInternalTopic, t.Name)
 		}

@@ -32,6 +32,9 @@ type AuthOptions struct {
 	Credentials auth.CredentialLookup
 	// Tokens validates OAUTHBEARER tokens; nil refuses the mechanism.
 	Tokens auth.TokenValidator
+	// Authorizer decides every request by the ACLs (authz.go); nil, or
+	// one that is off, allows all.
+	Authorizer *auth.Authorizer
 	// Now is the clock of the failure limits; nil is time.Now.
 	Now func() time.Time
 }
@@ -122,6 +125,7 @@ func (s *session) saslAuthenticate(ctx context.Context, corr uint32, r *wire.Rea
 		}
 		a.authenticated, a.exchange = true, nil
 		s.conn.SetPrincipal(gateways.Principal{Mechanism: a.mechanism, Name: user})
+		s.authz.authenticated()
 	}
 	resp := wire.SaslAuthenticateResponse{Auth: reply}
 	return s.respond(wire.OpSaslAuthenticate, ok(corr), resp.Append), nil

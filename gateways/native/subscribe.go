@@ -47,6 +47,7 @@ type subscription struct {
 	credit   atomic.Int64
 	more     chan struct{} // a credit arrived (buffered 1)
 	cancel   context.CancelFunc
+	authz    subAuthz // authz.go; the subscription's goroutine owns it
 }
 
 func (s *session) subs() *subscriptions {
@@ -81,8 +82,12 @@ func (s *session) subscribe(ctx context.Context, corr uint32, r *wire.Reader) (*
 		sub.maxBytes = 16 << 20
 	}
 	sub.credit.Store(m.CreditBytes)
+	sub.authz = subAuthz{principal: s.authz.principal, host: s.authz.host, version: s.authz.version}
 	for _, p := range m.Partitions {
 		t, err := s.topicByID(ctx, p.TopicID)
+		if err == nil {
+			err = s.topicErr(t, opRead) // authz.go
+		}
 		if err == nil && (p.Partition < 0 || p.Partition >= t.Partitions) {
 			err = fmt.Errorf("%w: partition %d of %s", ring.ErrUnknownPartition, p.Partition, t.Name)
 		}
@@ -183,6 +188,10 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 				_ = s.conn.Push(ctx, resp)
 				return
 			}
+		}
+		if err := s.recheck(sub); err != nil { // authz.go
+			_ = s.conn.Push(ctx, s.fail(wire.OpSubscribe, sub.id, err, -1))
+			return
 		}
 		budget := int32(min(sub.credit.Load(), int64(sub.maxBytes)))
 		for i := range sub.parts {
