@@ -30,6 +30,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		&cmdSecurity{Op: secCreateACLs, ACLs: []auth.ACL{{ResourceType: auth.ResourceTopic, ResourceName: "t", PatternType: auth.PatternPrefixed, Principal: "User:a", Host: "*", Operation: auth.OpRead, Permission: auth.Allow}}},
 		&cmdSecurity{Op: secDeleteACLs, Filters: []auth.ACLFilter{{PatternType: auth.Match, ResourceName: "t"}}},
 		&cmdSecurity{Op: secAlterUsers, Upserts: []ScramUpsert{{User: "a", Mechanism: auth.ScramSHA256}}, Deletions: []ScramDeletion{{User: "a", Mechanism: auth.ScramSHA512}}},
+		&cmdSecurity{Op: secPutRoles, Roles: []auth.Role{{Name: "r", Permissions: []auth.RolePermission{{ResourceType: auth.ResourceTopic, Operations: []string{auth.OpRead}}}}}},
+		&cmdSecurity{Op: secBindRoles, Bindings: []auth.RoleBinding{{Role: "r", Principal: "Group:g", ResourceType: auth.ResourceTopic, PatternType: auth.PatternPrefixed, ResourceName: "t"}}},
+		&cmdSecurity{Op: secUnbindRoles, Bindings: []auth.RoleBinding{{Role: auth.RoleReader, Principal: "User:a"}}},
+		&cmdSecurity{Op: secDeleteRoles, RoleNames: []string{"r"}},
+		&cmdSecurity{Op: secSetGroups, Groups: []UserGroups{{User: "a", Groups: []string{"g"}}}},
 	} {
 		b, err := encodeCommand(newCommand(p))
 		if err != nil {

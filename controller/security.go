@@ -55,6 +55,12 @@ type cmdSecurity struct {
 	ACLs []auth.ACL `json:"acls,omitempty"`
 	// delete_acls
 	Filters []auth.ACLFilter `json:"filters,omitempty"`
+	// The role operations (roles.go): put_roles, delete_roles,
+	// bind_roles and unbind_roles, set_groups.
+	Roles     []auth.Role        `json:"roles,omitempty"`
+	RoleNames []string           `json:"role_names,omitempty"`
+	Bindings  []auth.RoleBinding `json:"bindings,omitempty"`
+	Groups    []UserGroups       `json:"groups,omitempty"`
 }
 
 // ScramUpsert sets one user's credential for one mechanism.
@@ -73,6 +79,7 @@ type ScramDeletion struct {
 type securityState struct {
 	users   map[string]map[string]auth.ScramCredential
 	acls    []auth.ACL
+	rbac    rbacState
 	version uint64
 	// changed is closed (and replaced) when version moves.
 	changed chan struct{}
@@ -147,6 +154,9 @@ func (a *applier) security(c *cmdSecurity) *applyResult {
 				delete(m, d.Mechanism)
 				if len(m) == 0 {
 					delete(s.users, d.User)
+					// A deleted user's groups must not pass to a new
+					// user of the same name.
+					delete(s.rbac.groups, d.User)
 				} else {
 					s.users[d.User] = m
 				}
@@ -189,6 +199,8 @@ func (a *applier) security(c *cmdSecurity) *applyResult {
 			changed = changed || len(removed) > 0
 		}
 		s.acls = keep
+	case secPutRoles, secDeleteRoles, secBindRoles, secUnbindRoles, secSetGroups:
+		changed = a.rbac(c, r)
 	default:
 		return &applyResult{err: fmt.Errorf("%w: unknown security op %q", ErrMalformedCommand, c.Op)}
 	}
@@ -203,19 +215,23 @@ type securitySnapshot struct {
 	Version uint64                                     `json:"version"`
 	Users   map[string]map[string]auth.ScramCredential `json:"users,omitempty"`
 	ACLs    []auth.ACL                                 `json:"acls,omitempty"`
+	RBAC    *rbacSnapshot                              `json:"rbac,omitempty"`
 }
 
 func (s *securityState) snapshot() *securitySnapshot {
-	if len(s.users) == 0 && len(s.acls) == 0 && s.version == 0 {
+	if len(s.users) == 0 && len(s.acls) == 0 && s.version == 0 && s.rbac.empty() {
 		return nil
 	}
-	return &securitySnapshot{Version: s.version, Users: maps.Clone(s.users), ACLs: s.acls}
+	return &securitySnapshot{Version: s.version, Users: maps.Clone(s.users), ACLs: s.acls, RBAC: s.rbac.snapshot()}
 }
 
 func (s *securityState) restore(d *securitySnapshot) error {
 	s.init()
 	if d == nil {
-		return nil
+		return s.rbac.restore(nil)
+	}
+	if err := s.rbac.restore(d.RBAC); err != nil {
+		return fmt.Errorf("roles: %w", err)
 	}
 	for name, m := range d.Users {
 		if err := checkUserName(name); err != nil {
@@ -502,6 +518,7 @@ func (c *Controller) securityRoutes(route func(string, bool, func(context.Contex
 	route(pathACLsCreate, false, decoded(decode, c.CreateACLs))
 	route(pathACLsDescribe, true, decoded(decode, c.DescribeACLs))
 	route(pathACLsDelete, false, decoded(decode, c.DeleteACLs))
+	c.rbacRoutes(route, decode)
 }
 
 // DescribeScramUsers describes users' credentials.
