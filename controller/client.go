@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,10 @@ type ClientOptions struct {
 	// deadline; default 30s.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// TLS, when set, makes the client speak https to controllers whose
+	// listener serves mutual TLS: give it a client certificate of the
+	// cluster CA and that CA. An empty ServerName is the dialled host.
+	TLS *tls.Config
 }
 
 // Client speaks the client API to a controller cluster. It starts with the
@@ -45,6 +50,7 @@ type Client struct {
 	// safe to retry.
 	hc, hcw *http.Client
 	opts    ClientOptions
+	scheme  string // http:// or https://
 
 	mu struct {
 		sync.Mutex
@@ -65,8 +71,9 @@ func NewClient(addrs []string, opts ClientOptions) *Client {
 	}
 	dial := (&net.Dialer{Timeout: 3 * time.Second}).DialContext
 	c := &Client{
-		addrs: append([]string(nil), addrs...),
-		opts:  opts,
+		addrs:  append([]string(nil), addrs...),
+		opts:   opts,
+		scheme: "http://",
 		hc: &http.Client{Transport: &http.Transport{
 			DialContext:         dial,
 			MaxIdleConnsPerHost: 4,
@@ -74,7 +81,37 @@ func NewClient(addrs []string, opts ClientOptions) *Client {
 		}},
 		hcw: &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}},
 	}
+	if opts.TLS != nil {
+		c.scheme = "https://"
+		dialTLS := tlsDialer(dial, opts.TLS)
+		for _, hc := range []*http.Client{c.hc, c.hcw} {
+			hc.Transport.(*http.Transport).DialTLSContext = dialTLS
+		}
+	}
 	return c
+}
+
+// tlsDialer dials and completes the TLS handshake before a request is
+// written, reporting a failed handshake as a failed dial: nothing was
+// sent, so even a write may be retried on another controller.
+func tlsDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), cfg *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tc := cfg
+		if tc.ServerName == "" {
+			tc = cfg.Clone()
+			tc.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		conn := tls.Client(nc, tc)
+		if err := conn.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, &net.OpError{Op: "dial", Net: network, Addr: nc.RemoteAddr(), Err: fmt.Errorf("TLS handshake: %w", err)}
+		}
+		return conn, nil
+	}
 }
 
 // Close releases idle connections.
@@ -184,7 +221,7 @@ func (c *Client) call(ctx context.Context, path string, kind callKind, req, resp
 var errTransport = errors.New("controller connection failed")
 
 func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite bool, body []byte, resp any) error {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+target+path+"?leader=1", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.scheme+target+path+"?leader=1", bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}

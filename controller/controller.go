@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,13 @@ type Options struct {
 	// Listener serves Raft and the client API (see transport.go). The
 	// caller binds it, so that a taken port fails before any state opens.
 	Listener net.Listener
+	// TLS, when set, is completed on every connection to Listener, Raft
+	// and client API alike (transport.go); give it client certificates
+	// required against the cluster CA, so that only nodes holding a
+	// certificate of it reach Raft or the API. PeerTLS is then what this
+	// voter dials the others with (Raft, joining, AddVoter's checks): the
+	// node certificate and the same CA.
+	TLS, PeerTLS *tls.Config
 	// Advertise is the host:port other controllers and clients reach this
 	// one at; empty means the listener's address, with an unspecified host
 	// (":8001", "0.0.0.0:8001") replaced by the machine's hostname.
@@ -165,7 +173,10 @@ func Open(opts Options) (_ *Controller, err error) {
 		return nil, fmt.Errorf("topic defaults: %w", err)
 	}
 	log := opts.Logger.With("component", "controller")
-	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger}), failed: make(chan struct{})}
+	if opts.TLS != nil && opts.PeerTLS == nil {
+		return nil, fmt.Errorf("%w: TLS without PeerTLS: a voter serving TLS dials the others with it", ErrInvalidRequest)
+	}
+	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger, TLS: opts.PeerTLS}), failed: make(chan struct{})}
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
@@ -223,9 +234,9 @@ func Open(opts Options) (_ *Controller, err error) {
 	if deps == nil {
 		// From here on a failed start must also stop the transport's
 		// goroutines: Raft is not there yet to do it.
-		c.mux = newMux(opts.Listener, tcpAddr(c.addr), log, c.fail)
+		c.mux = newMux(opts.Listener, tcpAddr(c.addr), opts.TLS, log, c.fail)
 		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream:  streamLayer{c.mux.raft},
+			Stream:  streamLayer{chanListener: c.mux.raft, tls: opts.PeerTLS},
 			MaxPool: 3,
 			Timeout: 10 * time.Second,
 			Logger:  hlog,
@@ -613,7 +624,7 @@ func newClusterID() string {
 // accepts or the controller closes.
 func (c *Controller) join() {
 	defer c.wg.Done()
-	cl := NewClient(c.opts.Join, ClientOptions{Logger: c.opts.Logger})
+	cl := NewClient(c.opts.Join, ClientOptions{Logger: c.opts.Logger, TLS: c.opts.PeerTLS})
 	defer cl.Close()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)

@@ -137,6 +137,13 @@
 //	curl -s localhost:8001/v1/metadata
 //	curl -s -d '{"topics":[{"name":"t","partitions":3,"replication_factor":1}]}' localhost:8001/v1/topics/create
 //
+// With Options.TLS the port serves mutual TLS for both (transport.go):
+// voters dial each other with Options.PeerTLS, clients with
+// ClientOptions.TLS, each presenting a certificate of the cluster CA, and
+// a connection without one is refused at the handshake, so the client API
+// then answers only the cluster's nodes and operators holding such a
+// certificate. A plaintext HTTP client is answered 400 saying so.
+//
 // Writes and heartbeats are served by the leader; a follower answers HTTP
 // 421 with the NOT_LEADER code and the leader's id and address, and Client
 // retries there. CreateTopics carries a request id that the FSM records

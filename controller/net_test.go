@@ -59,7 +59,7 @@ func startNetNode(t testing.TB, nd *netNode, bootstrap bool, join []string, tune
 
 // startNetCluster starts n controllers: the first bootstraps, the others
 // join it.
-func startNetCluster(t testing.TB, n int) []*netNode {
+func startNetCluster(t testing.TB, n int, tune ...func(*Options)) []*netNode {
 	t.Helper()
 	nodes := make([]*netNode, n)
 	for i := range nodes {
@@ -68,7 +68,7 @@ func startNetCluster(t testing.TB, n int) []*netNode {
 		if i > 0 {
 			join = []string{nodes[0].addr}
 		}
-		startNetNode(t, nodes[i], i == 0, join)
+		startNetNode(t, nodes[i], i == 0, join, tune...)
 	}
 	t.Cleanup(func() {
 		for _, nd := range nodes {

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -17,6 +19,11 @@ import (
 // client API, which is HTTP/1.1 (a request line starts with an ASCII
 // letter). The Raft dialer writes the marker byte; the client API needs no
 // marker, so curl works against the controller address.
+//
+// With Options.TLS the listener serves mutual TLS: the handshake comes
+// first, and the marker byte and HTTP travel inside it, so Raft and the
+// client API are both encrypted and both open only to holders of a
+// certificate of the cluster CA.
 const raftStreamByte = 0xAF
 
 // sniffTimeout bounds how long a new connection may stay silent before its
@@ -29,6 +36,10 @@ type mux struct {
 	advertise net.Addr
 	log       *slog.Logger
 	onFail    func(error)
+	// tls, when set, is completed on each connection before the first
+	// byte is read, so the marker byte and the client API both travel
+	// inside it.
+	tls *tls.Config
 
 	raft *chanListener
 	api  *chanListener
@@ -45,8 +56,8 @@ type mux struct {
 
 // newMux starts accepting on ln; onFail is told if the accept loop dies
 // other than by close.
-func newMux(ln net.Listener, advertise net.Addr, log *slog.Logger, onFail func(error)) *mux {
-	m := &mux{ln: ln, advertise: advertise, log: log, onFail: onFail, closed: make(chan struct{})}
+func newMux(ln net.Listener, advertise net.Addr, tlsCfg *tls.Config, log *slog.Logger, onFail func(error)) *mux {
+	m := &mux{ln: ln, advertise: advertise, tls: tlsCfg, log: log, onFail: onFail, closed: make(chan struct{})}
 	m.mu.conns = map[net.Conn]struct{}{}
 	m.raft = newChanListener(advertise, m.closed)
 	m.api = newChanListener(ln.Addr(), m.closed)
@@ -104,24 +115,57 @@ func (m *mux) untrack(c net.Conn) {
 	delete(m.mu.conns, c)
 }
 
-func (m *mux) sniff(c net.Conn) {
+func (m *mux) sniff(raw net.Conn) {
 	defer m.wg.Done()
+	c := raw
+	_ = raw.SetDeadline(time.Now().Add(sniffTimeout))
+	if m.tls != nil {
+		tc := tls.Server(raw, m.tls)
+		if err := tc.Handshake(); err != nil {
+			m.refuse(raw, err)
+			m.untrack(raw)
+			raw.Close()
+			return
+		}
+		c = tc
+	}
 	var b [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(sniffTimeout))
 	if _, err := c.Read(b[:]); err != nil {
-		m.untrack(c)
-		c.Close()
+		m.untrack(raw)
+		raw.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = raw.SetDeadline(time.Time{})
 	if b[0] == raftStreamByte {
 		// Raft's handler goroutines block reading until the peer hangs
 		// up; the conn stays tracked so close can end them.
-		m.raft.deliver(&trackedConn{Conn: c, m: m})
+		m.raft.deliver(&trackedConn{Conn: c, raw: raw, m: m})
 		return
 	}
-	m.untrack(c) // http.Server tracks and closes its own connections
+	m.untrack(raw) // http.Server tracks and closes its own connections
 	m.api.deliver(&peekedConn{Conn: c, first: b[0], has: true})
+}
+
+// refuse logs why a TLS handshake failed. A client that sent plaintext
+// HTTP gets a 400 saying so, as net/http's own TLS server answers, so
+// that curl or a misconfigured node shows the reason rather than a reset.
+func (m *mux) refuse(raw net.Conn, err error) {
+	log := m.log.With("remote", raw.RemoteAddr().String())
+	var rhe tls.RecordHeaderError
+	if !errors.As(err, &rhe) || rhe.Conn == nil {
+		log.Warn("controller: TLS handshake failed; closing the connection", "err", err)
+		return
+	}
+	first := rhe.RecordHeader[0]
+	if first == raftStreamByte {
+		log.Warn("controller: a plaintext Raft peer reached a mutual TLS listener; closing it (is its listeners.controller SSL://?)")
+		return
+	}
+	log.Warn("controller: a client that does not speak TLS reached a mutual TLS listener; closing it (is its listeners.controller SSL://?)")
+	if first >= 'A' && first <= 'Z' {
+		_, _ = io.WriteString(raw, "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"+
+			"this controller listener serves mutual TLS: use https with a client certificate of the cluster CA\n")
+	}
 }
 
 // close stops accepting and closes every connection handed to Raft.
@@ -140,15 +184,27 @@ func (m *mux) close() {
 	m.wg.Wait()
 }
 
-// streamLayer is raft.StreamLayer over the mux.
+// streamLayer is raft.StreamLayer over the mux. With tls set it dials
+// other voters over mutual TLS, presenting the node certificate; the mux
+// of a voter with TLS on completes the server side.
 type streamLayer struct {
 	*chanListener
+	tls *tls.Config // nil: plaintext
 }
 
 var _ raft.StreamLayer = streamLayer{}
 
 func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(addr), timeout)
+	d := &net.Dialer{Timeout: timeout}
+	var (
+		c   net.Conn
+		err error
+	)
+	if s.tls != nil {
+		c, err = tls.DialWithDialer(d, "tcp", string(addr), s.tls)
+	} else {
+		c, err = d.Dial("tcp", string(addr))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +275,13 @@ func (c *peekedConn) Read(p []byte) (int, error) {
 
 type trackedConn struct {
 	net.Conn
+	raw  net.Conn // what the mux tracks: Conn itself, or the socket under its TLS
 	m    *mux
 	once sync.Once
 }
 
 func (c *trackedConn) Close() error {
-	c.once.Do(func() { c.m.untrack(c.Conn) })
+	c.once.Do(func() { c.m.untrack(c.raw) })
 	return c.Conn.Close()
 }
 
