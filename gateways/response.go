@@ -101,11 +101,22 @@ func (r *Response) OnRelease(fn func()) { r.releases = append(r.releases, fn) }
 // way to tell such a producer that something went wrong).
 func (r *Response) CloseAfter() { r.closeAfter = true }
 
+// Reset empties a released Response for reuse, keeping the room its parts
+// took: a pusher that sends many alike responses allocates none per push.
+// Nothing may hold r when it is reset.
+func (r *Response) Reset() {
+	clear(r.parts) // no file or buffer stays reachable through r
+	*r = Response{parts: r.parts[:0], releases: r.releases[:0]}
+}
+
+// release runs the release functions, taking them off r first: one may
+// hand r on to be Reset and reused, so r is not touched after them.
 func (r *Response) release() {
-	for _, fn := range r.releases {
+	fns := r.releases
+	r.releases = nil
+	for _, fn := range fns {
 		fn()
 	}
-	r.releases = nil
 }
 
 // connWriter is the write goroutine's state.
