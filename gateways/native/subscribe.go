@@ -2,8 +2,6 @@ package native
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -155,7 +153,7 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 		return
 	}
 	stall := s.g.opts.StallTimeout
-	var hdr [wire.BatchHeaderSize]byte
+	sc := &pushScan{}
 	// After a small push the next fetch waits a moment, so that under
 	// load records go out in pushes of some size rather than one fetch
 	// per batch as each lands, which would keep the shards busy serving
@@ -197,7 +195,8 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 		for i := range sub.parts {
 			sub.parts[i].MaxBytes = budget
 		}
-		res, err := s.g.opts.Backend.Fetch(ctx, &ring.FetchRequest{Partitions: sub.parts, MinBytes: 1, MaxBytes: budget, MaxWait: time.Second})
+		sc.req = ring.FetchRequest{Partitions: sub.parts, MinBytes: 1, MaxBytes: budget, MaxWait: time.Second}
+		res, err := s.g.opts.Backend.Fetch(ctx, &sc.req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -206,13 +205,12 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 			_ = s.conn.Push(ctx, resp)
 			return
 		}
-		resp, spent, failed := s.pushFrame(sub, &res, hdr[:])
-		if resp == nil {
-			res.Release()
+		po, spent, failed := s.pushFrame(sub, res, sc) // pushframe.go
+		if po == nil {
 			continue
 		}
 		sub.credit.Add(-int64(spent))
-		if err := s.conn.Push(ctx, resp); err != nil {
+		if err := s.conn.Push(ctx, &po.resp); err != nil {
 			return
 		}
 		small = spent < pushSmallBytes
@@ -222,136 +220,8 @@ func (s *session) push(ctx context.Context, sub *subscription) {
 	}
 }
 
-// pushFrame builds a push of whole batches from res, moving the
-// subscription's offsets past them. It returns nil when there is nothing to
-// push, and failed when a partition answered an error (pushed, and the end
-// of the subscription).
-func (s *session) pushFrame(sub *subscription, res *ring.FetchResult, hdr []byte) (*gateways.Response, int, bool) {
-	bp := s.buf()
-	b := wire.AppendHeader(*bp, wire.OpSubscribe, 0)
-	b = wire.AppendHead(b, ok(sub.id))
-	b = wire.AppendU16(b, 0) // partition count, below
-	type cut struct {
-		end int
-		rc  *ring.Records
-		n   int
-	}
-	cuts := make([]cut, 0, len(res.Partitions))
-	total, count, failed := 0, 0, false
-	for i := range res.Partitions {
-		pr := &res.Partitions[i]
-		fp := wire.FetchedPartition{TopicID: sub.ids[i], Partition: pr.Partition, Code: codeFor(pr.Err), HighWatermark: pr.HighWatermark, LogStartOffset: pr.LogStartOffset}
-		n, next := 0, int64(-1)
-		if pr.Err == nil {
-			n, next = wholeBatches(&pr.Records, hdr)
-			if n == 0 {
-				continue
-			}
-		} else {
-			failed = true
-		}
-		b = wire.AppendFetchedHead(b, &fp, n)
-		c := cut{end: len(b), n: n}
-		if n > 0 {
-			c.rc = &pr.Records
-			sub.parts[i].Offset = next
-		}
-		cuts = append(cuts, c)
-		total += n
-		count++
-	}
-	if count == 0 {
-		s.g.bufs.Put(bp)
-		return nil, 0, false
-	}
-	binary.BigEndian.PutUint16(b[len(wire.AppendHeader(nil, 0, 0))+headLen(ok(sub.id)):], uint16(count))
-	wire.PutLength(b)
-	size := len(b) - wire.HeaderSize + total
-	binary.BigEndian.PutUint32(b[3:], uint32(size))
-	*bp = b
-	resp := &gateways.Response{}
-	prev := 0
-	for _, c := range cuts {
-		resp.AddBytes(b[prev:c.end])
-		prev = c.end
-		if c.rc != nil {
-			addRecords(resp, c.rc, c.n)
-		}
-	}
-	resp.OnRelease(func() {
-		res.Release()
-		s.g.bufs.Put(bp)
-	})
-	return resp, total, failed
-}
-
 // A push under pushSmallBytes makes the next fetch wait pushCoalesce.
 const (
 	pushSmallBytes = 64 << 10
 	pushCoalesce   = time.Millisecond
 )
-
-// headLen is the encoded size of h.
-func headLen(h wire.Head) int { return 4 + 2 + 4 + 4 + 2 + len(h.Message) }
-
-// addRecords adds the first n bytes of rc to resp.
-func addRecords(resp *gateways.Response, rc *ring.Records, n int) {
-	if rc.File != nil {
-		resp.AddFile(rc.File, rc.Pos, n)
-		return
-	}
-	for _, chunk := range append([][]byte{rc.Bytes}, rc.More...) {
-		if n <= 0 {
-			return
-		}
-		k := min(n, len(chunk))
-		resp.AddBytes(chunk[:k])
-		n -= k
-	}
-}
-
-// wholeBatches returns how many bytes of rc are whole batches, and the
-// offset after the last of them, reading only the batches' headers.
-func wholeBatches(rc *ring.Records, hdr []byte) (int, int64) {
-	size := rc.Size()
-	pos, next := 0, int64(-1)
-	for pos+wire.BatchHeaderSize <= size {
-		if readRecords(rc, pos, hdr[:27]) != nil {
-			break
-		}
-		n := 12 + int(int32(binary.BigEndian.Uint32(hdr[8:])))
-		if n < wire.BatchHeaderSize || pos+n > size {
-			break
-		}
-		next = int64(binary.BigEndian.Uint64(hdr)) + int64(int32(binary.BigEndian.Uint32(hdr[23:]))) + 1
-		pos += n
-	}
-	return pos, next
-}
-
-// readRecords reads len(dst) bytes of rc from off.
-func readRecords(rc *ring.Records, off int, dst []byte) error {
-	if rc.File != nil {
-		k, err := rc.File.ReadAt(dst, rc.Pos+int64(off))
-		if k == len(dst) {
-			return nil
-		}
-		if err == nil {
-			err = errors.New("short read")
-		}
-		return err
-	}
-	got := 0
-	for _, chunk := range append([][]byte{rc.Bytes}, rc.More...) {
-		if off >= len(chunk) {
-			off -= len(chunk)
-			continue
-		}
-		got += copy(dst[got:], chunk[off:])
-		off = 0
-		if got == len(dst) {
-			return nil
-		}
-	}
-	return errors.New("past the end")
-}
