@@ -45,10 +45,12 @@ import (
 // for a partition added to the producer's open transaction (KIP-890's
 // verification, txn_coordinator.go's verifyProduce); otherwise nothing is
 // written and the answer is TRANSACTION_ABORTABLE (INVALID_TXN_STATE
-// before v11). Transactions v2's implicit add (produce v12+) is not
-// served: the gateway does not advertise transaction.version 2, so
-// clients add partitions with AddPartitionsToTxn. The internal topic __consumer_offsets cannot be produced
-// to (INVALID_TOPIC_EXCEPTION).
+// before v11). From v12 (transactions v2, KIP-890 part 2, which the
+// gateway advertises as the finalized feature transaction.version 2) a
+// transactional batch adds its partition to the producer's transaction
+// itself, opening one if needed (txn_coordinator.go's addImplicit), and
+// clients send no AddPartitionsToTxn. The internal topic
+// __consumer_offsets cannot be produced to (INVALID_TOPIC_EXCEPTION).
 //
 // Version notes: v5 log start offset, v8 per-record errors and error
 // message, v9 flexible, v13 topics named by id.
@@ -111,7 +113,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 				err = g.checkSchemaIDs(ctx, t, p.Records) // schema_validation.go
 			}
 			if err == nil {
-				err = g.verifyTxnBatch(ctx, req.TransactionID, t.Name, p.Partition, p.Records)
+				err = g.verifyTxnBatch(ctx, req.TransactionID, t.Name, p.Partition, p.Records, req.Version)
 				if err != nil {
 					err = produceVerifyError(err, req.Version)
 				}
@@ -231,8 +233,9 @@ func noKeyRecordErrors(topic string, partition int32, batch []byte) (*string, []
 
 // verifyTxnBatch applies KIP-890's verification to a transactional data
 // batch of a request naming its transactional id; other batches pass, as
-// in Kafka.
-func (g *Gateway) verifyTxnBatch(ctx context.Context, id *string, topic string, partition int32, batch []byte) error {
+// in Kafka. From v12 (transactions v2) the batch adds its partition to
+// the producer's transaction instead.
+func (g *Gateway) verifyTxnBatch(ctx context.Context, id *string, topic string, partition int32, batch []byte, version int16) error {
 	if id == nil || len(batch) < 61 {
 		return nil
 	}
@@ -240,5 +243,8 @@ func (g *Gateway) verifyTxnBatch(ctx context.Context, id *string, topic string, 
 		return nil
 	}
 	pid, epoch := int64(binary.BigEndian.Uint64(batch[43:])), int16(binary.BigEndian.Uint16(batch[51:]))
+	if version >= 12 {
+		return g.txns.addImplicit(ctx, *id, pid, epoch, tp{topic, partition})
+	}
 	return g.txns.verifyProduce(ctx, *id, pid, epoch, tp{topic, partition})
 }

@@ -17,10 +17,13 @@ import (
 // response (header v0, readable by any client) carrying
 // UNSUPPORTED_VERSION and our ApiVersions range, so the client retries at a
 // version we serve. v3+ validates the client software name and version the
-// way Kafka does (INVALID_REQUEST on a mismatch). No feature flags are
-// advertised: clients find the group protocols by their keys, and the
-// other features they gate (KRaft metadata versions, transactions v2) are
-// not served.
+// way Kafka does (INVALID_REQUEST on a mismatch). From v3 one feature is
+// advertised, supported 0-2 and finalized at 2: transaction.version, so
+// clients run transactions v2 (KIP-890 part 2: produce v12+ and
+// TxnOffsetCommit v5+ add their partitions implicitly, EndTxn v5 bumps the
+// epoch; txn_coordinator.go). Clients find the group protocols by their
+// keys, and the other features (KRaft metadata versions) gate nothing a
+// client sends.
 
 func init() { regKey(18, 0, 4, (*Gateway).handleApiVersions) }
 
@@ -34,8 +37,25 @@ func (g *Gateway) handleApiVersions(_ context.Context, rc *reqCtx) (kmsg.Respons
 		return resp, nil
 	}
 	resp.ApiKeys = servedKeys()
+	if req.Version >= 3 {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = txnVersionFeature, 0, txnVersionLevel
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+		ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = txnVersionFeature, txnVersionLevel, txnVersionLevel
+		resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		// The level never changes, so one epoch serves: clients keep
+		// the finalized features of the highest epoch they have seen.
+		resp.FinalizedFeaturesEpoch = 1
+	}
 	return resp, nil
 }
+
+// The transaction.version feature and the level served (transactions v2).
+const (
+	txnVersionFeature       = "transaction.version"
+	txnVersionLevel   int16 = 2
+)
 
 // servedKeys lists the served keys in key order.
 func servedKeys() []kmsg.ApiVersionsResponseApiKey {

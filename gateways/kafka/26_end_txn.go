@@ -22,19 +22,22 @@ import (
 // transaction INVALID_TXN_STATE; a retry of a completed EndTxn succeeds.
 //
 // Version notes: v2 PRODUCER_FENCED, v3 flexible, v4 only widens the
-// errors, v5 returns the producer id and epoch (Kafka's transactions v2;
-// they are the request's here, as no epoch is bumped per transaction).
+// errors, v5 is transactions v2 (KIP-890 part 2): the epoch is bumped by
+// every EndTxn and the answer carries the producer id and epoch to go on
+// with (a new producer id once the epoch is used up); a retry at the
+// epoch just below succeeds, and an abort with nothing open bumps the
+// epoch too.
 
 func init() { regKey(26, 0, 5, (*Gateway).handleEndTxn) }
 
 func (g *Gateway) handleEndTxn(ctx context.Context, rc *reqCtx) (kmsg.Response, error) {
 	req := rc.req.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	err := g.txns.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version)
+	pid, epoch, err := g.txns.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, req.Version)
 	if err != nil && (ErrorFor(err) == kerr.UnknownServerError || errors.Is(err, kerr.CoordinatorNotAvailable)) {
 		g.log.Warn("ending a transaction", "transactional_id", req.TransactionalID, "commit", req.Commit, "err", err)
 	}
 	resp.ErrorCode = errorCode(err)
-	resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	return resp, nil
 }

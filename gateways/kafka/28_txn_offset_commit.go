@@ -24,8 +24,13 @@ import (
 // unknown topics or partitions UNKNOWN_TOPIC_OR_PARTITION, metadata above
 // 4096 bytes OFFSET_METADATA_TOO_LARGE.
 //
+// From v5 (transactions v2, KIP-890 part 2) the client sends no
+// AddOffsetsToTxn: the commit adds the group's __consumer_offsets
+// partition to the producer's transaction itself (txn_coordinator.go's
+// addImplicit).
+//
 // Version notes: v2 leader epoch, v3 flexible, generation, member and
-// instance ids, v4 and v5 only widen the errors.
+// instance ids, v4 only widens the errors, v5 transactions v2.
 
 func init() { regKey(28, 0, 5, (*Gateway).handleTxnOffsetCommit) }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,13 @@ import (
 // and the coordinator answers its requests PRODUCER_FENCED. A timeout
 // abort bumps the epoch the same way.
 //
+// Transactions v2 (KIP-890 part 2, advertised as the finalized feature
+// transaction.version 2): a produce v12+ or TxnOffsetCommit v5+ adds its
+// partition to the producer's transaction itself (addImplicit), through
+// a record in __transaction_state that any gateway may append, and every
+// EndTxn v5 bumps the producer epoch at the prepare, so the markers fence
+// the ended transaction's late batches.
+//
 // Expiry (transactional.id.expiration.ms): an id at rest (Empty,
 // CompleteCommit or CompleteAbort) whose state has not changed for
 // Options.TransactionalIDExpiration is removed by its coordinator with a tombstone in
@@ -73,6 +81,11 @@ const txnMaxTimeout = 15 * time.Minute
 // txnOffsetsKeyVersion marks our pending-offsets records in
 // __transaction_state; Kafka's own keys are versions 0 and 1.
 const txnOffsetsKeyVersion = 100
+
+// txnAddKeyVersion marks our implicit-add records in __transaction_state
+// (transactions v2): a partition joined a transaction through a produce or
+// a TxnOffsetCommit, written by whichever gateway served it.
+const txnAddKeyVersion = 101
 
 // txnTick is how often the background loop looks for timed-out and
 // unfinished transactions, and for expired transactional ids.
@@ -153,6 +166,15 @@ type txnMeta struct {
 	at  int64
 }
 
+// txnAdd is a partition added to a transaction implicitly (transactions
+// v2), not yet part of a state record.
+type txnAdd struct {
+	pid   int64
+	epoch int16
+	p     tp
+	ts    int64 // unix ms it was added
+}
+
 // txnPending is offsets committed in a transaction, not yet applied.
 type txnPending struct {
 	group string
@@ -180,6 +202,7 @@ type txnCoordinator struct {
 		sync.Mutex
 		txns     map[string]*txnMeta
 		pending  map[string][]txnPending // by transactional id, in log order
+		adds     map[string][]txnAdd     // by transactional id, in log order
 		loadedTo []int64                 // per partition: the offset read up to
 		stopping bool
 	}
@@ -189,6 +212,7 @@ func newTxnCoordinator(g *Gateway) *txnCoordinator {
 	c := &txnCoordinator{g: g, log: g.log.With("part", "txn-coordinator"), ready: make(chan struct{})}
 	c.mu.txns = map[string]*txnMeta{}
 	c.mu.pending = map[string][]txnPending{}
+	c.mu.adds = map[string][]txnAdd{}
 	return c
 }
 
@@ -373,6 +397,7 @@ func (c *txnCoordinator) applyLocked(off int64, r record) {
 			if m != nil && off > m.at {
 				delete(c.mu.txns, k.TransactionalID)
 				delete(c.mu.pending, k.TransactionalID)
+				delete(c.mu.adds, k.TransactionalID)
 			}
 			return
 		}
@@ -384,6 +409,7 @@ func (c *txnCoordinator) applyLocked(off int64, r record) {
 		switch v.state {
 		case txnEmpty, txnCompleteCommit, txnCompleteAbort, txnDead:
 			delete(c.mu.pending, k.TransactionalID)
+			delete(c.mu.adds, k.TransactionalID)
 		}
 		if m == nil {
 			m = &txnMeta{id: k.TransactionalID, at: -1}
@@ -400,7 +426,51 @@ func (c *txnCoordinator) applyLocked(off int64, r record) {
 		}
 		id := p.id
 		c.mu.pending[id] = append(c.mu.pending[id], p.txnPending)
+	case txnAddKeyVersion:
+		id, a, err := decodeTxnAdd(r.key, r.value)
+		if err != nil {
+			c.log.Warn("skipping a malformed transactional add record", "offset", off, "err", err)
+			return
+		}
+		c.mu.adds[id] = append(c.mu.adds[id], a)
 	}
+}
+
+// encodeTxnAdd lays out an implicit-add record. Key: version int16
+// (txnAddKeyVersion), transactional id (string), producer id int64,
+// epoch int16. Value: topic (string), partition int32, time added int64
+// (unix ms, the transaction's start if it opens it).
+func encodeTxnAdd(id string, a txnAdd) record {
+	k := kbin.AppendInt16(nil, txnAddKeyVersion)
+	k = kbin.AppendString(k, id)
+	k = kbin.AppendInt64(k, a.pid)
+	k = kbin.AppendInt16(k, a.epoch)
+	v := kbin.AppendString(nil, a.p.topic)
+	v = kbin.AppendInt32(v, a.p.partition)
+	v = kbin.AppendInt64(v, a.ts)
+	return record{key: k, value: v}
+}
+
+func decodeTxnAdd(key, value []byte) (string, txnAdd, error) {
+	var a txnAdd
+	kr := kbin.Reader{Src: key}
+	if kr.Int16() != txnAddKeyVersion {
+		return "", a, errors.New("not a transactional add key")
+	}
+	id := kr.String()
+	a.pid, a.epoch = kr.Int64(), kr.Int16()
+	if err := kr.Complete(); err != nil {
+		return "", a, fmt.Errorf("key: %w", err)
+	}
+	vr := kbin.Reader{Src: value}
+	a.p.topic, a.p.partition, a.ts = vr.String(), vr.Int32(), vr.Int64()
+	if err := vr.Complete(); err != nil {
+		return "", a, fmt.Errorf("value: %w", err)
+	}
+	if id == "" || a.p.topic == "" || a.p.partition < 0 {
+		return "", a, fmt.Errorf("add of %s-%d to transactional id %q", a.p.topic, a.p.partition, id)
+	}
+	return id, a, nil
 }
 
 // txnValue encodes v as Kafka's TxnMetadataValue v0.
@@ -547,11 +617,35 @@ func (c *txnCoordinator) save(ctx context.Context, m *txnMeta, next txnView) err
 	return nil
 }
 
-// view returns m's current state.
+// view returns m's current state, with the partitions added implicitly
+// since its last state record.
 func (c *txnCoordinator) view(m *txnMeta) txnView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return m.cur.clone()
+	return c.viewLocked(m)
+}
+
+// viewLocked is view with c.mu held. An implicit add by m's current
+// producer opens a transaction at rest, as AddPartitionsToTxn would; one
+// by another producer or epoch is stale and ignored (complete marks the
+// partitions of the epoch it ends).
+func (c *txnCoordinator) viewLocked(m *txnMeta) txnView {
+	v := m.cur.clone()
+	for _, a := range c.mu.adds[m.id] {
+		if a.pid != v.pid || a.epoch != v.epoch {
+			continue
+		}
+		switch v.state {
+		case txnEmpty, txnCompleteCommit, txnCompleteAbort:
+			v.state, v.start = txnOngoing, a.ts
+			clear(v.parts)
+		case txnOngoing:
+		default:
+			continue
+		}
+		v.parts[a.p] = struct{}{}
+	}
+	return v
 }
 
 // owns reports whether this gateway coordinates id.
@@ -819,6 +913,67 @@ func (c *txnCoordinator) verifyProduce(ctx context.Context, id string, pid int64
 	return nil
 }
 
+// addImplicit is transactions v2's implicit add (KIP-890 part 2): a
+// produce v12+ or a TxnOffsetCommit v5+ of id's current producer adds its
+// partition to the producer's transaction, opening one if none is open,
+// with no AddPartitionsToTxn from the client. Kafka's partition leader
+// asks the coordinator; here the gateway serving the request appends an
+// add record to id's partition of __transaction_state, which the
+// coordinator reads before it decides and again before it marks
+// (complete), so the gateway need not be the coordinator. The add is read
+// back: if the transaction was prepared meanwhile the add may have come
+// too late to be marked, so the request is refused (CONCURRENT_TRANSACTIONS)
+// and nothing of it is written; its retry is fenced by the epoch the
+// prepare bumped. Errors are as verifyProduce's.
+func (c *txnCoordinator) addImplicit(ctx context.Context, id string, pid int64, epoch int16, p tp) error {
+	if err := c.readyErr(); err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+	}
+	if err := c.ensure(ctx); err != nil {
+		return err
+	}
+	part := c.partitionFor(id)
+	check := func() (bool, error) {
+		if err := c.catchUp(ctx, part); err != nil {
+			return false, fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+		}
+		c.mu.Lock()
+		m := c.mu.txns[id]
+		var v txnView
+		if m != nil {
+			v = c.viewLocked(m)
+		}
+		c.mu.Unlock()
+		if m == nil || v.pid < 0 {
+			return false, fmt.Errorf("%w: transactional id %q is not known", kerr.InvalidProducerIDMapping, id)
+		}
+		if err := checkProducer(&v, pid, epoch, 5, 2); err != nil {
+			return false, err
+		}
+		switch v.state {
+		case txnEmpty, txnCompleteCommit, txnCompleteAbort, txnOngoing:
+		default:
+			return false, fmt.Errorf("%w: transaction is in %v", kerr.ConcurrentTransactions, v.state)
+		}
+		_, in := v.parts[p]
+		return in && v.state == txnOngoing, nil
+	}
+	in, err := check()
+	if err != nil || in {
+		return err
+	}
+	if _, err := c.write(ctx, part, encodeTxnAdd(id, txnAdd{pid: pid, epoch: epoch, p: p, ts: time.Now().UnixMilli()})); err != nil {
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	if in, err = check(); err == nil && !in {
+		err = fmt.Errorf("%w: %s-%d was not added to transaction %q", kerr.ConcurrentTransactions, p.topic, p.partition, id)
+	}
+	return err
+}
+
 // produceVerifyError is the produce's answer for a failed verifyProduce,
 // as Kafka's partition leader gives it (AddPartitionsToTxnManager and
 // ReplicaManager): a fenced producer is INVALID_PRODUCER_EPOCH; a
@@ -841,28 +996,68 @@ func produceVerifyError(err error, version int16) error {
 	return err
 }
 
-// endTxn serves EndTxn: commit or abort id's open transaction.
-func (c *txnCoordinator) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, version int16) error {
-	err := c.with(ctx, id, false, func(m *txnMeta) error {
+// endTxn serves EndTxn: commit or abort id's open transaction. It returns
+// the producer id and epoch the producer goes on with: from v5
+// (transactions v2, KIP-890 part 2) the epoch is bumped by every EndTxn,
+// at the prepare, so the markers fence the transaction's own late
+// batches, and a retry of an EndTxn that bumped it (the epoch just below)
+// is answered as the first one was; an abort with nothing open bumps it
+// too. When the epoch is used up, the transaction ends on it and the
+// producer goes on with a new producer id at epoch 0. Before v5 they are
+// the request's.
+func (c *txnCoordinator) endTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool, version int16) (outPid int64, outEpoch int16, err error) {
+	v2 := version >= 5
+	outPid, outEpoch = pid, epoch
+	err = c.with(ctx, id, false, func(m *txnMeta) error {
 		v := c.view(m)
+		want := map[bool]txnStatus{true: txnCompleteCommit, false: txnCompleteAbort}[commit]
+		prep := map[bool]txnStatus{true: txnPrepareCommit, false: txnPrepareAbort}[commit]
+		if v2 && v.pid == pid && epoch >= 0 && epoch == v.epoch-1 && v.state >= txnPrepareCommit && v.state <= txnCompleteAbort {
+			// A retry of the EndTxn that bumped the epoch, or the
+			// other decision after it.
+			if v.state != want && v.state != prep {
+				return fmt.Errorf("%w: EndTxn(commit=%v) after the transaction went to %v", kerr.InvalidTxnState, commit, v.state)
+			}
+			if err := c.complete(ctx, m); err != nil {
+				return fmt.Errorf("%w: %v", kerr.ConcurrentTransactions, err)
+			}
+			outPid, outEpoch = v.pid, v.epoch
+			return nil
+		}
 		if err := checkProducer(&v, pid, epoch, version, 2); err != nil {
 			return err
 		}
-		want := map[bool]txnStatus{true: txnCompleteCommit, false: txnCompleteAbort}[commit]
-		prep := map[bool]txnStatus{true: txnPrepareCommit, false: txnPrepareAbort}[commit]
 		switch v.state {
-		case want:
-			return nil // a retry of an EndTxn that completed
+		case txnOngoing:
 		case prep:
 			// A retry while the markers are still being written.
 			if err := c.complete(ctx, m); err != nil {
 				return fmt.Errorf("%w: %v", kerr.ConcurrentTransactions, err)
 			}
-			return nil
-		case txnOngoing:
+			return c.renewExhausted(ctx, m, v2, &outPid, &outEpoch)
 		case txnPrepareCommit, txnPrepareAbort:
 			return fmt.Errorf("%w: EndTxn(commit=%v) while the transaction is in %v", kerr.InvalidTxnState, commit, v.state)
+		case want:
+			if !v2 {
+				return nil // a retry of an EndTxn that completed
+			}
+			fallthrough
 		default:
+			if !commit && v2 && (v.state == txnEmpty || v.state == txnCompleteCommit || v.state == txnCompleteAbort) {
+				// Transactions v2: an abort with nothing open (every
+				// produce of the transaction failed) still moves the
+				// producer to a fresh epoch.
+				next := v.clone()
+				next.state, next.start = txnCompleteAbort, -1
+				clear(next.parts)
+				if next.epoch < math.MaxInt16-1 {
+					next.epoch++
+				}
+				if err := c.save(ctx, m, next); err != nil {
+					return err
+				}
+				return c.renewExhausted(ctx, m, v2, &outPid, &outEpoch)
+			}
 			if !commit && v.state == txnEmpty {
 				// Kafka lets a producer abort with nothing open.
 				return nil
@@ -871,18 +1066,52 @@ func (c *txnCoordinator) endTxn(ctx context.Context, id string, pid int64, epoch
 		}
 		next := v.clone()
 		next.state = prep
+		if v2 && next.epoch < math.MaxInt16-1 {
+			next.epoch++
+		}
 		if err := c.save(ctx, m, next); err != nil {
 			return err
 		}
+		outPid, outEpoch = next.pid, next.epoch
 		// The decision is durable; the background loop finishes what
 		// fails here, and the client learns of it through
 		// CONCURRENT_TRANSACTIONS on its next request.
 		if err := c.complete(ctx, m); err != nil {
 			c.log.Warn("completing a transaction; the background loop will retry", "transactional_id", id, "commit", commit, "err", err)
+			return nil
 		}
-		return nil
+		return c.renewExhausted(ctx, m, v2, &outPid, &outEpoch)
 	})
-	return c.unknownAs(err, kerr.InvalidProducerIDMapping)
+	return outPid, outEpoch, c.unknownAs(err, kerr.InvalidProducerIDMapping)
+}
+
+// renewExhausted sets *pid and *epoch to what the producer of m's ended
+// transaction goes on with under transactions v2: the state's, after
+// moving to a new producer id when the epoch cannot be bumped again.
+// Before v2 they are left as they are. m.op is held.
+func (c *txnCoordinator) renewExhausted(ctx context.Context, m *txnMeta, v2 bool, pid *int64, epoch *int16) error {
+	if !v2 {
+		return nil
+	}
+	v := c.view(m)
+	if v.state != txnCompleteCommit && v.state != txnCompleteAbort {
+		*pid, *epoch = v.pid, v.epoch
+		return nil
+	}
+	if v.epoch >= math.MaxInt16-1 {
+		newPid, err := c.g.pids.next(ctx)
+		if err != nil {
+			return err
+		}
+		next := v.clone()
+		next.pid, next.epoch = newPid, 0
+		if err := c.save(ctx, m, next); err != nil {
+			return err
+		}
+		v = next
+	}
+	*pid, *epoch = v.pid, v.epoch
+	return nil
 }
 
 // abortFenced aborts m's open transaction with the producer epoch bumped
@@ -911,6 +1140,21 @@ func (c *txnCoordinator) complete(ctx context.Context, m *txnMeta) error {
 	if !commit && v.state != txnPrepareAbort {
 		return nil
 	}
+	// Read past the prepare record first: a partition added implicitly
+	// by another gateway before it (so possibly after the view the
+	// decision was made on) is in the log by now, and is marked with
+	// the rest. One added after it was refused, as its gateway saw the
+	// transaction prepared when it read its own add back.
+	if err := c.catchUp(ctx, c.partitionFor(m.id)); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	for _, a := range c.mu.adds[m.id] {
+		if a.pid == v.pid && a.epoch <= v.epoch {
+			v.parts[a.p] = struct{}{}
+		}
+	}
+	c.mu.Unlock()
 	var (
 		wg   sync.WaitGroup
 		errs = make([]error, 0)
@@ -939,13 +1183,12 @@ func (c *txnCoordinator) complete(ctx context.Context, m *txnMeta) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := c.catchUp(ctx, c.partitionFor(m.id)); err != nil {
-		return err
-	}
 	c.mu.Lock()
 	var apply []txnPending
 	for _, p := range c.mu.pending[m.id] {
-		if p.pid == v.pid && p.epoch <= v.epoch {
+		// The transaction's own epoch, or the one below when its
+		// prepare bumped it (transactions v2, and fencing aborts).
+		if p.pid == v.pid && p.epoch <= v.epoch && p.epoch >= v.epoch-1 {
 			apply = append(apply, p)
 		}
 	}
@@ -966,6 +1209,10 @@ func (c *txnCoordinator) complete(ctx context.Context, m *txnMeta) error {
 	}
 	c.mu.Lock()
 	delete(c.mu.pending, m.id)
+	c.mu.adds[m.id] = slices.DeleteFunc(c.mu.adds[m.id], func(a txnAdd) bool { return a.pid == v.pid && a.epoch <= v.epoch })
+	if len(c.mu.adds[m.id]) == 0 {
+		delete(c.mu.adds, m.id)
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -1028,7 +1275,7 @@ func (c *txnCoordinator) commitOffsets(ctx context.Context, id, group string, pi
 	m := c.mu.txns[id]
 	var v txnView
 	if m != nil {
-		v = m.cur.clone()
+		v = c.viewLocked(m)
 	}
 	c.mu.Unlock()
 	if m == nil {
@@ -1037,7 +1284,20 @@ func (c *txnCoordinator) commitOffsets(ctx context.Context, id, group string, pi
 	if err := checkProducer(&v, pid, epoch, version, 3); err != nil {
 		return err
 	}
-	if _, ok := v.parts[tp{offsetsTopic, javaHashPartition(group, t.Partitions)}]; !ok || v.state != txnOngoing {
+	op := tp{offsetsTopic, javaHashPartition(group, t.Partitions)}
+	if version >= 5 {
+		// Transactions v2: no AddOffsetsToTxn, the commit adds the
+		// group's partition itself.
+		if err := c.addImplicit(ctx, id, pid, epoch, op); err != nil {
+			return err
+		}
+		if len(offs) == 0 {
+			return nil
+		}
+		_, err = c.write(ctx, part, encodeTxnOffsets(id, &txnPending{group: group, pid: pid, epoch: epoch, offs: offs}))
+		return err
+	}
+	if _, ok := v.parts[op]; !ok || v.state != txnOngoing {
 		return fmt.Errorf("%w: group %s is not in transaction %q (AddOffsetsToTxn first)", kerr.InvalidTxnState, group, id)
 	}
 	if len(offs) == 0 {
@@ -1091,7 +1351,8 @@ func (c *txnCoordinator) list(ctx context.Context) ([]txnSummary, error) {
 		if m.cur.pid < 0 || coordinatorFor(id, brokers).NodeID != c.g.opts.NodeID {
 			continue
 		}
-		out = append(out, txnSummary{id: id, pid: m.cur.pid, state: m.cur.state, start: m.cur.start})
+		v := c.viewLocked(m)
+		out = append(out, txnSummary{id: id, pid: v.pid, state: v.state, start: v.start})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out, nil
@@ -1103,11 +1364,22 @@ func (c *txnCoordinator) tick(ctx context.Context, now time.Time) {
 	if !c.inited.Load() {
 		return
 	}
+	// Transactions opened by implicit adds (addImplicit) on other
+	// gateways time out too, so their records are read here.
+	for p := int32(0); p < c.parts; p++ {
+		if err := c.catchUp(ctx, p); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("catching up on transaction state", "partition", p, "err", err)
+			}
+			return
+		}
+	}
 	brokers := c.g.brokers(ctx)
 	c.mu.Lock()
 	var todo []*txnMeta
 	for id, m := range c.mu.txns {
-		v := &m.cur
+		view := c.viewLocked(m)
+		v := &view
 		due := v.state == txnPrepareCommit || v.state == txnPrepareAbort ||
 			v.state == txnOngoing && v.start >= 0 && now.UnixMilli()-v.start > v.timeout.Milliseconds() ||
 			expired(v, now, c.g.opts.TransactionalIDExpiration)
@@ -1161,6 +1433,7 @@ func (c *txnCoordinator) expire(ctx context.Context, m *txnMeta) error {
 	if c.mu.txns[m.id] == m {
 		delete(c.mu.txns, m.id)
 		delete(c.mu.pending, m.id)
+		delete(c.mu.adds, m.id)
 	}
 	m.cur, m.at = txnView{pid: -1, epoch: -1, start: -1, state: txnDead, parts: map[tp]struct{}{}}, off
 	c.mu.Unlock()

@@ -27,6 +27,18 @@ func txnRequest[R kmsg.Response](t *testing.T, cl *kgo.Client, req kmsg.Request)
 	return resp.(R)
 }
 
+// txnV1Client is a client held to the request versions of transactions
+// v1 (EndTxn v4, produce v11, TxnOffsetCommit v4), whatever the gateway
+// advertises: kgo sends a request at the highest version both serve.
+func txnV1Client(t *testing.T, addr string) *kgo.Client {
+	t.Helper()
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.EndTxn), 4)
+	vs.SetMaxKeyVersion(int16(kmsg.Produce), 11)
+	vs.SetMaxKeyVersion(int16(kmsg.TxnOffsetCommit), 4)
+	return newClient(t, addr, kgo.MaxVersions(vs))
+}
+
 func initTxnProducer(t *testing.T, cl *kgo.Client, id string, timeoutMs int32) (int64, int16) {
 	t.Helper()
 	req := kmsg.NewPtrInitProducerIDRequest()
@@ -144,7 +156,7 @@ func produceRaw(t *testing.T, b ring.Backend, topic string, batch []byte) error 
 // requests, and checks what read_committed sees after each step.
 func TestTxnCoordinatorStateMachine(t *testing.T) {
 	e := newTestEnv(t)
-	cl := newClient(t, e.addr)
+	cl := txnV1Client(t, e.addr)
 	createTopic(t, cl, "txn-sm", 1)
 	const id = "sm"
 
@@ -285,7 +297,7 @@ func TestTxnCoordinatorStateMachine(t *testing.T) {
 // coordinator that stopped is completed when it starts again.
 func TestTxnTimeoutAndRecovery(t *testing.T) {
 	e := newTestEnv(t)
-	cl := newClient(t, e.addr)
+	cl := txnV1Client(t, e.addr)
 	createTopic(t, cl, "txn-rec", 1)
 
 	pid, epoch := initTxnProducer(t, cl, "slow", 1000)
@@ -396,7 +408,15 @@ func FuzzTxnStateRecords(f *testing.F) {
 	f.Add([]byte{0, 100}, txnValue(&v))
 	r := encodeTxnOffsets("id", &txnPending{group: "g", pid: 1, epoch: 0, offs: map[tp]committed{{"t", 0}: {offset: 9, metadata: "m"}}})
 	f.Add(r.key, r.value)
+	r = encodeTxnAdd("id", txnAdd{pid: 3, epoch: 1, p: tp{"t", 2}, ts: 1700000000000})
+	f.Add(r.key, r.value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {
+		if id, a, err := decodeTxnAdd(key, value); err == nil {
+			again := encodeTxnAdd(id, a)
+			if id2, b, err := decodeTxnAdd(again.key, again.value); err != nil || id2 != id || b != a {
+				t.Fatalf("re-encoded add: %q %+v, was %q %+v (%v)", id2, b, id, a, err)
+			}
+		}
 		if v, err := decodeTxnValue(value); err == nil {
 			if _, err := decodeTxnValue(txnValue(&v)); err != nil {
 				t.Fatalf("re-encoded state does not decode: %v", err)
@@ -422,7 +442,7 @@ func FuzzTxnStateRecords(f *testing.F) {
 func TestProduceVerifiesTxnPartition(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := testCtx(t)
-	cl := newClient(t, e.addr)
+	cl := txnV1Client(t, e.addr)
 	createTopic(t, cl, "txn-verify", 2)
 	const id = "verify"
 	pid, epoch := initTxnProducer(t, cl, id, 60000)
@@ -582,5 +602,185 @@ func TestTxnIDExpirationConfigured(t *testing.T) {
 	e.gw.txns.tick(ctx, time.Now().Add(2*time.Minute))
 	if c := describe(); c != kerr.TransactionalIDNotFound.Code {
 		t.Fatalf("id idle for twice the configured expiration still described: %v", kerr.ErrorForCode(c))
+	}
+}
+
+// TestTxnV2ImplicitAdd: transactions v2 (KIP-890 part 2) as a Kafka 4
+// client runs them. ApiVersions finalizes transaction.version 2; a
+// produce v12+ adds its partition to the transaction with no
+// AddPartitionsToTxn and TxnOffsetCommit v5 its group with no
+// AddOffsetsToTxn; every EndTxn v5 bumps the epoch and answers it, a retry
+// at the epoch below is answered the same, the old epoch is fenced in the
+// partitions, and an abort with nothing open bumps the epoch too.
+func TestTxnV2ImplicitAdd(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "txn-v2", 1)
+	const id = "v2"
+
+	av := txnRequest[*kmsg.ApiVersionsResponse](t, cl, kmsg.NewPtrApiVersionsRequest())
+	finalized := int16(-1)
+	for _, f := range av.FinalizedFeatures {
+		if f.Name == "transaction.version" {
+			finalized = f.MaxVersionLevel
+		}
+	}
+	if finalized != 2 || av.FinalizedFeaturesEpoch < 0 {
+		t.Fatalf("transaction.version finalized at %d (epoch %d), want 2", finalized, av.FinalizedFeaturesEpoch)
+	}
+
+	topic, err := e.cluster.Topic(ctx, "txn-v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(batch []byte) error {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.Version = 12
+		txnID := id
+		req.TransactionID, req.Acks, req.TimeoutMillis = &txnID, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic, rt.TopicID = "txn-v2", topic.ID
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = 0, batch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	end := func(pid int64, epoch int16, commit bool) (int64, int16, error) {
+		t.Helper()
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = id, pid, epoch, commit
+		resp := txnRequest[*kmsg.EndTxnResponse](t, cl, req)
+		if resp.Version < 5 {
+			t.Fatalf("EndTxn at v%d, want v5", resp.Version)
+		}
+		return resp.ProducerID, resp.ProducerEpoch, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	state := func() kmsg.DescribeTransactionsResponseTransactionState {
+		t.Helper()
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{id}
+		return txnRequest[*kmsg.DescribeTransactionsResponse](t, cl, req).TransactionStates[0]
+	}
+
+	pid, e0 := initTxnProducer(t, cl, id, 60000)
+	if err := produce(txnBatch(pid, e0, 0, "a1", "a2")); err != nil {
+		t.Fatalf("produce with no AddPartitionsToTxn: %v", err)
+	}
+	if st := state(); st.State != "Ongoing" || len(st.Topics) != 1 || st.Topics[0].Topic != "txn-v2" {
+		t.Fatalf("after an implicit add: %s %+v", st.State, st.Topics)
+	}
+	if got, lso := committedRead(t, e.backend, "txn-v2", ring.ReadCommitted); len(got) != 0 || lso != 0 {
+		t.Fatalf("open transaction visible to read_committed: %v, lso %d", got, lso)
+	}
+	gotPid, e1, err := end(pid, e0, true)
+	if err != nil || gotPid != pid || e1 != e0+1 {
+		t.Fatalf("commit: pid %d epoch %d, %v; want pid %d epoch %d", gotPid, e1, err, pid, e0+1)
+	}
+	if got, _ := committedRead(t, e.backend, "txn-v2", ring.ReadCommitted); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Fatalf("after commit read_committed sees %v", got)
+	}
+	if _, again, err := end(pid, e0, true); err != nil || again != e1 {
+		t.Fatalf("retried commit: epoch %d, %v", again, err)
+	}
+	if _, _, err := end(pid, e0, false); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("abort after the commit, at the old epoch: %v", err)
+	}
+
+	// The next transaction runs at the bumped epoch, its sequences from 0;
+	// the old epoch is fenced in the partition.
+	if err := produce(txnBatch(pid, e0, 2, "late")); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("produce at the old epoch: %v", err)
+	}
+	if err := produce(txnBatch(pid, e1, 0, "b1")); err != nil {
+		t.Fatalf("produce at the bumped epoch: %v", err)
+	}
+	// Offsets without AddOffsetsToTxn (TxnOffsetCommit v5).
+	oc := kmsg.NewPtrTxnOffsetCommitRequest()
+	oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = id, "v2-group", pid, e1
+	oc.Generation = -1
+	ot := kmsg.NewTxnOffsetCommitRequestTopic()
+	ot.Topic = "txn-v2"
+	op := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	op.Partition, op.Offset = 0, 42
+	ot.Partitions = append(ot.Partitions, op)
+	oc.Topics = append(oc.Topics, ot)
+	ocResp := txnRequest[*kmsg.TxnOffsetCommitResponse](t, cl, oc)
+	if ocResp.Version < 5 {
+		t.Fatalf("TxnOffsetCommit at v%d, want v5", ocResp.Version)
+	}
+	if err := kerr.ErrorForCode(ocResp.Topics[0].Partitions[0].ErrorCode); err != nil {
+		t.Fatalf("TxnOffsetCommit v5 with no AddOffsetsToTxn: %v", err)
+	}
+	_, e2, err := end(pid, e1, false)
+	if err != nil || e2 != e1+1 {
+		t.Fatalf("abort: epoch %d, %v; want %d", e2, err, e1+1)
+	}
+	if got, _ := committedRead(t, e.backend, "txn-v2", ring.ReadCommitted); !slices.Equal(got, []string{"a1", "a2"}) {
+		t.Fatalf("after the abort read_committed sees %v", got)
+	}
+	fetchOffset := func() int64 {
+		t.Helper()
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = "v2-group"
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = "txn-v2", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp := txnRequest[*kmsg.OffsetFetchResponse](t, cl, req)
+		if len(resp.Groups) > 0 {
+			return resp.Groups[0].Topics[0].Partitions[0].Offset
+		}
+		return resp.Topics[0].Partitions[0].Offset
+	}
+	if off := fetchOffset(); off != -1 {
+		t.Fatalf("aborted transaction's offset committed: %d", off)
+	}
+
+	// An abort with nothing open moves to a fresh epoch; then a
+	// transaction of offsets only commits them.
+	_, e3, err := end(pid, e2, false)
+	if err != nil || e3 != e2+1 {
+		t.Fatalf("empty abort: epoch %d, %v; want %d", e3, err, e2+1)
+	}
+	oc.ProducerEpoch = e3
+	if err := kerr.ErrorForCode(txnRequest[*kmsg.TxnOffsetCommitResponse](t, cl, oc).Topics[0].Partitions[0].ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := end(pid, e3, true); err != nil {
+		t.Fatalf("commit of offsets only: %v", err)
+	}
+	if off := fetchOffset(); off != 42 {
+		t.Fatalf("committed offset %d, want 42", off)
+	}
+}
+
+// TestTxnV2ImplicitAddTimesOut: a transaction opened only by a produce's
+// implicit add is aborted once transaction.timeout.ms has passed, with
+// the epoch bumped, like one opened with AddPartitionsToTxn.
+func TestTxnV2ImplicitAddTimesOut(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "txn-v2-timeout", 1)
+	pid, epoch := initTxnProducer(t, cl, "v2-timeout", 1000)
+	if err := e.gw.txns.addImplicit(ctx, "v2-timeout", pid, epoch, tp{"txn-v2-timeout", 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceRaw(t, e.backend, "txn-v2-timeout", txnBatch(pid, epoch, 0, "x")); err != nil {
+		t.Fatal(err)
+	}
+	e.gw.txns.tick(ctx, time.Now().Add(time.Minute))
+	v, ok, err := e.gw.txns.describe(ctx, "v2-timeout")
+	if err != nil || !ok || v.state != txnCompleteAbort || v.epoch != epoch+1 {
+		t.Fatalf("after the timeout: %v epoch %d (%v, %v), want CompleteAbort at epoch %d", v.state, v.epoch, ok, err, epoch+1)
+	}
+	if got, lso := committedRead(t, e.backend, "txn-v2-timeout", ring.ReadCommitted); len(got) != 0 || lso != 2 {
+		t.Fatalf("timed-out transaction: read_committed sees %v, lso %d", got, lso)
 	}
 }
