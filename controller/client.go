@@ -114,6 +114,16 @@ func tlsDialer(dial func(ctx context.Context, network, addr string) (net.Conn, e
 	}
 }
 
+// certificateRefused reports whether err is a TLS peer refusing this
+// client's certificate, or this client refusing the server's.
+func certificateRefused(err error) bool {
+	// Over TCP, crypto/tls reports the peer's alert as a net.OpError.
+	var remote *net.OpError
+	var alert tls.AlertError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &remote) && remote.Op == "remote error" || errors.As(err, &alert) || errors.As(err, &verify)
+}
+
 // Close releases idle connections.
 func (c *Client) Close() {
 	c.hc.CloseIdleConnections()
@@ -232,6 +242,11 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 	}
 	hresp, err := hc.Do(hreq)
 	if err != nil {
+		if certificateRefused(err) {
+			// A certificate one side does not trust stays untrusted:
+			// retrying, on this controller or another, cannot help.
+			return fmt.Errorf("controller %s: TLS: %w", target, err)
+		}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
 			return op
