@@ -200,7 +200,7 @@ func (s *session) ReadFrame(r *gateways.FrameReader, maxBytes int) ([]byte, erro
 	if op == wire.OpProduce || op == wire.OpProduceMany {
 		// A produce is served after the next frame is read (pipelining),
 		// so it needs a buffer of its own.
-		b, err := r.Body(n, s.prods.frameBuf, nil)
+		b, err := r.Body(n, s.prods.frameBuf, s.prods.putFrame)
 		s.frame = b
 		return b, err
 	}

@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"sync"
 	"time"
 
@@ -41,7 +40,6 @@ const maxProducesInService = 8
 type produces struct {
 	wg   sync.WaitGroup
 	slot chan struct{} // one token per request in service
-	bufs sync.Pool     // *[]byte frame buffers of produce requests
 	mu   struct {
 		sync.Mutex
 		// last is each partition's latest append in service: the next
@@ -61,25 +59,12 @@ func (ps *produces) init() {
 }
 
 // frameBuf hands out a buffer of its own for a produce frame, which
-// outlives the read goroutine's handling of it.
-func (ps *produces) frameBuf(n int) []byte {
-	if bp, _ := ps.bufs.Get().(*[]byte); bp != nil {
-		if cap(*bp) >= n {
-			return (*bp)[:n]
-		}
-		ps.bufs.Put(bp)
-	}
-	// Powers of two, so that requests of a producer's varying sizes fit
-	// the buffers its earlier ones left.
-	return make([]byte, n, max(64<<10, 1<<bits.Len(uint(n-1))))
-}
+// outlives the read goroutine's handling of it (framebuf.go).
+func (ps *produces) frameBuf(n int) []byte { return getFrameBuf(n) }
 
-func (ps *produces) putFrame(b []byte) {
-	if cap(b) <= 4<<20 {
-		b = b[:0]
-		ps.bufs.Put(&b)
-	}
-}
+// putFrame gives back a produce frame's buffer, or one it outgrew while
+// being read.
+func (ps *produces) putFrame(b []byte) { putFrameBuf(b) }
 
 // produceJob is one partition's batches of a produce request.
 type produceJob struct {
