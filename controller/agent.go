@@ -36,7 +36,11 @@ type MemberOptions struct {
 	// controller fences it when its session runs out and moves its
 	// leaderships elsewhere; a store whose disk failed does this.
 	Healthy func() error
-	Logger  *slog.Logger
+	// Stats, when set, is asked before each heartbeat for what the store
+	// reports of its storage (HeartbeatRequest.Stats). It must answer at
+	// once: a store computes the figures in the background.
+	Stats  func() *StoreStats
+	Logger *slog.Logger
 }
 
 // minPoll is the shortest time between two heartbeats of a member.
@@ -108,7 +112,11 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 				}
 			}
 		} else {
-			resp, err = api.Heartbeat(ctx, HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version, AppliedVersion: applied, WaitMs: interval.Milliseconds()})
+			hb := HeartbeatRequest{ID: reg.ID, KnownVersion: view.Version, AppliedVersion: applied, WaitMs: interval.Milliseconds()}
+			if opts.Stats != nil {
+				hb.Stats = opts.Stats()
+			}
+			resp, err = api.Heartbeat(ctx, hb)
 			if errors.Is(err, ErrUnknownNode) {
 				log.Warn("the controller does not know this node; registering again")
 				registered = false
@@ -225,6 +233,8 @@ type StoreAgentOptions struct {
 	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
 	// Healthy is MemberOptions.Healthy.
 	Healthy func() error
+	// Stats is MemberOptions.Stats.
+	Stats func() *StoreStats
 }
 
 // StoreAgent makes a store do what placement says: it creates the
@@ -267,7 +277,7 @@ func NewStoreAgentWith(api Members, pm PartitionManager, reg RegisterNodeRequest
 // Run registers the store and follows placement until ctx ends.
 func (a *StoreAgent) Run(ctx context.Context) error {
 	return RunMember(ctx, a.api, MemberOptions{Registration: a.reg, OnDelta: a.onDelta, OnHeartbeat: a.opts.OnHeartbeat,
-		Healthy: a.opts.Healthy, Logger: a.base})
+		Healthy: a.opts.Healthy, Stats: a.opts.Stats, Logger: a.base})
 }
 
 // onDelta reconciles, then hands the view over.

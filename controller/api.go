@@ -349,6 +349,21 @@ type HeartbeatRequest struct {
 	// WaitMs (at most the heartbeat interval) passes, so that changes reach
 	// members at once instead of at their next heartbeat.
 	WaitMs int64 `json:"wait_ms,omitempty"`
+	// Stats is a store's report of its own storage, sent with every
+	// heartbeat; nil from gateways and stores with nothing to say.
+	Stats *StoreStats `json:"stats,omitempty"`
+}
+
+// StoreStats is what a store says of the data it holds. Only the store
+// can count it (the cold bytes are in its own tier catalog), so it reports
+// them, and ListNodes shows them for every store.
+type StoreStats struct {
+	// DiskBytes is the size of its local partitions' logs; ColdBytes that
+	// of their segments in the cold tier.
+	DiskBytes int64 `json:"disk_bytes"`
+	ColdBytes int64 `json:"cold_bytes"`
+	// Partitions is how many partitions it holds locally.
+	Partitions int `json:"partitions"`
 }
 
 // HeartbeatResponse carries the metadata changes since the node's known

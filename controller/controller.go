@@ -140,6 +140,9 @@ type Controller struct {
 		// appliedCh is closed (and replaced) when one moves.
 		applied   map[int32]uint64
 		appliedCh chan struct{}
+		// stats is each store's last HeartbeatRequest.Stats (leader
+		// only: it is not replicated).
+		stats map[int32]StoreStats
 	}
 }
 
@@ -181,6 +184,7 @@ func Open(opts Options) (_ *Controller, err error) {
 	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
 	c.mu.appliedCh = make(chan struct{})
+	c.mu.stats = map[int32]StoreStats{}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -569,6 +573,7 @@ func (c *Controller) lead(ctx context.Context) {
 	c.mu.Lock()
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
+	c.mu.stats = map[int32]StoreStats{} // what a former term heard is stale
 	for _, n := range c.fsm.Nodes() {
 		c.mu.lastSeen[n.ID] = now // a new leader gives every node a full session
 	}

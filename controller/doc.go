@@ -124,6 +124,15 @@
 // so that a dead leader store is replaced within about 3 s) and "up" when
 // it speaks again. A new leader gives every node a fresh session.
 //
+// A store's heartbeat also carries its storage stats (StoreStats: local
+// bytes, cold bytes, partitions held), which only the store can count.
+// They are not replicated through Raft, as they change all the time and
+// matter only to operators: the leader keeps each store's last report in
+// memory and ListNodes shows it (NodeInfo.Stats); a follower's ListNodes
+// asks the leader for them (one client API call), and lists the nodes
+// without them when it cannot. A new leader starts with none, and has
+// them again at each store's next heartbeat.
+//
 // # Port, protocol and joining
 //
 // One TCP port (--controller-listen, default :8001) carries both Raft and

@@ -302,14 +302,50 @@ func (c *Controller) nodes() []NodeInfo {
 			if t, ok := c.lastSeen(nodes[i].ID); ok && t.UnixMilli() > nodes[i].LastHeartbeatMs {
 				nodes[i].LastHeartbeatMs = t.UnixMilli()
 			}
+			nodes[i].Stats = c.storeStats(nodes[i].ID)
 		}
 	}
 	return nodes
 }
 
-// ListNodes lists registered stores and gateways.
-func (c *Controller) ListNodes(context.Context) (NodesResponse, error) {
-	return NodesResponse{Nodes: c.nodes()}, nil
+// storeStats is the last stats store id reported to this leader, or nil.
+func (c *Controller) storeStats(id int32) *StoreStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.mu.stats[id]; ok {
+		return &st
+	}
+	return nil
+}
+
+// leaderStatsTimeout bounds a follower's asking the leader for the
+// stores' stats.
+const leaderStatsTimeout = 2 * time.Second
+
+// ListNodes lists registered stores and gateways. A follower asks the
+// leader for the stores' stats, which only the leader holds; when it
+// cannot, it lists the nodes without them.
+func (c *Controller) ListNodes(ctx context.Context) (NodesResponse, error) {
+	nodes := c.nodes()
+	if !c.IsLeader() && c.opts.Raft == nil {
+		if _, addr := c.leader(); addr != "" {
+			ctx, cancel := context.WithTimeout(ctx, leaderStatsTimeout)
+			defer cancel()
+			var lr NodesResponse
+			if err := c.peers.roundTrip(ctx, addr, pathNodes, false, []byte("{}"), &lr); err != nil {
+				c.log.Debug("asking the leader for the stores' stats", "leader", addr, "err", err)
+			} else {
+				stats := map[int32]*StoreStats{}
+				for _, n := range lr.Nodes {
+					stats[n.ID] = n.Stats
+				}
+				for i := range nodes {
+					nodes[i].Stats = stats[nodes[i].ID]
+				}
+			}
+		}
+	}
+	return NodesResponse{Nodes: nodes}, nil
 }
 
 func (c *Controller) heartbeatResponse(known uint64) HeartbeatResponse {
@@ -372,6 +408,11 @@ func (c *Controller) Heartbeat(ctx context.Context, req HeartbeatRequest) (Heart
 	}
 	c.touch(req.ID)
 	c.setApplied(req.ID, req.AppliedVersion)
+	if req.Stats != nil && n.Kind == KindStore {
+		c.mu.Lock()
+		c.mu.stats[req.ID] = *req.Stats
+		c.mu.Unlock()
+	}
 	if !n.Live {
 		c.log.Info("node is back", "node", req.ID)
 		if _, err := c.propose(ctx, &cmdSetLiveness{Up: []int32{req.ID}, NowMs: time.Now().UnixMilli()}); err != nil {

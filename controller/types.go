@@ -161,6 +161,10 @@ type NodeInfo struct {
 	// MaxPartitions is the partition budget the store registered with
 	// (RegisterNodeRequest.MaxPartitions); 0 for none.
 	MaxPartitions int32 `json:"max_partitions,omitempty"`
+	// Stats is the store's last report of its storage
+	// (HeartbeatRequest.Stats). It is not replicated: the leader holds it
+	// in memory, and a follower's ListNodes asks the leader for it.
+	Stats *StoreStats `json:"stats,omitempty"`
 }
 
 // Delta is what changed in the metadata since a node's known version, as a

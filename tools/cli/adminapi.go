@@ -174,7 +174,11 @@ func (s *adminSources) Cluster(ctx context.Context) (adminapi.Cluster, error) {
 			if addr == "" {
 				addr = n.Ring.Address
 			}
-			c.Stores = append(c.Stores, adminapi.Store{ID: n.ID, Addr: addr, Live: n.Live, Draining: n.Draining})
+			st := adminapi.Store{ID: n.ID, Addr: addr, Live: n.Live, Draining: n.Draining}
+			if n.Stats != nil { // the store's last report, with its heartbeat
+				st.DiskBytes, st.ColdBytes = n.Stats.DiskBytes, n.Stats.ColdBytes
+			}
+			c.Stores = append(c.Stores, st)
 		case controller.KindGateway:
 			for kind, addr := range n.Addresses {
 				c.Gateways = append(c.Gateways, adminapi.Gateway{ID: n.ID, Kind: kind, Addr: addr})
@@ -198,11 +202,12 @@ func (s *adminSources) Cluster(ctx context.Context) (adminapi.Cluster, error) {
 			}
 		}
 	}
-	// Sizes are known for the local store only: the others' catalogs are
-	// theirs.
+	// The local store's sizes are counted afresh; the others' are their
+	// last reports to the controller.
 	if st := stores[s.nodeID]; st != nil && s.backend != nil {
 		parts, err := s.backend.ListPartitions(ctx)
 		if err == nil {
+			st.DiskBytes, st.ColdBytes = 0, 0
 			for _, p := range parts {
 				st.DiskBytes += p.Size
 				cold, _ := s.tierBytes(p.Topic, p.Partition)
@@ -302,27 +307,9 @@ func (s *adminSources) AlterConfigs(ctx context.Context, name string, set map[st
 	return err
 }
 
-// tierBytes sums a partition's catalog records: the bytes in the cold tier
-// and those sealed but not uploaded yet (the tiering backlog).
+// tierBytes is the cold and tiering backlog bytes of a partition.
 func (s *adminSources) tierBytes(topic string, partition int32) (cold, backlog int64) {
-	if s.cat == nil {
-		return 0, 0
-	}
-	segs, err := s.cat.Segments(topic, partition)
-	if err != nil {
-		return 0, 0
-	}
-	for _, sg := range segs {
-		switch sg.State {
-		case catalog.StateRemote, catalog.StateLocalRemote:
-			cold += sg.Bytes
-		case catalog.StateSealed, catalog.StateUploading:
-			if s.tiering {
-				backlog += sg.Bytes
-			}
-		}
-	}
-	return cold, backlog
+	return tierBytes(s.cat, s.tiering, topic, partition)
 }
 
 // PartitionStats implements adminapi.LogSource.

@@ -203,8 +203,11 @@ func splitAddrs(s string) []string {
 // to the replica manager (nil for none). lease says whether heartbeats
 // renew the store's leadership lease: not in serve, whose controller is in
 // the same process and so can never fence it.
-func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr string, mgr *replica.Manager, lease bool, logger *slog.Logger) *controller.StoreAgent {
+func storeAgent(api controller.Members, st *logstore.Store, id int32, ringAddr string, mgr *replica.Manager, lease bool, stats *storeStats, logger *slog.Logger) *controller.StoreAgent {
 	opts := controller.StoreAgentOptions{Logger: logger}
+	if stats != nil {
+		opts.Stats = stats.get
+	}
 	if mgr != nil {
 		opts.OnView = mgr.Apply
 		if lease {

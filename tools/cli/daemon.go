@@ -521,7 +521,9 @@ func (d *daemon) start(ctx context.Context) error {
 			d.sup.start(ctx, "replica manager", mgr.Run)
 			parts = append(parts, "replica-manager")
 		}
-		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), mgr, d.ctl == nil, logger)
+		stats := &storeStats{st: d.st, cat: d.cat, log: logger} // storestats.go: reported with heartbeats
+		d.sup.start(ctx, "store stats", stats.run)
+		agent := storeAgent(d.members, d.st, cfg.Controller.NodeID, advertisedRing(d.ringLn), mgr, d.ctl == nil, stats, logger)
 		d.sup.start(ctx, "controller agent", agent.Run)
 		if d.ctl != nil {
 			d.sup.start(ctx, "controller", d.ctl.Wait)

@@ -25,8 +25,9 @@ type Voter struct {
 	Addr string `json:"addr"`
 }
 
-// Store is a storage node. DiskBytes and ColdBytes are known for the
-// stores whose catalog this node holds (its own), 0 for the others.
+// Store is a storage node. DiskBytes and ColdBytes are what the store last
+// reported to the controller with its heartbeats (its own catalog knows
+// them), 0 before its first report.
 type Store struct {
 	ID         int32  `json:"id"`
 	Addr       string `json:"addr"`
