@@ -162,7 +162,8 @@ func (g *GroupConsumer) Member() (string, int32) { return g.member, g.gen }
 func (g *GroupConsumer) Assigned() []int32 { return g.parts }
 
 // Poll heartbeats when due (joining again when the group moved on), then
-// fetches once from the assigned partitions.
+// fetches once from the assigned partitions. What it returns is valid
+// until the next Poll, as Consumer.Poll's is.
 func (g *GroupConsumer) Poll(ctx context.Context) ([]Message, error) {
 	if time.Since(g.lastBeat) >= g.opts.SessionTimeout/3 {
 		req := wire.GroupMember{Group: g.opts.Group, MemberID: g.member, Generation: g.gen}
