@@ -241,19 +241,39 @@ func (o *kafkaOffsets) close() {
 // newNativeGateway builds the native gateway over backend, with its
 // metadata from cluster and its group offsets through the Kafka gateways
 // seeds names.
-func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, offsets *kafkaOffsets, api any, logger *slog.Logger) (*native.Gateway, error) {
-	sasl, err := nativeSASL(cfg, api) // security.go
+func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cluster, offsets *kafkaOffsets, api any, logger *slog.Logger) (*native.Gateway, func(ctx context.Context), error) {
+	sasl, refresh, err := nativeListenerSecurity(cfg, api, logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if offsets.opts, err = internalKafkaOpts(cfg, os.Environ()); err != nil { // security.go
 		logger.Warn("the native gateway's group offsets and producer ids will fail", "err", err)
 	}
-	return native.New(native.Options{
+	gw, err := native.New(native.Options{
 		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
 		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
 		Offsets: offsets, ProducerIDs: offsets, Auth: sasl,
 	})
+	return gw, refresh, err
+}
+
+// nativeListenerSecurity is the native listener's SASL (nativeSASL) and
+// its authorizer, with the loop that keeps the ACLs current (nil: nothing
+// to refresh), as the Kafka listener's.
+func nativeListenerSecurity(cfg config.Config, api any, logger *slog.Logger) (native.AuthOptions, func(ctx context.Context), error) {
+	o, err := nativeSASL(cfg, api) // security.go
+	if err != nil {
+		return o, nil, err
+	}
+	if cfg.Auth.Authorizer && !o.SASL {
+		logger.Warn("auth.authorizer is on but listeners.native has no SASL: every native client is User:ANONYMOUS")
+	}
+	z, refresh, err := aclAuthorizer(cfg, securityOf(api), logger) // security.go
+	if err != nil {
+		return o, nil, err
+	}
+	o.Authorizer = z
+	return o, refresh, nil
 }
 
 // brokerSeeds lists the live Kafka gateways' addresses.
@@ -331,29 +351,35 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	}
 	logger.Info("starting", "command", "gateway native", "version", Version(), "config_file", orNone(loaded.File))
 
-	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, logger)
+	links, err := newInternalTLS(cfg, logger) // internaltls.go
+	if err != nil {
+		return err
+	}
+	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, links.ringClient, logger)
 	if err != nil || (backend == nil && ctx.Err() != nil) {
 		return err // nil: a signal while the store was not reachable yet
 	}
 	if backend != nil {
 		defer backend.Close()
 	}
-	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+	api := links.controllerClient(addrs, logger)
 	defer api.Close()
 	// No Kafka address: the controller lists this node as a gateway, but
 	// Kafka clients never see it as a broker.
-	cluster := kmeta.New(kmeta.Options{API: api, Backend: backend, NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
+	cluster := kmeta.New(kmeta.Options{API: api, Backend: backend, Dial: links.ringDial(0, logger), NodeID: cfg.Gateway.NodeID, Logger: logger, PartitionConfig: partitionConfig})
 	defer cluster.Backend().Close()
 	offsets := &kafkaOffsets{seeds: brokerSeeds(cluster)}
 	defer offsets.close()
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
+	gw, refresh, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
 	if err != nil {
 		return err
 	}
 	sup := newSupervisor(logger)
 	defer sup.stop()
 	sup.start(ctx, "native gateway membership", cluster.Run)
-	sup.start(ctx, "native gateway", func(ctx context.Context) error { return gw.Serve(ctx, ln) })
+	sup.start(ctx, "native gateway", func(ctx context.Context) error {
+		return runBeside(ctx, refresh, func(ctx context.Context) error { return gw.Serve(ctx, ln) }) // security.go
+	})
 	routing := "by partition leader"
 	if cfg.Gateway.RingAddr != "" {
 		routing = "ring_addr override"
@@ -386,13 +412,13 @@ func startNative(ctx context.Context, sup *supervisor, cfg config.Config, ln net
 		}
 		return []string{kafkaAddr}, nil
 	}}
-	gw, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
+	gw, refresh, err := newNativeGateway(cfg, cluster.Backend(), cluster, offsets, api, logger)
 	if err != nil {
 		return err
 	}
 	sup.start(ctx, "native gateway", func(ctx context.Context) error {
 		defer offsets.close()
-		return gw.Serve(ctx, ln)
+		return runBeside(ctx, refresh, func(ctx context.Context) error { return gw.Serve(ctx, ln) }) // security.go
 	})
 	return nil
 }
