@@ -16,13 +16,23 @@
 // Scan metrics reports (POST .../metrics) change nothing and are accepted
 // and discarded, since Java clients send one after every scan.
 //
+// With the authorizer on (Options.Authorizer, the HTTP Guard that knows
+// the request's principal), a table is guarded by the ACLs of the topic
+// it materializes, as the topic is on Kafka and the native protocol: a
+// listing shows only the tables whose topic the principal may DESCRIBE
+// (the others hidden, not refused), and loading one needs READ on the
+// topic (403 ForbiddenException otherwise, audited, and answered before
+// the table is looked up so that existence is not told). Namespaces are
+// not topics and stay open.
+//
 // LoadTableResult.config carries the FileIO properties a reader needs to
 // open the data files (the S3 endpoint, keys and path style for MinIO).
-// Those are the warehouse's credentials handed to anyone who can reach
-// the HTTP listener: the same trust as the rest of the admin API, which
-// is why listeners.http defaults to loopback.
+// Those are the warehouse's credentials handed to anyone allowed to load
+// a table: the same trust as the rest of the admin API, which is why
+// listeners.http defaults to loopback.
 //
 // Imports: iceberg-go's catalog and table packages only. It does not
 // import AeroStream's iceberg package, storage packages or other
-// gateways; tools/cli hands it the catalog and the FileIO properties.
+// gateways; tools/cli hands it the catalog, the FileIO properties and the
+// Guard.
 package icebergrest

@@ -31,6 +31,27 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	// ErrRefused marks a write: only AeroStream commits to its tables.
 	ErrRefused = errors.New(RefusedMessage)
+	// ErrForbidden marks a read the ACLs do not allow.
+	ErrForbidden = errors.New("forbidden")
+)
+
+// Authorizer decides what an HTTP request's principal may do by the ACLs;
+// gateways/http's Guard is one, knowing the principal it authenticated.
+type Authorizer interface {
+	// Authorize decides op on the resource for r's principal, and
+	// audits a refusal.
+	Authorize(r *http.Request, op, resourceType, name string) bool
+	// Allowed decides without auditing, for listings that hide what
+	// the principal may not see.
+	Allowed(r *http.Request, op, resourceType, name string) bool
+}
+
+// Operations and the resource type the catalog asks about, as the ACLs
+// (auth) name them.
+const (
+	opDescribe    = "DESCRIBE"
+	opRead        = "READ"
+	resourceTopic = "TOPIC"
 )
 
 // Options configure the catalog server.
@@ -45,6 +66,14 @@ type Options struct {
 	// they send /v1/<Prefix>/namespaces/...; paths without it are served
 	// too.
 	Prefix string
+	// Authorizer, when set, guards every table by the ACLs of the topic
+	// it materializes: a listing shows the tables whose topic the
+	// principal may DESCRIBE, and loading one needs READ on it. Nil
+	// allows all.
+	Authorizer Authorizer
+	// Topic names the topic a table materializes; nil takes the table's
+	// name, the topic's own.
+	Topic  func(table.Identifier) string
 	Logger *slog.Logger
 }
 
@@ -54,6 +83,8 @@ type Server struct {
 	cat     catalog.Catalog
 	ioProps map[string]string
 	prefix  string
+	authz   Authorizer
+	topic   func(table.Identifier) string
 	logger  *slog.Logger
 }
 
@@ -61,7 +92,11 @@ var _ http.Handler = (*Server)(nil)
 
 // New returns the catalog server.
 func New(opts Options) *Server {
-	s := &Server{cat: opts.Catalog, ioProps: maps.Clone(opts.IOProps), prefix: opts.Prefix, logger: opts.Logger}
+	s := &Server{cat: opts.Catalog, ioProps: maps.Clone(opts.IOProps), prefix: opts.Prefix, authz: opts.Authorizer,
+		topic: opts.Topic, logger: opts.Logger}
+	if s.topic == nil {
+		s.topic = func(id table.Identifier) string { return id[len(id)-1] }
+	}
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -289,6 +324,9 @@ func (s *Server) listTables(ctx context.Context, w http.ResponseWriter, r *http.
 		if len(id) == 0 {
 			continue
 		}
+		if s.authz != nil && !s.authz.Allowed(r, opDescribe, resourceTopic, s.topic(id)) {
+			continue // hidden, as Kafka's Metadata hides undescribable topics
+		}
 		ids = append(ids, identifier{Namespace: id[:len(id)-1], Name: id[len(id)-1]})
 	}
 	slices.SortFunc(ids, func(a, b identifier) int {
@@ -322,6 +360,12 @@ func (s *Server) loadTable(ctx context.Context, w http.ResponseWriter, r *http.R
 		return
 	}
 	ident := append(slices.Clone(ns), name)
+	// Decided before the table is looked up, so that a principal that may
+	// not read it cannot tell whether it exists.
+	if topic := s.topic(ident); s.authz != nil && !s.authz.Authorize(r, opRead, resourceTopic, topic) {
+		s.fail(w, r, fmt.Errorf("%w: the principal may not READ topic %q, which table %s materializes", ErrForbidden, topic, strings.Join(ident, ".")))
+		return
+	}
 	tbl, err := s.cat.LoadTable(ctx, ident)
 	if err != nil {
 		s.fail(w, r, err)
@@ -349,6 +393,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrRefused):
 		writeError(w, r, http.StatusForbidden, "ForbiddenException", RefusedMessage)
+	case errors.Is(err, ErrForbidden):
+		writeError(w, r, http.StatusForbidden, "ForbiddenException", err.Error())
 	case errors.Is(err, ErrBadRequest):
 		writeError(w, r, http.StatusBadRequest, "BadRequestException", err.Error())
 	case errors.Is(err, catalog.ErrNoSuchTable):
