@@ -302,3 +302,35 @@ func (r RBAC) Clone() RBAC {
 	}
 	return out
 }
+
+// MaxTokenGroupsPerUser bounds the groups taken from one token.
+const MaxTokenGroupsPerUser = 256
+
+// TokenGroups returns the group names a JWT's claim lists: a JSON array
+// of strings, or one string of names separated by spaces (as OAuth's
+// scope). Names that are not valid group names are skipped. Call it on a
+// token that has been validated: it does not check the signature.
+func TokenGroups(token, claim string) []string {
+	_, claims, _, _, err := ParseJWT(token)
+	if err != nil || claim == "" {
+		return nil
+	}
+	var names []string
+	switch v := claims[claim].(type) {
+	case string:
+		names = strings.Fields(v)
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				names = append(names, s)
+			}
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if CheckGroupName(n) == nil && !slices.Contains(out, n) && len(out) < MaxTokenGroupsPerUser {
+			out = append(out, n)
+		}
+	}
+	return out
+}

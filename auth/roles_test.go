@@ -1,7 +1,10 @@
 package auth
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -149,4 +152,38 @@ func TestRoleAndBindingCheck(t *testing.T) {
 	if err := (Role{Name: "r", Permissions: []RolePermission{{ResourceTopic, []string{OpRead}}}}).Check(); err != nil {
 		t.Error(err)
 	}
+}
+
+func TestTokenGroups(t *testing.T) {
+	for _, tc := range []struct {
+		claims map[string]any
+		want   string
+	}{
+		{map[string]any{"groups": []any{"ops", "dev", "ops", 7, "bad name"}}, "ops,dev"},
+		{map[string]any{"groups": "ops  dev"}, "ops,dev"},
+		{map[string]any{"groups": map[string]any{"ops": true}}, ""},
+		{map[string]any{"roles": []any{"ops"}}, ""},
+	} {
+		tok := unsignedToken(t, tc.claims)
+		if got := strings.Join(TokenGroups(tok, "groups"), ","); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.claims, got, tc.want)
+		}
+	}
+	if got := TokenGroups("not.a.jwt", "groups"); got != nil {
+		t.Errorf("a malformed token: %v", got)
+	}
+}
+
+// unsignedToken is a JWT with claims and a dummy signature: TokenGroups
+// reads claims of tokens validated elsewhere.
+func unsignedToken(t *testing.T, claims map[string]any) string {
+	t.Helper()
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	return enc(map[string]string{"alg": "RS256", "kid": "k"}) + "." + enc(claims) + ".c2ln"
 }
