@@ -303,6 +303,7 @@ func Default() Config {
 			HTTPAuthentication:  HTTPAuthAuto,
 			HTTPOpenPaths:       []string{"/healthz", "/metrics"},
 			OAuthPrincipalClaim: "sub",
+			OAuthGroupsClaim:    "groups",
 		},
 		TLS: TLS{ClientAuth: "none"},
 		Controller: Controller{

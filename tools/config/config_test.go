@@ -144,6 +144,7 @@ func TestKeyNames(t *testing.T) {
 		"auth.oauth_issuer":                       "AEROSTREAM_AUTH_OAUTH_ISSUER",
 		"auth.oauth_audience":                     "AEROSTREAM_AUTH_OAUTH_AUDIENCE",
 		"auth.oauth_principal_claim":              "AEROSTREAM_AUTH_OAUTH_PRINCIPAL_CLAIM",
+		"auth.oauth_groups_claim":                 "AEROSTREAM_AUTH_OAUTH_GROUPS_CLAIM",
 	}
 	got := map[string]string{}
 	for _, k := range Keys() {
