@@ -313,6 +313,11 @@ type outBatch struct {
 	bytes []byte
 	base  int64
 	err   error
+	// The producer state the batch is built with (pid 0: none), taken
+	// with the records.
+	pid   int64
+	epoch int16
+	seq   int32
 }
 
 // maxRequestBytes bounds the batches one request gathers, well under the
@@ -328,6 +333,10 @@ func (p *Producer) drain(sk *sink) {
 		p.mu.Lock()
 		batches := p.gatherLocked(sk, pid, pidErr)
 		p.mu.Unlock()
+		// Built outside the lock: copying a request's records holds no
+		// Produce call up (a producer would fall behind its callers
+		// whenever this goroutine lost its CPU while holding the lock).
+		buildBatches(batches)
 		var err error
 		if len(batches) > 0 {
 			err = p.sendBatches(sk, batches)
@@ -368,9 +377,9 @@ func (p *Producer) drain(sk *sink) {
 }
 
 // gatherLocked takes one batch from each queued partition of sk, up to
-// maxRequestBytes, and builds it with the partition's producer state, so
-// it carries the sequence that follows the last acknowledged one, whatever
-// failed before.
+// maxRequestBytes, with the partition's producer state, so that it is
+// built (buildBatches) carrying the sequence that follows the last
+// acknowledged one, whatever failed before.
 func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) []outBatch {
 	var out []outBatch
 	size := 0
@@ -406,24 +415,39 @@ func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) []outBatch {
 				pb.pid, pb.epoch, pb.seq = pid, 0, 0
 			}
 		}
-		pb.b.Reset()
+		ob.pid, ob.epoch, ob.seq = pb.pid, pb.epoch, pb.seq
 		for _, pr := range recs {
-			pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
+			size += recordSize(pr.rec)
 		}
-		pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = -1, -1, -1
-		if pb.pid > 0 {
-			pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = pb.pid, pb.epoch, pb.seq
-		}
-		// The partition's previous batch is acknowledged by now (one
-		// request per sink is out), so its buffer is free again.
-		ob.bytes, ob.err = pb.b.AppendBatch(pb.out[:0])
-		pb.out = ob.bytes
-		size += len(ob.bytes)
 		out = append(out, ob)
 	}
 	clear(sk.queue[len(keep):])
 	sk.queue = keep
 	return out
+}
+
+// buildBatches builds each gathered batch in its partition's builder and
+// buffer: only the sink's drain goroutine uses them, and the partition's
+// previous batch is acknowledged by now (one request per sink is out), so
+// its buffer is free again.
+func buildBatches(batches []outBatch) {
+	for i := range batches {
+		ob := &batches[i]
+		if ob.err != nil {
+			continue
+		}
+		pb := ob.pb
+		pb.b.Reset()
+		for _, pr := range ob.recs {
+			pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
+		}
+		pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = -1, -1, -1
+		if ob.pid > 0 {
+			pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = ob.pid, ob.epoch, ob.seq
+		}
+		ob.bytes, ob.err = pb.b.AppendBatch(pb.out[:0])
+		pb.out = ob.bytes
+	}
 }
 
 func (p *Producer) idempotent() bool { return !p.opts.NotIdempotent && p.opts.Acks != 0 }
