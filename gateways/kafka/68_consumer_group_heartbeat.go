@@ -18,9 +18,12 @@ import (
 // members ask for ("uniform", the default, or "range";
 // UNSUPPORTED_ASSIGNOR otherwise) and hands each member its part as it
 // revokes what it must give up (groups_consumer.go). An empty classic
-// group becomes a consumer group on its first heartbeat; one with classic
-// members answers GROUP_ID_NOT_FOUND, as Kafka does when it may not
-// convert it. Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
+// group becomes a consumer group on its first heartbeat; a stable one with
+// classic members is upgraded online, its members kept as classic members
+// of the consumer group (groups_classic_members.go), unless
+// group.consumer.migration.policy forbids it (GROUP_ID_NOT_FOUND, as in
+// Kafka; COORDINATOR_LOAD_IN_PROGRESS, retried, while it rebalances).
+// Errors: UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH,
 // UNRELEASED_INSTANCE_ID, INVALID_REGULAR_EXPRESSION, INVALID_REQUEST
 // for a first request without its required fields. The session timeout
 // and heartbeat interval are the group configs consumer.session.timeout.ms

@@ -37,7 +37,9 @@
 //     server-side assignment ("uniform", "range"), member epochs,
 //     revoke-before-assign reconciliation, on the same group goroutines
 //     and __consumer_offsets as classic groups; an empty group moves
-//     between the two protocols. Their state is written as snapshot
+//     between the two protocols, and a classic group with members is
+//     upgraded online, its members kept as classic members of the
+//     consumer group (groups_classic_members.go). Their state is written as snapshot
 //     records, so consumer groups survive a restart.
 //   - KIP-932 share groups (groups_share.go for membership,
 //     share_partitions.go for delivery state, share_dlq.go for the

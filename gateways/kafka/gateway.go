@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +63,11 @@ type Options struct {
 	// long the first rebalance of an empty group waits for more members.
 	// Default 0 (Kafka's is 3s; a single-node event log rarely needs it).
 	GroupInitialRebalanceDelay time.Duration
+	// GroupConsumerMigrationPolicy is group.consumer.migration.policy:
+	// "upgrade" or "bidirectional" let a consumer-protocol member join a
+	// classic group that has members (groups_classic_members.go);
+	// "downgrade" and "disabled" refuse it. Default "bidirectional".
+	GroupConsumerMigrationPolicy string
 	// TransactionalIDExpiration is transactional.id.expiration.ms: a
 	// transactional id at rest this long is forgotten by its coordinator.
 	// Default 7 days, Kafka's.
@@ -100,6 +106,15 @@ func (o *Options) setDefaults() error {
 	}
 	if o.GroupMaxSessionTimeout <= 0 {
 		o.GroupMaxSessionTimeout = 30 * time.Minute
+	}
+	// Kafka reads the policy without regard to case.
+	o.GroupConsumerMigrationPolicy = strings.ToLower(o.GroupConsumerMigrationPolicy)
+	switch o.GroupConsumerMigrationPolicy {
+	case "":
+		o.GroupConsumerMigrationPolicy = "bidirectional"
+	case "bidirectional", "upgrade", "downgrade", "disabled":
+	default:
+		return fmt.Errorf("kafka gateway: group.consumer.migration.policy %q: want bidirectional, upgrade, downgrade or disabled", o.GroupConsumerMigrationPolicy)
 	}
 	if o.TransactionalIDExpiration <= 0 {
 		o.TransactionalIDExpiration = defaultTxnIDExpiration

@@ -71,6 +71,9 @@ type cgMember struct {
 	State            int8       `json:"state"`
 	Assigned         topicParts `json:"assigned"`
 	Revoking         topicParts `json:"revoking,omitempty"`
+	// Classic is set for a member that speaks the classic protocol
+	// (groups_classic_members.go).
+	Classic *cgClassic `json:"classic,omitempty"`
 
 	deadline       time.Time // session expiry
 	revokeDeadline time.Time // cgUnrevoked: must have revoked by then
@@ -261,17 +264,20 @@ func (gr *group) consumerHeartbeat(h cgHeartbeat) cgAnswer {
 		return fail(fmt.Errorf("%w: group %s is a share group", kerr.GroupIDNotFound, gr.id))
 	}
 	if gr.cg == nil {
-		if len(gr.members) > 0 || len(gr.pending) > 0 || gr.state != groupEmpty {
-			// Kafka's online upgrade of a classic group with members
-			// (consumer groups with classic members) is not served.
-			return fail(fmt.Errorf("%w: group %s is a classic group with members", kerr.GroupIDNotFound, gr.id))
-		}
 		if req.MemberEpoch != 0 {
 			return fail(kerr.UnknownMemberID)
 		}
-		gr.cg = newConsumerGroup()
-		gr.protocolType = "consumer"
-		gr.c.log.Info("group uses the consumer protocol", "group", gr.id)
+		if len(gr.members) > 0 || len(gr.pending) > 0 || gr.state != groupEmpty {
+			// Kafka 4's online upgrade: the classic members stay, as
+			// classic members of the consumer group.
+			if err := gr.upgradeClassic(h.md); err != nil {
+				return fail(err)
+			}
+		} else {
+			gr.cg = newConsumerGroup()
+			gr.protocolType = "consumer"
+			gr.c.log.Info("group uses the consumer protocol", "group", gr.id)
+		}
 	}
 	cg := gr.cg
 	var assignorName string
@@ -626,6 +632,8 @@ func (gr *group) consumerCommitCheck(memberID string, epoch int32) error {
 		return kerr.UnknownMemberID
 	case m == nil:
 		return kerr.UnknownMemberID
+	case epoch != m.Epoch && m.Classic != nil:
+		return fmt.Errorf("%w: generation %d, the member is at %d", kerr.IllegalGeneration, epoch, m.Epoch)
 	case epoch != m.Epoch:
 		return fmt.Errorf("%w: epoch %d, the member is at %d", kerr.StaleMemberEpoch, epoch, m.Epoch)
 	}
@@ -690,7 +698,10 @@ func (gr *group) describeConsumer(md *Metadata) kmsg.ConsumerGroupDescribeRespon
 		if dm.SubscribedTopics == nil {
 			dm.SubscribedTopics = []string{}
 		}
-		dm.MemberType = 1 // consumer protocol (0 is classic)
+		dm.MemberType = 1 // consumer protocol
+		if m.Classic != nil {
+			dm.MemberType = 0
+		}
 		dm.Assignment = describeAssignment(m.Assigned, md)
 		dm.TargetAssignment = describeAssignment(cg.Target[m.ID], md)
 		dg.Members = append(dg.Members, dm)

@@ -313,6 +313,10 @@ func (gr *group) join(r joinRequest, reply chan<- joinResult) {
 		fail(kerr.CoordinatorNotAvailable)
 		return
 	}
+	if gr.cg != nil && len(gr.cg.Members) > 0 {
+		gr.classicJoin(r, reply) // groups_classic_members.go
+		return
+	}
 	if !gr.classicJoinable() {
 		fail(kerr.InconsistentGroupProtocol)
 		return
@@ -577,6 +581,10 @@ func (gr *group) membersChanged(now time.Time, why string) {
 
 // sync serves SyncGroup.
 func (gr *group) sync(r syncRequest, reply chan<- syncResult) {
+	if gr.cg != nil && gr.classicMember(r.memberID) != nil {
+		gr.classicSync(r, reply)
+		return
+	}
 	m := gr.members[r.memberID]
 	var err error
 	switch {
@@ -627,6 +635,9 @@ func (gr *group) sync(r syncRequest, reply chan<- syncResult) {
 
 // heartbeat serves Heartbeat.
 func (gr *group) heartbeat(memberID string, instanceID *string, generation int32) error {
+	if gr.cg != nil && gr.classicMember(memberID) != nil {
+		return gr.classicHeartbeat(memberID, generation)
+	}
 	m := gr.members[memberID]
 	switch {
 	case gr.state == groupEmpty || gr.state == groupDead:
@@ -657,6 +668,9 @@ func (gr *group) leave(memberID string, instanceID *string) error {
 			return kerr.FencedInstanceID
 		}
 		id = sid
+	}
+	if gr.cg != nil && gr.classicMember(id) != nil {
+		return gr.classicLeave(id)
 	}
 	now := time.Now()
 	if _, ok := gr.pending[id]; ok {
