@@ -341,3 +341,61 @@ func TestAuthorizationByTopicID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkProduceAuthorizer: the SDK producer's throughput to one
+// partition with the authorizer off and on (an ACL set of some size, the
+// producer allowed by one of them), in one run, so that the cost of
+// asking on the hot path shows as their ratio.
+func BenchmarkProduceAuthorizer(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			z := auth.NewAuthorizer(on, nil)
+			var acls []auth.ACL
+			for i := range 200 {
+				acls = append(acls, allow("User:someone-else", auth.ResourceTopic, auth.PatternPrefixed, "t"+strings.Repeat("x", i%10), auth.OpRead)...)
+			}
+			acls = append(acls, allow("User:ANONYMOUS", auth.ResourceCluster, auth.PatternLiteral, auth.ClusterName, auth.OpCreate)...)
+			acls = append(acls, allow("User:ANONYMOUS", auth.ResourceTopic, auth.PatternLiteral, "bench", auth.OpWrite)...)
+			z.Set(1, acls)
+			e := newEnv(b, authzOpts(z, &logBuf{}))
+			ctx := context.Background()
+			cl, err := client.Dial(ctx, e.addr, client.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cl.Close()
+			if _, err := cl.CreateTopic(ctx, "bench", 1, 1, nil); err != nil {
+				b.Fatal(err)
+			}
+			p := client.NewProducer(cl, client.ProducerOptions{NotIdempotent: true, Acks: 1})
+			defer p.Close(ctx)
+			value := bytes.Repeat([]byte("v"), 100)
+			var failed error
+			var mu sync.Mutex
+			done := func(_ *client.Record, err error) {
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+				}
+			}
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				p.Produce(ctx, &client.Record{Topic: "bench", Value: value}, done)
+			}
+			if err := p.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			if failed != nil {
+				b.Fatal(failed)
+			}
+		})
+	}
+}

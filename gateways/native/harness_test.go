@@ -178,13 +178,13 @@ type env struct {
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // newEnv opens a store in a temp dir and serves a native gateway on it.
-func newEnv(t *testing.T, tweak ...func(*native.Options)) *env {
+func newEnv(t testing.TB, tweak ...func(*native.Options)) *env {
 	t.Helper()
 	return newEnvOn(t, nil, tweak...)
 }
 
 // newEnvOn is newEnv with the listener wrapped by wrap (TLS) when not nil.
-func newEnvOn(t *testing.T, wrap func(net.Listener) net.Listener, tweak ...func(*native.Options)) *env {
+func newEnvOn(t testing.TB, wrap func(net.Listener) net.Listener, tweak ...func(*native.Options)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := catalog.Open(filepath.Join(dir, "catalog"), catalog.Options{Logger: quiet()})
