@@ -192,16 +192,17 @@ func (td TopicDefaults) KafkaConfigs() map[string]string {
 // `aerostream gateway kafka`). The keys mirror the Kafka broker configs of
 // the same names.
 type Kafka struct {
-	SocketRequestMaxBytes        int   `toml:"socket_request_max_bytes" help:"largest request accepted (socket.request.max.bytes); a larger one closes the connection"`
-	QueuedMaxRequestBytes        int64 `toml:"queued_max_request_bytes" help:"request bytes read and in service at once over all connections (queued.max.request.bytes); -1 for no bound"`
-	AutoCreateTopicsEnable       bool  `toml:"auto_create_topics_enable" help:"Metadata for an unknown topic creates it (auto.create.topics.enable)"`
-	NumPartitions                int32 `toml:"num_partitions" help:"partitions of an auto-created topic, and of CreateTopics with -1 (num.partitions)"`
-	OffsetsTopicNumPartitions    int32 `toml:"offsets_topic_num_partitions" help:"partitions of __consumer_offsets when the gateway creates it (offsets.topic.num.partitions)"`
-	GroupInitialRebalanceDelayMs int64 `toml:"group_initial_rebalance_delay_ms" help:"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)"`
-	GroupMinSessionTimeoutMs     int64 `toml:"group_min_session_timeout_ms" help:"smallest session timeout a group member may ask for (group.min.session.timeout.ms)"`
-	GroupMaxSessionTimeoutMs     int64 `toml:"group_max_session_timeout_ms" help:"largest session timeout a group member may ask for (group.max.session.timeout.ms)"`
-	FetchSessionCacheSlots       int   `toml:"fetch_session_cache_slots" help:"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots)"`
-	TransactionalIDExpirationMs  int64 `toml:"transactional_id_expiration_ms" help:"a transactional id whose last transaction ended this long ago is forgotten by its coordinator (transactional.id.expiration.ms)"`
+	SocketRequestMaxBytes        int    `toml:"socket_request_max_bytes" help:"largest request accepted (socket.request.max.bytes); a larger one closes the connection"`
+	QueuedMaxRequestBytes        int64  `toml:"queued_max_request_bytes" help:"request bytes read and in service at once over all connections (queued.max.request.bytes); -1 for no bound"`
+	AutoCreateTopicsEnable       bool   `toml:"auto_create_topics_enable" help:"Metadata for an unknown topic creates it (auto.create.topics.enable)"`
+	NumPartitions                int32  `toml:"num_partitions" help:"partitions of an auto-created topic, and of CreateTopics with -1 (num.partitions)"`
+	OffsetsTopicNumPartitions    int32  `toml:"offsets_topic_num_partitions" help:"partitions of __consumer_offsets when the gateway creates it (offsets.topic.num.partitions)"`
+	GroupInitialRebalanceDelayMs int64  `toml:"group_initial_rebalance_delay_ms" help:"how long the first rebalance of an empty group waits for more members (group.initial.rebalance.delay.ms)"`
+	GroupMinSessionTimeoutMs     int64  `toml:"group_min_session_timeout_ms" help:"smallest session timeout a group member may ask for (group.min.session.timeout.ms)"`
+	GroupMaxSessionTimeoutMs     int64  `toml:"group_max_session_timeout_ms" help:"largest session timeout a group member may ask for (group.max.session.timeout.ms)"`
+	FetchSessionCacheSlots       int    `toml:"fetch_session_cache_slots" help:"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots)"`
+	TransactionalIDExpirationMs  int64  `toml:"transactional_id_expiration_ms" help:"a transactional id whose last transaction ended this long ago is forgotten by its coordinator (transactional.id.expiration.ms)"`
+	GroupConsumerMigrationPolicy string `toml:"group_consumer_migration_policy" help:"bidirectional or upgrade let a consumer-protocol (KIP-848) member join a classic group that has members, upgrading it online; downgrade or disabled refuse (group.consumer.migration.policy)"`
 }
 
 // Gateway configures a gateway process: `aerostream gateway kafka`, and
@@ -261,6 +262,7 @@ func Default() Config {
 			GroupMaxSessionTimeoutMs:     1800000,
 			FetchSessionCacheSlots:       1000,
 			TransactionalIDExpirationMs:  604800000,
+			GroupConsumerMigrationPolicy: "bidirectional",
 		},
 		Gateway: Gateway{
 			NodeID: 1001,

@@ -73,6 +73,7 @@ func TestKeyNames(t *testing.T) {
 		"kafka.group_max_session_timeout_ms":      "AEROSTREAM_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS",
 		"kafka.fetch_session_cache_slots":         "AEROSTREAM_KAFKA_FETCH_SESSION_CACHE_SLOTS",
 		"kafka.transactional_id_expiration_ms":    "AEROSTREAM_KAFKA_TRANSACTIONAL_ID_EXPIRATION_MS",
+		"kafka.group_consumer_migration_policy":   "AEROSTREAM_KAFKA_GROUP_CONSUMER_MIGRATION_POLICY",
 		"gateway.node_id":                         "AEROSTREAM_GATEWAY_NODE_ID",
 		"gateway.ring_addr":                       "AEROSTREAM_GATEWAY_RING_ADDR",
 		"logstore.shards":                         "AEROSTREAM_LOGSTORE_SHARDS",

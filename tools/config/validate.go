@@ -114,6 +114,7 @@ func (c *Config) validate() []fieldError {
 	positive("kafka.group_min_session_timeout_ms", c.Kafka.GroupMinSessionTimeoutMs)
 	positive("kafka.group_max_session_timeout_ms", c.Kafka.GroupMaxSessionTimeoutMs)
 	positive("kafka.transactional_id_expiration_ms", c.Kafka.TransactionalIDExpirationMs)
+	oneOf("kafka.group_consumer_migration_policy", c.Kafka.GroupConsumerMigrationPolicy, "bidirectional", "upgrade", "downgrade", "disabled")
 	if c.Kafka.GroupMaxSessionTimeoutMs < c.Kafka.GroupMinSessionTimeoutMs {
 		bad("kafka.group_max_session_timeout_ms", "must not be below kafka.group_min_session_timeout_ms")
 	}
