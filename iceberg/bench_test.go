@@ -13,9 +13,9 @@ import (
 )
 
 // BenchmarkTranslate measures translation end to end for one commit:
-// decode RecordBatch v2, build key_value rows, write the Parquet file
-// (iceberg-go over arrow-go, zstd) to a local warehouse and commit the
-// snapshot through the SQL catalog. SetBytes counts the log's batch
+// decode RecordBatch v2, build key_value rows in steps, stream them to
+// the Parquet file (iceberg-go over arrow-go, zstd) in a local warehouse
+// and commit the snapshot through the SQL catalog. SetBytes counts the log's batch
 // bytes, so MB/s is log throughput; run with -cpu 1 for a core's worth.
 func BenchmarkTranslate(b *testing.B) {
 	for _, size := range []int{100, 1000} {
@@ -66,6 +66,19 @@ func benchTranslate(b *testing.B, valueSize int) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var stream *fileStream
+		flush := func() {
+			if rows.Rows() == 0 {
+				return
+			}
+			rec := rows.Build()
+			if stream == nil {
+				stream = newFileStream(ctx, tbl, rec.Schema())
+			}
+			if err := stream.send(ctx, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
 		n := 0
 		for _, raw := range batches {
 			bt, _, ok, err := recbatch.NextBatch(raw)
@@ -82,8 +95,16 @@ func benchTranslate(b *testing.B, valueSize int) {
 				}
 				n++
 			}
+			if rows.Rows() >= stepRows {
+				flush()
+			}
 		}
-		if tbl, err = c.commitRows(ctx, tbl, rows, Offsets{0: int64(n)}, n, int64(total)); err != nil {
+		flush()
+		files, err := stream.finish()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tbl, err = c.commitFiles(ctx, tbl, files, Offsets{0: int64(n)}, n, int64(total)); err != nil {
 			b.Fatal(err)
 		}
 		rows.Release()

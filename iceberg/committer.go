@@ -25,6 +25,17 @@ const (
 	maxFetchWait        = 2 * time.Second
 )
 
+// Translation steps: the committer reads what the log gained, turns it
+// into rows and hands them to the data file writer (stream.go), then
+// pauses before the next read, so that on a busy topic each step is a
+// bounded slice of work between produce requests rather than a wakeup
+// per produce. A step that filled its fetch does not pause: the table is
+// behind and catches up at full speed.
+const (
+	stepRows     = 32 << 10
+	maxStepPause = 250 * time.Millisecond
+)
+
 // committer translates one topic into its table (and its DLQ table).
 type committer struct {
 	m     *Manager
@@ -151,7 +162,30 @@ func (c *committer) session(ctx context.Context) error {
 		lastMaint          = time.Now()
 		lastWarn     time.Time
 		dec          = recbatch.NewDecoder()
+		stream       *fileStream // this commit's data files; nil until its first rows
+		stepPause    = min(cfg.CommitInterval/8, maxStepPause)
+		pause        = time.NewTimer(0)
 	)
+	defer pause.Stop()
+	defer func() {
+		if stream != nil {
+			stream.abort()
+		}
+	}()
+	// flush hands the rows built so far to this commit's data files.
+	flush := func() error {
+		if rows.Rows() == 0 {
+			return nil
+		}
+		rec := rows.Build()
+		if stream == nil {
+			stream = newFileStream(ctx, tbl, rec.Schema())
+		}
+		if err := stream.send(ctx, rec); err != nil {
+			return fmt.Errorf("write data files: %w", err)
+		}
+		return nil
+	}
 	readOffsets := func() Offsets {
 		o := make(Offsets, len(parts))
 		for p, ps := range parts {
@@ -177,7 +211,18 @@ func (c *committer) session(ctx context.Context) error {
 					c.run.stat.addDLQ(dlqRows)
 					dlqRows = 0
 				}
-				t, err := c.commitRows(ctx, tbl, rows, next, pendingRows, pendingBytes)
+				if err := flush(); err != nil {
+					return err
+				}
+				var files []iceberg.DataFile
+				if stream != nil {
+					files, err = stream.finish()
+					stream = nil
+					if err != nil {
+						return fmt.Errorf("write data files: %w", err)
+					}
+				}
+				t, err := c.commitFiles(ctx, tbl, files, next, pendingRows, pendingBytes)
 				if err != nil {
 					return err
 				}
@@ -188,7 +233,9 @@ func (c *committer) session(ctx context.Context) error {
 				if now.Sub(lastMaint) >= cfg.MaintainInterval {
 					// Between commits, never beside one: maintenance
 					// carries the offsets forward.
-					if tbl, err = Maintain(ctx, tbl, MaintainOptions{Logger: c.log}); err != nil {
+					// Half an interval of compaction at most: the rest
+					// waits for the next run rather than delay commits.
+					if tbl, err = Maintain(ctx, tbl, MaintainOptions{Logger: c.log, Budget: cfg.CommitInterval / 2}); err != nil {
 						return fmt.Errorf("maintain %s: %w", c.topic, err)
 					}
 					lastMaint = now
@@ -231,8 +278,10 @@ func (c *committer) session(ctx context.Context) error {
 			}
 			return fmt.Errorf("fetch: %w", err)
 		}
+		fetched := 0
 		for i := range res.Partitions {
 			pr := &res.Partitions[i]
+			fetched += pr.Records.Size()
 			ps := parts[pr.Partition]
 			if ps == nil {
 				continue
@@ -345,9 +394,28 @@ func (c *committer) session(ctx context.Context) error {
 					}
 				}
 				ps.read = b.Next()
+				if rows.Rows() >= stepRows {
+					if err := flush(); err != nil {
+						res.Release()
+						return err
+					}
+				}
 			}
 		}
 		res.Release()
+		if err := flush(); err != nil {
+			return err
+		}
+		if fetched > 0 && fetched < fetchMaxBytes/2 {
+			if d := min(stepPause, time.Until(deadline)); d > 0 {
+				pause.Reset(d)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-pause.C:
+				}
+			}
+		}
 	}
 }
 
@@ -367,8 +435,38 @@ func (ps *partState) filterTxn(b *recbatch.Batch) bool {
 	return b.Transactional() && ps.active[b.ProducerID]
 }
 
+// commitFiles adds files to tbl in one snapshot whose summary carries
+// next, and returns the table as committed. With no files (the records
+// read were skipped, dropped or sent to the DLQ table) the snapshot is
+// empty and only moves the offsets.
+func (c *committer) commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, next Offsets, rows int, bytes int64) (*table.Table, error) {
+	tx := tbl.NewTransaction()
+	props := iceberg.Properties{SummaryOffsets: next.String()}
+	var err error
+	if len(files) == 0 {
+		err = tx.AddFiles(ctx, nil, props, false)
+	} else {
+		// The files have fresh names: checking them against every
+		// manifest would read the whole table's metadata each commit.
+		err = tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck(), table.WithoutAutoNameMapping())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("add data files: %w", err)
+	}
+	t, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	if rows > 0 {
+		c.m.met.commits.WithLabelValues(c.topic).Inc()
+		c.log.Debug("iceberg commit", "topic", c.topic, "rows", rows, "bytes", bytes, "files", len(files), "offsets", next.String())
+	}
+	return t, nil
+}
+
 // commitRows appends what b built to tbl in one snapshot whose summary
-// carries next, and returns the table as committed.
+// carries next, and returns the table as committed: the DLQ table's
+// path, whose rows are few.
 func (c *committer) commitRows(ctx context.Context, tbl *table.Table, b RowBuilder, next Offsets, rows int, bytes int64) (*table.Table, error) {
 	rec := b.Build()
 	defer rec.Release()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	iceberggo "github.com/apache/iceberg-go"
@@ -28,6 +30,18 @@ const (
 	DefaultMaxSnapshotAge = time.Hour
 	DefaultTargetFileSize = 128 << 20
 	DefaultMinInputFiles  = 5
+	// DefaultSmallFileSize: files under it are compacted. Bigger ones are
+	// left as they are: few enough for readers, and rewriting them again
+	// and again as the hour grows is what made compaction costly.
+	DefaultSmallFileSize = 16 << 20
+)
+
+// Compaction merges files of one size class (sizeTier) at a time, a few
+// files per group: each byte is rewritten about once per class instead
+// of at every run, and a run's work is bounded.
+const (
+	tierBase       = 256 << 10
+	maxGroupFactor = 2 // a group holds at most this many times MinInputFiles files
 )
 
 // MaintainOptions say how much history to keep and when files are small.
@@ -41,12 +55,20 @@ type MaintainOptions struct {
 	// TargetFileSize is the size compaction writes; a data file under 3/4
 	// of it is small.
 	TargetFileSize int64
-	// MinInputFiles is how many small files a table partition needs
-	// before they are rewritten into one.
+	// MinInputFiles is how many small files of one size class a table
+	// partition needs before they are rewritten into one.
 	MinInputFiles int
+	// SmallFileSize: only files under it (and under 3/4 of
+	// TargetFileSize) are compacted.
+	SmallFileSize int64
+	// Budget bounds one run's compaction time: no group starts after
+	// it, and what is left waits for the next run. Zero is no bound.
+	Budget time.Duration
 	// NoCompaction and NoExpiry turn either step off.
 	NoCompaction, NoExpiry bool
 	Logger                 *slog.Logger
+
+	tierBase int64 // the smallest size class's bound; tests shrink it
 }
 
 func (o MaintainOptions) withDefaults() MaintainOptions {
@@ -61,6 +83,12 @@ func (o MaintainOptions) withDefaults() MaintainOptions {
 	}
 	if o.MinInputFiles < 2 {
 		o.MinInputFiles = DefaultMinInputFiles
+	}
+	if o.SmallFileSize <= 0 {
+		o.SmallFileSize = DefaultSmallFileSize
+	}
+	if o.tierBase <= 0 {
+		o.tierBase = tierBase
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -86,55 +114,124 @@ func Maintain(ctx context.Context, tbl *table.Table, opts MaintainOptions) (*tab
 	return tbl, nil
 }
 
-// compact rewrites each table partition's small files, bin-packed to the
-// target size, in one replace snapshot.
+// compact rewrites each table partition's small files, a size class at
+// a time and bin-packed to the target size, in one replace snapshot.
 func compact(ctx context.Context, tbl *table.Table, opts MaintainOptions) (*table.Table, error) {
 	if tbl.CurrentSnapshot() == nil {
 		return tbl, nil
 	}
-	cfg := compaction.DefaultConfig()
-	cfg.TargetFileSizeBytes = opts.TargetFileSize
-	cfg.MinFileSizeBytes = opts.TargetFileSize * 3 / 4
-	cfg.MaxFileSizeBytes = opts.TargetFileSize * 9 / 5
-	cfg.MinInputFiles = uint(opts.MinInputFiles)
-	tasks, err := tbl.Scan().PlanFiles(ctx)
-	if err != nil {
-		return tbl, fmt.Errorf("iceberg: plan compaction of %v: %w", tbl.Identifier(), err)
-	}
-	plan, err := cfg.PlanCompaction(tasks)
-	if err != nil {
-		return tbl, fmt.Errorf("iceberg: plan compaction of %v: %w", tbl.Identifier(), err)
-	}
-	if len(plan.Groups) == 0 {
-		return tbl, nil
+	groups, err := planCompaction(ctx, tbl, opts)
+	if err != nil || len(groups) == 0 {
+		return tbl, err
 	}
 	carry, err := CarryOffsets(tbl.Metadata())
 	if err != nil {
 		return tbl, fmt.Errorf("iceberg: compaction of %v: %w", tbl.Identifier(), err)
 	}
-	groups := make([]table.CompactionTaskGroup, len(plan.Groups))
-	for i, g := range plan.Groups {
-		groups[i] = table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: g.Tasks, TotalSizeBytes: g.TotalSizeBytes}
-	}
 	start := time.Now()
-	res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{
-		SnapshotProps: iceberggo.Properties(carry),
-		// One reader: maintenance shares the node with the log.
-		GroupOptions: []table.CompactionGroupOption{
-			table.WithCompactionTargetFileSize(opts.TargetFileSize),
-			table.WithCompactionScanConcurrency(1),
-		},
-	})
-	if err != nil {
-		return tbl, fmt.Errorf("iceberg: compaction of %v: %w", tbl.Identifier(), err)
+	txn := tbl.NewTransaction()
+	rewrite := txn.NewRewrite(iceberggo.Properties(carry))
+	var (
+		tried, done           int
+		removed, added        int
+		bytesBefore, bytesAft int64
+	)
+	for _, g := range groups {
+		if tried > 0 && opts.Budget > 0 && time.Since(start) >= opts.Budget {
+			break
+		}
+		tried++
+		gr, err := executeGroup(ctx, tbl, g, opts.TargetFileSize) // maintain_pace.go
+		if err != nil {
+			return tbl, fmt.Errorf("iceberg: compaction of %v: %w", tbl.Identifier(), err)
+		}
+		if len(gr.OldDataFiles) == 0 && len(gr.NewDataFiles) == 0 {
+			continue
+		}
+		rewrite.ApplyResult(gr)
+		done++
+		removed, added = removed+len(gr.OldDataFiles), added+len(gr.NewDataFiles)
+		bytesBefore, bytesAft = bytesBefore+gr.BytesBefore, bytesAft+gr.BytesAfter
 	}
-	opts.Logger.Info("iceberg: compacted", "table", tbl.Identifier(),
-		"groups", res.RewrittenGroups, "files_removed", res.RemovedDataFiles, "files_added", res.AddedDataFiles,
-		"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter, "took", time.Since(start))
-	if res.Table == nil {
+	if done == 0 {
 		return tbl, nil
 	}
-	return res.Table, nil
+	if err := rewrite.Commit(ctx); err != nil {
+		return tbl, fmt.Errorf("iceberg: compaction of %v: %w", tbl.Identifier(), err)
+	}
+	out, err := txn.Commit(ctx)
+	if err != nil {
+		return tbl, fmt.Errorf("iceberg: compaction of %v: commit: %w", tbl.Identifier(), err)
+	}
+	opts.Logger.Info("iceberg: compacted", "table", tbl.Identifier(),
+		"groups", done, "groups_left", len(groups)-tried, "files_removed", removed, "files_added", added,
+		"bytes_before", bytesBefore, "bytes_after", bytesAft, "took", time.Since(start))
+	return out, nil
+}
+
+// planCompaction groups tbl's small files: per size class and table
+// partition, bin-packed to the target size, at most maxGroupFactor times
+// MinInputFiles files a group, smallest class first.
+func planCompaction(ctx context.Context, tbl *table.Table, opts MaintainOptions) ([]table.CompactionTaskGroup, error) {
+	small := min(opts.SmallFileSize, opts.TargetFileSize*3/4)
+	cfg := compaction.DefaultConfig()
+	cfg.TargetFileSizeBytes = opts.TargetFileSize
+	cfg.MinFileSizeBytes = small
+	cfg.MaxFileSizeBytes = opts.TargetFileSize * 9 / 5
+	cfg.MinInputFiles = uint(opts.MinInputFiles)
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: plan compaction of %v: %w", tbl.Identifier(), err)
+	}
+	tiers := map[int][]table.FileScanTask{}
+	for _, t := range tasks {
+		if n := t.File.FileSizeBytes(); n < small {
+			k := sizeTier(n, opts.tierBase)
+			tiers[k] = append(tiers[k], t)
+		}
+	}
+	var groups []table.CompactionTaskGroup
+	for _, k := range slices.Sorted(maps.Keys(tiers)) {
+		plan, err := cfg.PlanCompaction(tiers[k])
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: plan compaction of %v: %w", tbl.Identifier(), err)
+		}
+		for _, g := range plan.Groups {
+			for _, c := range chunkTasks(g.Tasks, opts.MinInputFiles, maxGroupFactor*opts.MinInputFiles) {
+				var size int64
+				for _, t := range c {
+					size += t.File.FileSizeBytes()
+				}
+				groups = append(groups, table.CompactionTaskGroup{PartitionKey: g.PartitionKey, Tasks: c, TotalSizeBytes: size})
+			}
+		}
+	}
+	return groups, nil
+}
+
+// sizeTier is n's size class: class k holds files from base*4^(k-1) to
+// base*4^k, class 0 those under base.
+func sizeTier(n, base int64) int {
+	k := 0
+	for ; n >= base; n >>= 2 {
+		k++
+	}
+	return k
+}
+
+// chunkTasks splits tasks into runs of at most most, none under least
+// (the remainder joins the last run).
+func chunkTasks(tasks []table.FileScanTask, least, most int) [][]table.FileScanTask {
+	var out [][]table.FileScanTask
+	for len(tasks) > 0 {
+		n := min(most, len(tasks))
+		if rest := len(tasks) - n; rest > 0 && rest < least {
+			n = len(tasks)
+		}
+		out = append(out, tasks[:n])
+		tasks = tasks[n:]
+	}
+	return out
 }
 
 // expire drops snapshots beyond the newest KeepSnapshots that are older

@@ -264,3 +264,71 @@ func TestMaintainEmptyTable(t *testing.T) {
 		t.Errorf("Maintain(empty) = %v, %v", out.CurrentSnapshot(), err)
 	}
 }
+
+// TestMaintainLeavesBiggerFilesAlone: a later run merges the new small
+// files of a commit's size and leaves the files an earlier run wrote,
+// which are a size class up, as they are; rewriting them every run made
+// compaction's cost grow with the hour's data.
+func TestMaintainLeavesBiggerFilesAlone(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := maintTable(t)
+	for i := range 10 {
+		tbl = appendRows(t, tbl, i*100, 100)
+	}
+	var biggest int64
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		biggest = max(biggest, task.File.FileSizeBytes())
+	}
+	// Classes from just above a commit's file: the merged files land in
+	// a bigger one.
+	opts := MaintainOptions{TargetFileSize: 1 << 20, NoExpiry: true, tierBase: biggest + 1}
+	tbl, err = Maintain(ctx, tbl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := dataFiles(t, tbl)
+	if len(merged) != 2 {
+		t.Fatalf("%d data files after the first compaction, want 2", len(merged))
+	}
+	for i := 10; i < 15; i++ {
+		tbl = appendRows(t, tbl, i*100, 100)
+	}
+	want := rows(t, tbl)
+	out, err := Maintain(ctx, tbl, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := dataFiles(t, out)
+	for _, f := range merged {
+		if !slices.Contains(after, f) {
+			t.Errorf("file %s of the first compaction was rewritten", f)
+		}
+	}
+	if len(after) != 4 {
+		t.Errorf("%d data files after the second compaction, want 4 (the two merged before, two new)", len(after))
+	}
+	if got := rows(t, out); !slices.Equal(got, want) {
+		t.Errorf("rows changed: %d rows, want %d", len(got), len(want))
+	}
+	if got := offsetsOf(t, out); got != `{"0":1500}` {
+		t.Errorf("offsets after compaction %q, want {\"0\":1500}", got)
+	}
+}
+
+func TestChunkTasks(t *testing.T) {
+	tasks := make([]table.FileScanTask, 23)
+	var sizes []int
+	for _, c := range chunkTasks(tasks, 5, 10) {
+		sizes = append(sizes, len(c))
+	}
+	if !slices.Equal(sizes, []int{10, 13}) {
+		t.Errorf("chunks of 23 tasks, 5 to 10 each: %v, want [10 13]", sizes)
+	}
+	if sizeTier(100, 256) != 0 || sizeTier(256, 256) != 1 || sizeTier(1023, 256) != 1 || sizeTier(1024, 256) != 2 {
+		t.Errorf("sizeTier classes wrong")
+	}
+}
