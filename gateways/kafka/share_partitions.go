@@ -531,16 +531,25 @@ func (c *coordinator) applyShareStateLocked(r record) {
 	defer s.mu.Unlock()
 	delete(s.mu.windows, k)
 	if r.value == nil {
+		// Deleted (DeleteShareGroupOffsets, DeleteGroups), possibly
+		// through another gateway: nothing open here survives it.
 		delete(s.mu.persisted, k)
+		delete(s.mu.parts, k)
 		return
 	}
 	var v struct {
 		Start int64 `json:"start"`
+		Reset bool  `json:"reset,omitempty"`
 		shareWindow
 	}
 	if err := json.Unmarshal(r.value, &v); err != nil || v.Start < 0 {
 		c.log.Warn("skipping a malformed share state record", "group", k.group, "err", err)
 		return
+	}
+	if v.Reset {
+		// An admin moved the SPSO, possibly through another gateway:
+		// a share partition open here starts again from it.
+		delete(s.mu.parts, k)
 	}
 	s.mu.persisted[k] = v.Start
 	if v.End > 0 {
@@ -631,6 +640,18 @@ func shareStateRecord(k shareKey, start int64, win ...[]byte) record {
 	return r
 }
 
+// shareResetRecord is an admin's move of a share partition's SPSO (or,
+// with start < 0, its deletion): marked as a reset, so that the gateway
+// holding the partition open, which may not be the one that wrote it,
+// starts it again from there when it reads the record.
+func shareResetRecord(k shareKey, start int64) record {
+	r := shareStateRecord(k, start)
+	if start >= 0 {
+		r.value = []byte(`{"start":` + strconv.FormatInt(start, 10) + `,"reset":true}`)
+	}
+	return r
+}
+
 // readShareKey is shareStateRecord's key decoder; it is fuzzed
 // (FuzzShareStateKey).
 func readShareKey(b []byte) (shareKey, bool) {
@@ -714,6 +735,23 @@ func (s *shares) persist(ctx context.Context) {
 	default:
 		return
 	}
+	// Read what other gateways wrote for the groups open here first:
+	// an admin's reset of a partition this gateway holds
+	// (applyShareStateLocked).
+	s.mu.Lock()
+	groupParts := map[int32]bool{}
+	for k := range s.mu.parts {
+		groupParts[c.partitionFor(k.group)] = true
+	}
+	s.mu.Unlock()
+	for p := range groupParts {
+		if err := c.catchUp(ctx, p); err != nil {
+			if ctx.Err() == nil {
+				s.g.log.Warn("reading share-partition state", "partition", p, "err", err)
+			}
+			return
+		}
+	}
 	s.mu.Lock()
 	sps := make([]*sharePartition, 0, len(s.mu.parts))
 	for _, sp := range s.mu.parts {
@@ -759,7 +797,7 @@ func (s *shares) persist(ctx context.Context) {
 // start < 0, forgets it (DeleteShareGroupOffsets), durably.
 func (s *shares) reset(ctx context.Context, k shareKey, start int64) error {
 	c := s.g.groups
-	if err := c.write(ctx, c.partitionFor(k.group), []record{shareStateRecord(k, start)}); err != nil {
+	if err := c.write(ctx, c.partitionFor(k.group), []record{shareResetRecord(k, start)}); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -209,3 +209,61 @@ func FuzzConsumerGroupSnapshot(f *testing.F) {
 		_, _ = decodeConsumerGroup(b) // must not panic
 	})
 }
+
+// TestShareResetReachesOpenPartition: an admin's move of a share
+// partition's start offset, written through another gateway (here: the
+// record that gateway writes, appended directly), reaches the gateway
+// holding the partition open: it reads it on its next persist round and
+// reopens the partition from the new start. A deletion drops the open
+// partition the same way.
+func TestShareResetReachesOpenPartition(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	createTopic(t, cl, "share-reset", 1)
+	produceN(t, cl, "share-reset", 0, 10)
+	s := e.gw.shares
+	waitFor(t, "the group coordinator to load", func() bool {
+		select {
+		case <-e.gw.groups.ready:
+			return true
+		default:
+			return false
+		}
+	})
+	k := shareKey{"share-reset-group", "share-reset", 0}
+	if _, err := s.partition(ctx, k.group, k.topic, k.part); err != nil {
+		t.Fatal(err)
+	}
+	if start, ok := s.startOffset(k); !ok || start != 10 {
+		t.Fatalf("opened at %d (%v), want the high watermark 10", start, ok)
+	}
+	c := e.gw.groups
+	if err := c.write(ctx, c.partitionFor(k.group), []record{shareResetRecord(k, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	s.persist(ctx)
+	if start, ok := s.startOffset(k); !ok || start != 3 {
+		t.Fatalf("after another gateway's reset to 3: start %d (%v)", start, ok)
+	}
+	sp, err := s.partition(ctx, k.group, k.topic, k.part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp.mu.Lock()
+	start := sp.mu.start
+	sp.mu.Unlock()
+	if start != 3 {
+		t.Fatalf("reopened at %d, want 3", start)
+	}
+	if err := c.write(ctx, c.partitionFor(k.group), []record{shareResetRecord(k, -1)}); err != nil {
+		t.Fatal(err)
+	}
+	s.persist(ctx)
+	if s.loaded(k) != nil {
+		t.Fatal("a deleted share partition is still open")
+	}
+	if start, ok := s.startOffset(k); ok {
+		t.Fatalf("a deleted share partition still has start %d", start)
+	}
+}
