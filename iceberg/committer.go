@@ -48,11 +48,19 @@ type committer struct {
 // session starts from the table's offsets, so a failure loses nothing.
 func (c *committer) loop(ctx context.Context) {
 	backoff := 500 * time.Millisecond
+	var changed time.Time // when a session last ended for a new value schema
 	for ctx.Err() == nil {
 		started := time.Now()
 		err := c.session(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, ErrSchemaChanged) && time.Since(changed) > time.Second {
+			// Not a failure: the next session evolves the table. (Twice
+			// in a second is one, and backs off.)
+			changed = time.Now()
+			c.log.Info("iceberg: value schema gained columns; evolving the table", "topic", c.topic, "err", err)
+			continue
 		}
 		c.run.stat.failed(err)
 		c.m.met.failures.WithLabelValues(c.topic).Inc()
@@ -153,18 +161,20 @@ func (c *committer) session(ctx context.Context) error {
 	}
 
 	var (
-		pendingBytes int64
-		pendingRows  int
-		dlqRows      int
-		minTs        int64 = -1
-		deadline           = time.Now().Add(cfg.CommitInterval)
-		lastCommit         = time.Now()
-		lastMaint          = time.Now()
-		lastWarn     time.Time
-		dec          = recbatch.NewDecoder()
-		stream       *fileStream // this commit's data files; nil until its first rows
-		stepPause    = min(cfg.CommitInterval/8, maxStepPause)
-		pause        = time.NewTimer(0)
+		pendingBytes    int64
+		pendingRows     int
+		dlqRows         int
+		minTs           int64 = -1
+		deadline              = time.Now().Add(cfg.CommitInterval)
+		lastCommit            = time.Now()
+		lastMaint             = time.Now()
+		lastWarn        time.Time
+		dec             = recbatch.NewDecoder()
+		stream          *fileStream // this commit's data files; nil until its first rows
+		stepPause       = min(cfg.CommitInterval/8, maxStepPause)
+		refresher, _    = mode.(SchemaRefresher)
+		lastRefreshWarn time.Time
+		pause           = time.NewTimer(0)
 	)
 	defer pause.Stop()
 	defer func() {
@@ -280,8 +290,21 @@ func (c *committer) session(ctx context.Context) error {
 		}
 		fetched := 0
 		for i := range res.Partitions {
+			fetched += res.Partitions[i].Records.Size()
+		}
+		if refresher != nil && fetched > 0 {
+			// Every record fetched was produced after the versions
+			// registered by now: look them up before decoding.
+			if err := refresher.Refresh(ctx); errors.Is(err, ErrSchemaChanged) {
+				res.Release()
+				return err
+			} else if err != nil && time.Since(lastRefreshWarn) > cfg.CommitInterval {
+				c.log.Warn("iceberg: cannot look up the value schema; decoding with the version known", "topic", c.topic, "err", err)
+				lastRefreshWarn = time.Now()
+			}
+		}
+		for i := range res.Partitions {
 			pr := &res.Partitions[i]
-			fetched += pr.Records.Size()
 			ps := parts[pr.Partition]
 			if ps == nil {
 				continue

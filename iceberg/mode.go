@@ -36,6 +36,18 @@ type Mode interface {
 	NewBuilder(sc *iceberg.Schema, mem memory.Allocator) (RowBuilder, error)
 }
 
+// SchemaRefresher is a Mode whose row source can change while a session
+// runs: value_schema_latest decodes bare values with the subject's latest
+// version, which a registration moves. The committer calls Refresh before
+// it decodes each step's records, so a record produced after a version
+// was registered is decoded with it. An error wrapping ErrSchemaChanged
+// means the table must evolve first (the session restarts and evolves
+// it); any other error is the registry failing, and the mode carries on
+// with what it had.
+type SchemaRefresher interface {
+	Refresh(ctx context.Context) error
+}
+
 // RowBuilder accumulates rows in Arrow form.
 type RowBuilder interface {
 	// Append adds r as a row. An error wrapping ErrUndecodable leaves

@@ -25,19 +25,20 @@ import (
 //     version of <topic>-value. A value without the framing, or with an
 //     id that is no version of the subject, goes to the DLQ table.
 //   - value_schema_latest: values decode with the subject's latest
-//     version as of the start of the translation session (a session
-//     restarts when a value names a version registered since). A value that carries
-//     the framing with an id that is a version of the subject decodes
-//     with that version (the schema it was written with, which Avro
-//     needs); any other value is the bare payload of the latest version
-//     (for Protobuf, its first message, without message indexes).
+//     version, looked up again before each step's records are decoded
+//     (Refresh), so a version registered before a record was produced
+//     decodes it. A value that carries the framing with an id that is a
+//     version of the subject decodes with that version (the schema it
+//     was written with, which Avro needs); any other value is the bare
+//     payload of the latest version (for Protobuf, its first message,
+//     without message indexes).
 //
 // Schema is the metadata column and the union, by name, of the columns of
 // every live version of the subject, oldest first (valuecodec.Merge), and
 // the committer evolves the table to it (valuecodec.Evolve) at the start
 // of each session, so a value of any version fits. A value of a version
-// registered after that makes Append fail with ErrSchemaChanged; the
-// session restarts, and the new Schema covers it. A version that cannot
+// registered after that makes Append (or Refresh) fail with
+// ErrSchemaChanged; the session restarts, and the new Schema covers it. A version that cannot
 // merge (a column changing type other than by widening) sends its
 // records to the DLQ table. A tombstone is a row whose value columns are
 // all null.
@@ -64,6 +65,13 @@ type SchemaSource interface {
 	SubjectSchemas(ctx context.Context, subject string) ([]valuecodec.Schema, error)
 	// SubjectHasID says whether id is a live version of subject.
 	SubjectHasID(ctx context.Context, subject string, id int32) (bool, error)
+}
+
+// LatestSource is a SchemaSource that answers a subject's latest version
+// alone, which value_schema_latest asks before every step; without it the
+// mode reads every version (SubjectSchemas).
+type LatestSource interface {
+	SubjectLatest(ctx context.Context, subject string) (valuecodec.Schema, error)
 }
 
 func init() {
@@ -132,6 +140,49 @@ func (m *schemaMode) Schema(ctx context.Context) (*iceberg.Schema, error) {
 		return iceberg.NewSchema(0, MetaField(1)), nil
 	}
 	return m.merged, nil
+}
+
+// Refresh makes a newly registered latest version the one bare values
+// decode with (value_schema_latest; the other mode has nothing to
+// refresh). A version whose columns the table lacks is merged in and
+// reported as ErrSchemaChanged: the committer evolves the table first.
+func (m *schemaMode) Refresh(ctx context.Context) error {
+	if !m.latest {
+		return nil
+	}
+	var latest valuecodec.Schema
+	if ls, ok := m.src.(LatestSource); ok {
+		s, err := ls.SubjectLatest(ctx, m.subject)
+		if err != nil {
+			return fmt.Errorf("topic %s: latest version of %s: %w", m.topic, m.subject, err)
+		}
+		latest = s
+	} else {
+		versions, err := m.src.SubjectSchemas(ctx, m.subject)
+		if err != nil {
+			return fmt.Errorf("topic %s: versions of %s: %w", m.topic, m.subject, err)
+		}
+		if len(versions) == 0 {
+			return nil
+		}
+		latest = versions[len(versions)-1]
+	}
+	if m.current != nil && m.current.ID() == latest.ID {
+		return nil
+	}
+	e := m.compile(latest)
+	if e.bad != nil {
+		// Bare values keep the last version that maps to columns.
+		return nil
+	}
+	if m.merged == nil || !valuecodec.Covers(m.merged, e.codec.Fields()) {
+		if err := m.learn(e); err != nil {
+			return nil // marked bad: the same as above
+		}
+		return fmt.Errorf("%w: topic %s: latest version %d of %s adds columns", ErrSchemaChanged, m.topic, latest.ID, m.subject)
+	}
+	m.current = e.codec
+	return nil
 }
 
 // compile returns id's entry, compiling s the first time.

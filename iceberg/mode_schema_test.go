@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,17 +16,29 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/aerostream/aerostream/iceberg/valuecodec"
+	"github.com/aerostream/aerostream/logstore/logtest"
+	"github.com/aerostream/aerostream/logstore/ring"
 )
 
 // fakeSchemas is a registry with one subject, for the schema modes' unit
 // tests (the end-to-end test uses the real one).
 type fakeSchemas struct {
+	mu       sync.Mutex // the committer reads while a test registers (add)
 	subject  string
 	versions []valuecodec.Schema // in version order
 	others   map[int32]valuecodec.Schema
 }
 
+// add registers s as the subject's newest version.
+func (f *fakeSchemas) add(s valuecodec.Schema) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.versions = append(f.versions, s)
+}
+
 func (f *fakeSchemas) SchemaByID(_ context.Context, id int32) (valuecodec.Schema, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, s := range f.versions {
 		if s.ID == id {
 			return s, nil
@@ -36,13 +51,17 @@ func (f *fakeSchemas) SchemaByID(_ context.Context, id int32) (valuecodec.Schema
 }
 
 func (f *fakeSchemas) SubjectSchemas(_ context.Context, subject string) ([]valuecodec.Schema, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if subject != f.subject || len(f.versions) == 0 {
 		return nil, fmt.Errorf("%w: subject %s", valuecodec.ErrUnknownSchema, subject)
 	}
-	return f.versions, nil
+	return slices.Clone(f.versions), nil
 }
 
 func (f *fakeSchemas) SubjectHasID(_ context.Context, subject string, id int32) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, s := range f.versions {
 		if s.ID == id && subject == f.subject {
 			return true, nil
@@ -218,5 +237,74 @@ func TestSchemaModeNeedsRegistry(t *testing.T) {
 	_, err := NewMode(ModeContext{Topic: "t", Configs: map[string]string{ConfigMode: ModeValueSchemaIDPrefix}})
 	if !errors.Is(err, ErrModeUnavailable) {
 		t.Errorf("err %v, want ErrModeUnavailable", err)
+	}
+}
+
+// TestLatestModeFollowsNewVersion: in value_schema_latest, a version
+// registered while the committer runs decodes the bare values produced
+// after it, with its new column, without the committer being restarted
+// from outside.
+func TestLatestModeFollowsNewVersion(t *testing.T) {
+	const topic = "users"
+	const userV1b = `{"type":"record","name":"User","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"},{"name":"email","type":"string"}]}`
+	src := &fakeSchemas{subject: topic + "-value", versions: []valuecodec.Schema{{ID: 11, Type: valuecodec.TypeAvro, Text: userV1}}}
+	l := newTestLog(t, topic, 1)
+	cfg := testConfig(t.TempDir())
+	cat := openTestCatalog(t, cfg)
+	bare := func(text string, v map[string]any) []byte {
+		b, err := avro.Marshal(avro.MustParse(text), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	produce := func(vals ...[]byte) {
+		var recs []logtest.Record
+		for _, v := range vals {
+			recs = append(recs, logtest.Record{Value: v})
+		}
+		if _, err := l.backend.Produce(context.Background(), &ring.ProduceRequest{Topic: topic, Acks: -1,
+			Records: logtest.Batch(time.Now().UnixMilli(), recs...)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := NewManager(ManagerOptions{Config: cfg, Catalog: cat, Logger: quiet(), Registry: src})
+	m.Update([]TopicState{{Name: topic, Partitions: 1, Commit: true,
+		Configs: map[string]string{ConfigEnabled: "true", ConfigMode: ModeValueSchemaLatest}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx, l.backend) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	produce(bare(userV1, map[string]any{"id": 1, "name": "ann"}))
+	waitOffsets(t, cat, topic, Offsets{0: 1})
+	// Registered while the committer runs.
+	src.add(valuecodec.Schema{ID: 12, Type: valuecodec.TypeAvro, Text: userV1b})
+	produce(bare(userV1b, map[string]any{"id": 2, "name": "bob", "email": "b@x"}))
+	tbl := waitOffsets(t, cat, topic, Offsets{0: 2})
+
+	at, err := tbl.Scan().ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	idx := at.Schema().FieldIndices("email")
+	if len(idx) != 1 {
+		t.Fatalf("table has no email column: %s", at.Schema())
+	}
+	emails := map[int32]string{}
+	ids := at.Column(at.Schema().FieldIndices("id")[0]).Data().Chunks()
+	for i, ch := range at.Column(idx[0]).Data().Chunks() {
+		for r := 0; r < ch.Len(); r++ {
+			if !ch.IsNull(r) {
+				emails[ids[i].(*array.Int32).Value(r)] = ch.(*array.String).Value(r)
+			}
+		}
+	}
+	if emails[2] != "b@x" || len(emails) != 1 {
+		t.Errorf("emails by id %v, want only 2: b@x", emails)
+	}
+	if n := at.NumRows(); n != 2 {
+		t.Errorf("%d rows, want 2", n)
 	}
 }

@@ -23,7 +23,10 @@ type icebergSchemas struct {
 	err  error
 }
 
-var _ iceberg.SchemaSource = (*icebergSchemas)(nil)
+var (
+	_ iceberg.SchemaSource = (*icebergSchemas)(nil)
+	_ iceberg.LatestSource = (*icebergSchemas)(nil)
+)
 
 // errNoRegistry: this node has no controller to hold schemas.
 var errNoRegistry = errors.New("no schema registry on this node (no controller)")
@@ -93,4 +96,18 @@ func (s *icebergSchemas) SubjectHasID(ctx context.Context, subject string, id in
 		return false, nil
 	}
 	return ok, err
+}
+
+// SubjectLatest is iceberg.LatestSource: value_schema_latest asks it
+// before each translation step.
+func (s *icebergSchemas) SubjectLatest(ctx context.Context, subject string) (valuecodec.Schema, error) {
+	reg, err := s.registry()
+	if err != nil {
+		return valuecodec.Schema{}, err
+	}
+	r, err := reg.Latest(ctx, subject)
+	if err != nil {
+		return valuecodec.Schema{}, lookupErr(err)
+	}
+	return toValueSchema(r), nil
 }
