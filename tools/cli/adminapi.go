@@ -27,9 +27,10 @@ import (
 // node's parts: the controller (cluster, topics, configs), the store's
 // backend and tier catalog (offsets, sizes, records), the Kafka gateway's
 // group coordinator (groups, once the gateway runs) and the schema
-// registry. In serve every route has its data; in a store node the groups
-// routes answer 503, as the coordinator runs in the Kafka gateways, and
-// the message inspector reads the partitions the store holds.
+// registry. In serve every route has its data; a node with no Kafka
+// gateway of its own (a store) serves the groups routes through the
+// cluster's Kafka gateways (remoteGroups), and its message inspector reads
+// the partitions the store holds.
 type adminSources struct {
 	api     controller.API // nil: no controller reachable
 	backend ring.Backend   // nil: no log to read
@@ -41,6 +42,7 @@ type adminSources struct {
 	logger  *slog.Logger
 
 	kafka   atomic.Pointer[kafka.Gateway]          // set once the gateway is built
+	remote  *remoteGroups                          // groups through the Kafka gateways; nil without a controller
 	iceberg atomic.Pointer[adminapi.IcebergSource] // set once the Iceberg manager runs
 	running atomic.Bool                            // the daemon logged "running"
 }
@@ -69,6 +71,9 @@ func (d *daemon) newAdminAPI() (*adminSources, *adminapi.API, error) {
 		d.onClose("admin in-process ring", src.backend.Close)
 	}
 	if src.api != nil {
+		src.remote = &remoteGroups{api: src.api, log: d.logger.With("part", "admin-api")}
+		src.remote.opts, src.remote.optsErr = internalKafkaOpts(d.cfg, d.env.Environ) // security.go
+		d.onClose("admin groups client", src.remote.close)
 		reg, err := newSchemaRegistry(d.cfg, src.api, d.logger)
 		if err != nil {
 			return nil, nil, err
@@ -312,14 +317,32 @@ func (s *adminSources) tierBytes(topic string, partition int32) (cold, backlog i
 	return tierBytes(s.cat, s.tiering, topic, partition)
 }
 
+// remoteLog is the gateways' view of partitions this node does not hold:
+// only on a node with no Kafka gateway of its own (in serve every
+// partition is local).
+func (s *adminSources) remoteLog() *remoteGroups {
+	if s.kafka.Load() != nil {
+		return nil
+	}
+	return s.remote
+}
+
 // PartitionStats implements adminapi.LogSource.
 func (s *adminSources) PartitionStats(ctx context.Context, topic string, partition int32) (adminapi.PartitionStats, error) {
 	if s.backend == nil {
+		if s.remote != nil {
+			return s.remote.partitionOffsets(ctx, topic, partition)
+		}
 		return adminapi.PartitionStats{}, fmt.Errorf("%w: no log here", adminapi.ErrUnavailable)
 	}
 	info, err := s.backend.DescribePartition(ctx, topic, partition)
 	if err != nil {
-		return adminapi.PartitionStats{}, logErr(err, topic, partition)
+		err = logErr(err, topic, partition)
+		if errors.Is(err, adminapi.ErrUnavailable) && s.remoteLog() != nil {
+			// Not held here: the offsets, at least, through the gateways.
+			return s.remote.partitionOffsets(ctx, topic, partition)
+		}
+		return adminapi.PartitionStats{}, err
 	}
 	cold, backlog := s.tierBytes(topic, partition)
 	st := adminapi.PartitionStats{LogStart: info.LogStartOffset, HighWatermark: info.HighWatermark,
@@ -367,11 +390,18 @@ func (s *adminSources) Fetch(ctx context.Context, topic string, partition int32,
 // OffsetForTimestamp implements adminapi.LogSource.
 func (s *adminSources) OffsetForTimestamp(ctx context.Context, topic string, partition int32, ts int64) (int64, error) {
 	if s.backend == nil {
+		if s.remote != nil {
+			return s.remote.offsetAfter(ctx, topic, partition, ts)
+		}
 		return 0, fmt.Errorf("%w: no log here", adminapi.ErrUnavailable)
 	}
 	r, err := s.backend.ListOffsets(ctx, topic, partition, ts)
 	if err != nil {
-		return 0, logErr(err, topic, partition)
+		err = logErr(err, topic, partition)
+		if errors.Is(err, adminapi.ErrUnavailable) && s.remoteLog() != nil {
+			return s.remote.offsetAfter(ctx, topic, partition, ts)
+		}
+		return 0, err
 	}
 	return r.Offset, nil
 }
@@ -396,15 +426,21 @@ func (s *adminSources) Schema(ctx context.Context, id int32) (adminapi.Schema, e
 	return adminapi.Schema{Type: sch.Type, Text: sch.Schema}, nil
 }
 
-// adminGroups is the group coordinator of the node's Kafka gateway.
+// adminGroups is the group coordinator of the node's Kafka gateway, in
+// process; without one, those of the cluster's Kafka gateways, through
+// remoteGroups.
 type adminGroups struct{ s *adminSources }
 
-func (a adminGroups) gw() (*kafka.Gateway, error) {
-	g := a.s.kafka.Load()
-	if g == nil {
-		return nil, fmt.Errorf("%w: this node runs no Kafka gateway, whose coordinator holds the groups", adminapi.ErrUnavailable)
+// gw is the local gateway; nil, with the remote source to use instead (or
+// an error when there is none).
+func (a adminGroups) gw() (*kafka.Gateway, adminapi.GroupSource, error) {
+	if g := a.s.kafka.Load(); g != nil {
+		return g, nil, nil
 	}
-	return g, nil
+	if a.s.remote != nil {
+		return nil, a.s.remote, nil
+	}
+	return nil, nil, fmt.Errorf("%w: this node runs no Kafka gateway, whose coordinator holds the groups, and reaches no controller to find one", adminapi.ErrUnavailable)
 }
 
 // groupErr maps the coordinator's Kafka errors onto the API's.
@@ -421,9 +457,12 @@ func groupErr(err error) error {
 }
 
 func (a adminGroups) ListGroups(ctx context.Context) ([]adminapi.GroupSummary, error) {
-	g, err := a.gw()
-	if err != nil {
+	g, remote, err := a.gw()
+	switch {
+	case err != nil:
 		return nil, err
+	case remote != nil:
+		return remote.ListGroups(ctx)
 	}
 	list, err := g.AdminListGroups(ctx)
 	if err != nil {
@@ -437,9 +476,12 @@ func (a adminGroups) ListGroups(ctx context.Context) ([]adminapi.GroupSummary, e
 }
 
 func (a adminGroups) DescribeGroup(ctx context.Context, id string) (adminapi.Group, error) {
-	g, err := a.gw()
-	if err != nil {
+	g, remote, err := a.gw()
+	switch {
+	case err != nil:
 		return adminapi.Group{}, err
+	case remote != nil:
+		return remote.DescribeGroup(ctx, id)
 	}
 	v, err := g.AdminDescribeGroup(ctx, id)
 	if err != nil {
@@ -460,9 +502,12 @@ func (a adminGroups) DescribeGroup(ctx context.Context, id string) (adminapi.Gro
 }
 
 func (a adminGroups) CommitOffsets(ctx context.Context, id string, offs []adminapi.CommittedOffset) error {
-	g, err := a.gw()
+	g, remote, err := a.gw()
 	if err != nil {
 		return err
+	}
+	if remote != nil {
+		return remote.CommitOffsets(ctx, id, offs)
 	}
 	in := make([]kafka.GroupOffset, 0, len(offs))
 	for _, o := range offs {
@@ -472,9 +517,12 @@ func (a adminGroups) CommitOffsets(ctx context.Context, id string, offs []admina
 }
 
 func (a adminGroups) DeleteGroup(ctx context.Context, id string) error {
-	g, err := a.gw()
+	g, remote, err := a.gw()
 	if err != nil {
 		return err
+	}
+	if remote != nil {
+		return remote.DeleteGroup(ctx, id)
 	}
 	return groupErr(g.AdminDeleteGroup(ctx, id))
 }
