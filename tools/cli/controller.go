@@ -151,8 +151,14 @@ func superviseController(ctx context.Context, stop context.CancelFunc, c *contro
 func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, bootstrap bool, join []string) (*controller.Controller, error) {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	cc := cfg.Controller
+	links, err := newInternalTLS(cfg, logger) // internaltls.go
+	if err != nil {
+		return nil, err
+	}
 	c, err := controller.Open(controller.Options{
 		NodeID:                  cc.NodeID,
+		TLS:                     links.ctlServer,
+		PeerTLS:                 links.ctlClient,
 		Dir:                     filepath.Join(cfg.DataDir, "raft"),
 		Listener:                ln,
 		Advertise:               cc.Advertise,
@@ -305,12 +311,17 @@ var partitionConfig = logstore.PartitionConfigOf
 type clientFlags struct {
 	addrs   string
 	timeout time.Duration
+	// What --controller SSL:// presents and trusts (internaltls.go).
+	tlsCert, tlsKey, tlsCA string
 }
 
 // addControllerFlag adds --controller and --timeout to a client command.
 func addControllerFlag(cmd *cobra.Command) *clientFlags {
 	f := &clientFlags{}
-	cmd.PersistentFlags().StringVar(&f.addrs, "controller", "127.0.0.1:8001", "controller addresses, comma-separated host:port (any voter; the leader is found)")
+	cmd.PersistentFlags().StringVar(&f.addrs, "controller", "127.0.0.1:8001", "controller addresses, comma-separated [SSL://]host:port (any voter; the leader is found); SSL:// when listeners.controller is, with --tls-cert, --tls-key and --tls-ca")
+	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "with --controller SSL://: PEM client certificate signed by the cluster CA (default $AEROSTREAM_TLS_CERT_FILE)")
+	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "with --controller SSL://: PEM key of --tls-cert (default $AEROSTREAM_TLS_KEY_FILE)")
+	cmd.PersistentFlags().StringVar(&f.tlsCA, "tls-ca", "", "with --controller SSL://: PEM CA bundle the controller's certificate is verified against (default $AEROSTREAM_TLS_CA_FILE)")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 15*time.Second, "give up when no controller leader answers for this long")
 	return f
 }
@@ -318,14 +329,14 @@ func addControllerFlag(cmd *cobra.Command) *clientFlags {
 // newClient returns a client of the controllers of --controller, once one
 // of them accepts a connection.
 func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) {
-	list := splitAddrs(f.addrs)
-	if len(list) == 0 {
-		return nil, errors.New("--controller is empty")
+	list, tc, err := f.controllers() // internaltls.go
+	if err != nil {
+		return nil, err
 	}
 	if err := dialAny(ctx, list); err != nil {
 		return nil, err
 	}
-	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
+	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, TLS: tc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
 }
 
 // controllerDialTimeout bounds the wait for a connection to a controller

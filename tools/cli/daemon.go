@@ -267,6 +267,7 @@ type daemon struct {
 	backend  ring.Backend // serve's in-process ring; nil in a store
 	ctl      *controller.Controller
 	members  controller.Members // the controller the store registers with; nil for none
+	links    internalTLS        // TLS of the ring and controller links (internaltls.go)
 	openedAt time.Time
 
 	sup     *supervisor
@@ -377,6 +378,9 @@ func (d *daemon) bind() error {
 func (d *daemon) open(ctx context.Context) (err error) {
 	cfg, logger := d.cfg, d.logger
 	d.openedAt = time.Now()
+	if d.links, err = newInternalTLS(cfg, logger); err != nil {
+		return err
+	}
 	d.cat, err = openOrStop(ctx, "the catalog", func() (*catalog.Catalog, error) {
 		return catalog.Open(filepath.Join(cfg.DataDir, "catalog"), catalog.Options{Logger: logger})
 	}, func(c *catalog.Catalog) { _ = c.Close() })
@@ -436,7 +440,7 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		d.onClose("controller", d.ctl.Close)
 		d.members = d.ctl
 	} else if addrs := splitAddrs(cfg.Controller.Join); len(addrs) > 0 && !d.kind.controller {
-		cl := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+		cl := d.links.controllerClient(addrs, logger)
 		d.onClose("controller client", func() error { cl.Close(); return nil })
 		d.members = cl
 	}
@@ -464,7 +468,8 @@ func (d *daemon) start(ctx context.Context) error {
 	var mgr *replica.Manager
 	if alter, ok := d.members.(replica.Controller); ok {
 		var err error
-		mgr, err = replica.New(replica.Options{Store: d.st, Controller: alter, LocalID: cfg.Controller.NodeID, Logger: logger})
+		mgr, err = replica.New(replica.Options{Store: d.st, Controller: alter, LocalID: cfg.Controller.NodeID, Logger: logger,
+			Dial: d.links.ringDial(2*time.Second, logger)})
 		if err != nil {
 			return fmt.Errorf("controller.node_id: %w", err)
 		}
@@ -480,6 +485,7 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 	if d.ringLn != nil {
 		srv := ring.NewServer(d.st, logger)
+		srv.TLS = d.links.ringServer
 		ln := d.ringLn
 		d.sup.start(ctx, "ring server", func(ctx context.Context) error { return srv.Serve(ctx, ln) })
 		parts = append(parts, "ring(network)")
@@ -591,7 +597,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 		return nil, err
 	}
 	ops := &tierOps{st: d.st, cat: d.cat, tier: d.tier, logger: d.logger,
-		restore: topicRegistrar(d.ctl, splitAddrs(d.cfg.Controller.Join), d.logger)}
+		restore: topicRegistrar(d.ctl, splitAddrs(d.cfg.Controller.Join), d.links, d.logger)}
 	mounts := []struct {
 		prefix string
 		h      http.Handler

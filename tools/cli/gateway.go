@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,13 +74,13 @@ func newGatewayCmd(env Env) *cobra.Command {
 // not: the router then dials each store when a request first needs it).
 // The one store may still be starting, so it keeps dialing until the store
 // answers; a signal meanwhile returns nil, nil with ctx done.
-func dialRingOverride(ctx context.Context, addr string, logger *slog.Logger) (ring.Backend, error) {
+func dialRingOverride(ctx context.Context, addr string, tlsCfg *tls.Config, logger *slog.Logger) (ring.Backend, error) {
 	if addr == "" {
 		return nil, nil
 	}
 	for attempt := 0; ; attempt++ {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		b, err := ring.Dial(dctx, addr, ring.DialOptions{Logger: logger})
+		b, err := ring.Dial(dctx, addr, ring.DialOptions{Logger: logger, TLS: tlsCfg})
 		cancel()
 		if err == nil {
 			return b, nil
@@ -124,7 +125,11 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
 
-	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, logger)
+	links, err := newInternalTLS(cfg, logger) // internaltls.go
+	if err != nil {
+		return err
+	}
+	backend, err := dialRingOverride(ctx, cfg.Gateway.RingAddr, links.ringClient, logger)
 	if err != nil || (backend == nil && ctx.Err() != nil) {
 		return err // nil: a signal while the store was not reachable yet
 	}
@@ -132,7 +137,7 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 		defer backend.Close()
 	}
 
-	api := controller.NewClient(addrs, controller.ClientOptions{Logger: logger})
+	api := links.controllerClient(addrs, logger)
 	defer api.Close()
 
 	gw, err := newKafkaGateway(cfg, ln, backend, api, nil, logger)
@@ -210,7 +215,15 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	}
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	kc := cfg.Kafka
-	cluster := newKafkaCluster(api, backend, cfg.Gateway.NodeID, adv, logger)
+	var dial kmeta.DialFunc
+	if backend == nil { // a router over every store: their rings are as listeners.ring says
+		links, err := newInternalTLS(cfg, logger) // internaltls.go
+		if err != nil {
+			return nil, err
+		}
+		dial = links.ringDial(0, logger)
+	}
+	cluster := newKafkaCluster(api, backend, dial, cfg.Gateway.NodeID, adv, logger)
 	backend = cluster.Backend()
 	gw, err := kafka.New(kafka.Options{
 		Backend:                      backend,

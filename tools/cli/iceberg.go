@@ -91,7 +91,7 @@ func (d *daemon) startIceberg(ctx context.Context) bool {
 	backend, single := d.backend, d.backend != nil
 	var router *kmeta.Router
 	if backend == nil {
-		router = kmeta.NewRouter(kmeta.RouterOptions{Logger: d.logger})
+		router = kmeta.NewRouter(kmeta.RouterOptions{Logger: d.logger, Dial: d.links.ringDial(0, d.logger)})
 		backend = router
 	}
 	m, localID, logger := d.iceberg, d.cfg.Controller.NodeID, d.logger

@@ -201,7 +201,7 @@ func (p *tierProxy) Replaced(seg catalog.Segment) {
 // clients see it; nil when the store runs without a controller. The
 // partitions exist locally already, so the store agent, told by placement
 // to create them, finds them there and keeps them.
-func topicRegistrar(ctl *controller.Controller, join []string, logger *slog.Logger) func(ctx context.Context, topic string, partitions int32) error {
+func topicRegistrar(ctl *controller.Controller, join []string, links internalTLS, logger *slog.Logger) func(ctx context.Context, topic string, partitions int32) error {
 	create := func(ctx context.Context, req controller.CreateTopicsRequest) (controller.CreateTopicsResponse, error) {
 		return ctl.CreateTopics(ctx, req)
 	}
@@ -209,7 +209,7 @@ func topicRegistrar(ctl *controller.Controller, join []string, logger *slog.Logg
 	case ctl != nil:
 	case len(join) > 0:
 		create = func(ctx context.Context, req controller.CreateTopicsRequest) (controller.CreateTopicsResponse, error) {
-			cl := controller.NewClient(join, controller.ClientOptions{Logger: logger})
+			cl := links.controllerClient(join, logger)
 			defer cl.Close()
 			return cl.CreateTopics(ctx, req)
 		}

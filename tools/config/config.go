@@ -122,8 +122,8 @@ type Listeners struct {
 	AdvertisedKafka string `toml:"advertised_kafka" help:"host:port Kafka clients are told to connect to; empty = listeners.kafka, with 127.0.0.1 for an unspecified host"`
 	Native          string `toml:"native" help:"native binary-protocol gateway ([PROTOCOL://]host:port; PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)"`
 	HTTP            string `toml:"http" help:"HTTP admin API and /metrics ([PROTOCOL://]host:port; PLAINTEXT or SSL); unauthenticated, so loopback by default"`
-	Controller      string `toml:"controller" help:"Raft controller and its client API (host:port); unauthenticated, so loopback by default"`
-	Ring            string `toml:"ring" help:"shard ring served by the store (host:port or unix:/path)"`
+	Controller      string `toml:"controller" help:"Raft controller and its client API ([PROTOCOL://]host:port; PLAINTEXT or SSL); SSL = mutual TLS with the [tls] certificate, client certificates required against tls.ca_file, and this process dials controller.join with it too; PLAINTEXT is unauthenticated, so loopback by default"`
+	Ring            string `toml:"ring" help:"shard ring served by the store ([PROTOCOL://]host:port or unix:/path; PLAINTEXT or SSL); SSL = mutual TLS with the [tls] certificate, client certificates required against tls.ca_file, and this process dials other stores' rings with it too (set it alike on every node, gateways included)"`
 	SchemaRegistry  string `toml:"schema_registry" help:"Confluent-compatible schema registry REST API (host:port); unauthenticated, so loopback by default"`
 }
 

@@ -11,11 +11,11 @@ import (
 // whose address starts with SSL:// or SASL_SSL://), and the CA that client
 // certificates are checked against.
 type TLS struct {
-	CertFile string `toml:"cert_file" help:"PEM server certificate (chain) for TLS listeners; re-read when the file changes, so a renewed certificate needs no restart"`
+	CertFile string `toml:"cert_file" help:"PEM server certificate (chain) for TLS listeners, and the node certificate SSL:// ring and controller links present as client; re-read when the file changes, so a renewed certificate needs no restart"`
 	KeyFile  string `toml:"key_file" help:"PEM private key of cert_file"`
 	CAFile   string `toml:"ca_file" help:"PEM CA bundle client certificates are verified against (client_auth); empty = the system roots"`
 	// ClientAuth takes Kafka's ssl.client.auth values.
-	ClientAuth string `toml:"client_auth" help:"client certificates on TLS listeners: none, requested (verified when sent) or required (ssl.client.auth)"`
+	ClientAuth string `toml:"client_auth" help:"client certificates on Kafka, native and HTTP TLS listeners: none, requested (verified when sent) or required (ssl.client.auth); SSL:// ring and controller listeners always require them"`
 }
 
 // Auth configures authentication (SASL on SASL_PLAINTEXT:// and
@@ -101,6 +101,17 @@ func ListenerProtocol(addr string) string {
 	return p
 }
 
+// RingTLS reports whether this process's shard ring links run mutual TLS:
+// listeners.ring says SSL://. A process dials the rings of other stores
+// (a gateway routing, a follower replicating) as its own listeners.ring
+// says, so every node of a cluster sets the same prefix.
+func (c *Config) RingTLS() bool { return IsTLS(ListenerProtocol(c.Listeners.Ring)) }
+
+// ControllerTLS reports whether this process's controller links run
+// mutual TLS: listeners.controller says SSL://. As with RingTLS, a store
+// or gateway dials controller.join as its own listeners.controller says.
+func (c *Config) ControllerTLS() bool { return IsTLS(ListenerProtocol(c.Listeners.Controller)) }
+
 // IsTLS reports whether protocol runs over TLS.
 func IsTLS(protocol string) bool { return protocol == SSL || protocol == SASLSSL }
 
@@ -120,6 +131,9 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 		// certificates, not SASL.
 		{"listeners.native", c.Listeners.Native, []string{Plaintext, SSL, SASLPlaintext, SASLSSL}},
 		{"listeners.http", c.Listeners.HTTP, []string{Plaintext, SSL}},
+		// Internal links authenticate with the node certificate alone.
+		{"listeners.ring", c.Listeners.Ring, []string{Plaintext, SSL}},
+		{"listeners.controller", c.Listeners.Controller, []string{Plaintext, SSL}},
 	} {
 		p, _, err := SplitListener(l.addr)
 		if err != nil {
@@ -140,6 +154,14 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 		}
 		if c.TLS.KeyFile == "" {
 			bad("tls.key_file", "is required by a TLS listener (SSL:// or SASL_SSL://)")
+		}
+	}
+	for _, l := range []struct{ key, addr string }{
+		{"listeners.ring", c.Listeners.Ring},
+		{"listeners.controller", c.Listeners.Controller},
+	} {
+		if IsTLS(ListenerProtocol(l.addr)) && c.TLS.CAFile == "" {
+			bad("tls.ca_file", fmt.Sprintf("is required by %s = SSL://: mutual TLS verifies the other node's certificate against it", l.key))
 		}
 	}
 	switch c.TLS.ClientAuth {

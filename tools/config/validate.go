@@ -69,9 +69,9 @@ func (c *Config) validate() []fieldError {
 		{"listeners.kafka", c.Listeners.Kafka, false, true},
 		{"listeners.native", c.Listeners.Native, false, true},
 		{"listeners.http", c.Listeners.HTTP, false, true},
-		{"listeners.controller", c.Listeners.Controller, false, false},
+		{"listeners.controller", c.Listeners.Controller, false, true},
 		{"listeners.schema_registry", c.Listeners.SchemaRegistry, false, false},
-		{"listeners.ring", c.Listeners.Ring, true, false},
+		{"listeners.ring", c.Listeners.Ring, true, true},
 		{"listeners.advertised_kafka", c.Listeners.AdvertisedKafka, false, false},
 		{"gateway.ring_addr", c.Gateway.RingAddr, true, false},
 	} {

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aerostream/aerostream/auth"
+	"github.com/aerostream/aerostream/controller"
+	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
+	"github.com/aerostream/aerostream/logstore/ring"
+	"github.com/aerostream/aerostream/tools/config"
+)
+
+// internalTLS secures a process's internal links: the shard ring when
+// listeners.ring says SSL://, the controller when listeners.controller
+// does. Both sides of a link present tls.cert_file and verify the other's
+// certificate against tls.ca_file, so only the cluster's nodes (and
+// operators holding a certificate of its CA) reach a store's shards, Raft
+// or the controller's client API. A nil config is plaintext.
+type internalTLS struct {
+	ringServer, ringClient *tls.Config
+	ctlServer, ctlClient   *tls.Config
+}
+
+// newInternalTLS loads the [tls] files the internal links need, so a bad
+// file stops the process at start.
+func newInternalTLS(cfg config.Config, logger *slog.Logger) (internalTLS, error) {
+	var t internalTLS
+	o := auth.TLSOptions{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CAFile: cfg.TLS.CAFile, Logger: logger}
+	var err error
+	if cfg.RingTLS() {
+		if t.ringServer, err = auth.InternalServerTLS(o); err != nil {
+			return t, fmt.Errorf("listeners.ring: %w", err)
+		}
+		if t.ringClient, err = auth.ClientTLS(o); err != nil {
+			return t, fmt.Errorf("listeners.ring: %w", err)
+		}
+	}
+	if cfg.ControllerTLS() {
+		if t.ctlServer, err = auth.InternalServerTLS(o); err != nil {
+			return t, fmt.Errorf("listeners.controller: %w", err)
+		}
+		if t.ctlClient, err = auth.ClientTLS(o); err != nil {
+			return t, fmt.Errorf("listeners.controller: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// ringDial dials other stores' rings over mutual TLS; nil, the dialers'
+// own plaintext default, when the ring is plaintext.
+func (t internalTLS) ringDial(timeout time.Duration, logger *slog.Logger) kmeta.DialFunc {
+	if t.ringClient == nil {
+		return nil
+	}
+	return func(ctx context.Context, addr string) (ring.Backend, error) {
+		return ring.Dial(ctx, addr, ring.DialOptions{DialTimeout: timeout, Logger: logger, TLS: t.ringClient})
+	}
+}
+
+// controllerClient is a client of the controllers at addrs, over mutual
+// TLS when the controller link is.
+func (t internalTLS) controllerClient(addrs []string, logger *slog.Logger) *controller.Client {
+	return controller.NewClient(addrs, controller.ClientOptions{Logger: logger, TLS: t.ctlClient})
+}
+
+// controllers parses --controller: the addresses, and the TLS to reach
+// them with when they say SSL:// (nil for plaintext), from --tls-cert,
+// --tls-key and --tls-ca or the [tls] keys' environment variables, so a
+// shell set up for a node works as is.
+func (f *clientFlags) controllers() ([]string, *tls.Config, error) {
+	var list []string
+	secure := 0
+	for _, a := range splitAddrs(f.addrs) {
+		proto, addr, err := config.SplitListener(a)
+		if err != nil || proto != config.Plaintext && proto != config.SSL {
+			return nil, nil, usageError{fmt.Errorf("--controller %q: want host:port or SSL://host:port", a)}
+		}
+		if proto == config.SSL {
+			secure++
+		}
+		list = append(list, addr)
+	}
+	switch {
+	case len(list) == 0:
+		return nil, nil, usageError{errors.New("--controller is empty")}
+	case secure == 0:
+		return list, nil, nil
+	case secure < len(list):
+		return nil, nil, usageError{errors.New("--controller mixes SSL:// and plaintext addresses: a controller cluster is one or the other")}
+	}
+	cert, key, ca := orEnv(f.tlsCert, "tls.cert_file"), orEnv(f.tlsKey, "tls.key_file"), orEnv(f.tlsCA, "tls.ca_file")
+	if cert == "" || key == "" || ca == "" {
+		return nil, nil, usageError{errors.New("--controller SSL:// needs a client certificate of the cluster CA: give --tls-cert, --tls-key and --tls-ca (or AEROSTREAM_TLS_CERT_FILE, AEROSTREAM_TLS_KEY_FILE and AEROSTREAM_TLS_CA_FILE)")}
+	}
+	tc, err := auth.ClientTLS(auth.TLSOptions{CertFile: cert, KeyFile: key, CAFile: ca, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--controller SSL://: %w", err)
+	}
+	return list, tc, nil
+}
+
+// orEnv is v, or the environment variable of the config key when v is
+// empty.
+func orEnv(v, key string) string {
+	if v != "" {
+		return v
+	}
+	k, _ := config.Lookup(key)
+	return os.Getenv(k.Env)
+}
