@@ -136,6 +136,7 @@ func NewRoot(env Env) *cobra.Command {
 		newSchemaCmd(env),         // schema.go
 		newUserCmd(env, os.Stdin), // security_cmd.go
 		newACLCmd(env),
+		newRoleCmd(env),   // security_cmd_role.go
 		newHealthCmd(env), // health.go
 	)
 	return root

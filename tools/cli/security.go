@@ -81,6 +81,7 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 		return nil, err
 	}
 	s.opts.Authorizer, s.refresh = z, refresh
+	s.opts.Tokens = withTokenGroups(cfg, s.opts.Tokens, z)
 	return s, nil
 }
 
@@ -115,7 +116,8 @@ func aclAuthorizer(cfg config.Config, sec controller.Security, logger *slog.Logg
 	if c, ok := sec.(*controller.Controller); ok {
 		fsm := c.FSM()
 		v, acls := fsm.SecurityACLs()
-		z.Set(v, acls)
+		_, roles := fsm.SecurityRBAC()
+		z.SetAll(v, acls, roles)
 		return z, func(ctx context.Context) {
 			known := v
 			for {
@@ -123,18 +125,26 @@ func aclAuthorizer(cfg config.Config, sec controller.Security, logger *slog.Logg
 				if err != nil {
 					return
 				}
-				z.Set(nv, acls)
+				// Roles read after the ACLs may be newer than them; the
+				// next wait then returns at once and catches the ACLs up.
+				_, roles := fsm.SecurityRBAC()
+				z.SetAll(nv, acls, roles)
 				known = nv
 			}
 		}, nil
 	}
-	// Over the network: poll. An ACL change reaches a separate gateway
-	// process within a second.
+	// Over the network: poll. An ACL or role change reaches a separate
+	// gateway process within a second.
+	rbac, _ := sec.(controller.RBAC)
 	return z, func(ctx context.Context) {
 		for {
 			r, err := sec.DescribeACLs(ctx, controller.DescribeACLsRequest{})
+			var rr controller.RBACResponse
+			if err == nil && rbac != nil {
+				rr, err = rbac.DescribeRBAC(ctx, controller.RBACRequest{})
+			}
 			if err == nil {
-				z.Set(r.Version, r.ACLs)
+				z.SetAll(r.Version, r.ACLs, rr.RBAC())
 			} else if ctx.Err() == nil {
 				logger.Warn("acl refresh failed; keeping the ACLs held", "err", err)
 			}
@@ -343,10 +353,16 @@ func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.
 	if sec != nil {
 		o.Credentials = scramLookup(sec)
 	}
+	z, refresh, err := aclAuthorizer(cfg, sec, logger)
+	if err != nil {
+		return nil, err
+	}
+	o.Authorizer = z
 	tokens, err := tokenValidator(cfg)
 	if err != nil {
 		return nil, err
 	}
+	tokens = withTokenGroups(cfg, tokens, z)
 	if tokens != nil {
 		o.Bearer = func(ctx context.Context, token string) (string, error) {
 			user, _, err := tokens(ctx, token)
@@ -356,11 +372,6 @@ func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.
 	if o.Required && o.Credentials == nil && !o.ClientCerts && o.Bearer == nil {
 		return nil, fmt.Errorf("%s: authentication is required (auth.http_authentication) but this process reaches no user store and takes no client certificates", key)
 	}
-	z, refresh, err := aclAuthorizer(cfg, sec, logger)
-	if err != nil {
-		return nil, err
-	}
-	o.Authorizer = z
 	return &httpSecurity{guard: gwhttp.NewGuard(o), refresh: refresh}, nil
 }
 

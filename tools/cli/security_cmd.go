@@ -67,6 +67,7 @@ func newUserCmd(env Env, stdin io.Reader) *cobra.Command {
 		passwordStdin bool
 		passwordFile  string
 		iterations    int
+		groups        []string
 	)
 	create := &cobra.Command{
 		Use:   "create NAME",
@@ -105,6 +106,10 @@ func newUserCmd(env Env, stdin io.Reader) *cobra.Command {
 				}
 				req.Upserts = append(req.Upserts, controller.ScramUpsert{User: args[0], Mechanism: m, Credential: c})
 			}
+			setGroups := cmd.Flags().Changed("groups")
+			if err := checkGroupNames(groups); err != nil {
+				return err
+			}
 			return withController(ctl, func(ctx context.Context, cl *controller.Client, args []string) error {
 				r, err := cl.AlterScramUsers(ctx, req)
 				if err != nil {
@@ -113,8 +118,13 @@ func newUserCmd(env Env, stdin io.Reader) *cobra.Command {
 				if err := firstErr(r.Errors); err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(env.Stdout, "user %s: %s credential set\n", args[0], strings.Join(mechanisms, ", "))
-				return err
+				if _, err = fmt.Fprintf(env.Stdout, "user %s: %s credential set\n", args[0], strings.Join(mechanisms, ", ")); err != nil {
+					return err
+				}
+				if !setGroups {
+					return nil
+				}
+				return setUserGroups(ctx, cl, env.Stdout, args[0], groups)
 			})(cmd, args)
 		},
 	}
@@ -122,6 +132,7 @@ func newUserCmd(env Env, stdin io.Reader) *cobra.Command {
 	create.Flags().BoolVar(&passwordStdin, "password-stdin", false, "read the password from stdin (its first line)")
 	create.Flags().StringVar(&passwordFile, "password-file", "", "read the password from this file (its first line)")
 	create.Flags().IntVar(&iterations, "iterations", auth.DefaultIterations, fmt.Sprintf("PBKDF2 iterations (%d to %d)", auth.MinIterations, auth.MaxIterations))
+	create.Flags().StringSliceVar(&groups, "groups", nil, "the user's groups, for Group:NAME role bindings (comma-separated)")
 
 	var delMechanisms []string
 	del := &cobra.Command{
@@ -179,6 +190,7 @@ func newUserCmd(env Env, stdin io.Reader) *cobra.Command {
 		}),
 	}
 	cmd.AddCommand(create, del, list)
+	cmd.AddCommand(newUserGroupsCmds(env, ctl)...)
 	return cmd
 }
 
