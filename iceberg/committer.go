@@ -109,6 +109,9 @@ func (c *committer) session(ctx context.Context) error {
 	if tbl, err = evolveTable(ctx, tbl, want); err != nil { // mode_schema.go
 		return err
 	}
+	if tbl, err = evolveSpec(ctx, tbl, spec); err != nil { // table.go
+		return err
+	}
 	committed, err := TableOffsets(tbl.Metadata())
 	if err != nil {
 		return err
@@ -389,6 +392,9 @@ func (c *committer) session(ctx context.Context) error {
 						if dlq == nil {
 							kv := keyValue{}
 							dlqTbl, err = ensureTable(ctx, c.m.cat, cfg.Namespace, c.topic+DLQSuffix, c.topic, KeyValueSchema(), spec)
+							if err == nil {
+								dlqTbl, err = evolveSpec(ctx, dlqTbl, spec)
+							}
 							if err != nil {
 								res.Release()
 								return err

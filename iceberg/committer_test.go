@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +224,79 @@ func TestOffsetsRoundTrip(t *testing.T) {
 		if _, err := ParseOffsets(bad); err == nil {
 			t.Errorf("ParseOffsets(%q) accepted", bad)
 		}
+	}
+}
+
+// TestPartitionSpecEvolves: an AlterConfigs of iceberg.partition_spec
+// (the manager's Update with the new configs) evolves the table's spec;
+// rows committed before keep the old spec's files, new ones are written
+// with the new spec, and the table still holds exactly the log.
+func TestPartitionSpecEvolves(t *testing.T) {
+	const topic, parts = "evolve", int32(2)
+	l := newTestLog(t, topic, parts)
+	cfg := testConfig(t.TempDir())
+	cat := openTestCatalog(t, cfg)
+	m := NewManager(ManagerOptions{Config: cfg, Catalog: cat, Logger: quiet()})
+	state := func(spec string) []TopicState {
+		c := map[string]string{ConfigEnabled: "true"}
+		if spec != "" {
+			c[ConfigPartitionSpec] = spec
+		}
+		return []TopicState{{Name: topic, Partitions: parts, Configs: c, Commit: true}}
+	}
+	m.Update(state(""))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx, l.backend) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	l.produce(t, topic, parts, 50, "a")
+	tbl := waitOffsets(t, cat, topic, offsetsAll(parts, 50))
+	first := tbl.Spec()
+	if first.NumFields() != 1 || first.Field(0).Name != "aerostream_timestamp_hour" {
+		t.Fatalf("initial spec %s, want hour(aerostream.timestamp)", first)
+	}
+
+	m.Update(state("aerostream.partition, day(aerostream.timestamp)"))
+	l.produce(t, topic, parts, 50, "b")
+	tbl = waitOffsets(t, cat, topic, offsetsAll(parts, 100))
+	spec := tbl.Spec()
+	var names []string
+	for _, f := range spec.Fields() {
+		names = append(names, f.Name+"="+f.Transform.String())
+	}
+	if got := strings.Join(names, ","); got != "aerostream_partition=identity,aerostream_timestamp_day=day" {
+		t.Errorf("evolved spec fields %s, want aerostream_partition=identity,aerostream_timestamp_day=day", got)
+	}
+	if spec.ID() == first.ID() {
+		t.Errorf("spec id %d unchanged", spec.ID())
+	}
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[int32]int{}
+	for _, task := range tasks {
+		specs[task.File.SpecID()]++
+	}
+	if specs[int32(first.ID())] == 0 || specs[int32(spec.ID())] == 0 {
+		t.Errorf("data files by spec id %v: want files of both specs %d and %d", specs, first.ID(), spec.ID())
+	}
+	counts, _ := scanRows(t, tbl)
+	checkExact(t, counts, parts, 100)
+
+	// A spec naming no column stops the committer with a clear error in
+	// its status, and the table keeps its spec.
+	m.Update(state("bucket[4](nosuch)"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := m.Status(topic)
+		if len(st) == 1 && strings.Contains(st[0].LastError, `no column "nosuch"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v: want a last error naming the missing column", st)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the committer's status
 	}
 }

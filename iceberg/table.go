@@ -90,3 +90,66 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ns, name, topic strin
 	}
 	return tbl, nil
 }
+
+// evolveSpec makes spec (an iceberg.partition_spec value) tbl's current
+// partition spec, when it is not already: an AlterConfigs of the topic
+// restarts its committer, which calls this. Fields are matched by source
+// column and transform; those the new spec lacks are removed, new ones
+// added, renamed ones renamed. Data files keep the spec they were written
+// with, as Iceberg's partition evolution has it: no rewrite.
+func evolveSpec(ctx context.Context, tbl *table.Table, spec string) (*table.Table, error) {
+	want, err := ParsePartitionSpec(spec, tbl.Schema())
+	if err != nil {
+		return nil, fmt.Errorf("table %s: iceberg.partition_spec: %w", tbl.Identifier(), err)
+	}
+	type key struct {
+		source    int
+		transform string
+	}
+	keyOf := func(f iceberg.PartitionField) key { return key{f.SourceIDs[0], f.Transform.String()} }
+	have := tbl.Spec()
+	cur := map[key]iceberg.PartitionField{}
+	for _, f := range have.Fields() {
+		if len(f.SourceIDs) == 1 {
+			cur[keyOf(f)] = f
+		}
+	}
+	txn := tbl.NewTransaction()
+	us := txn.UpdateSpec(true)
+	changed := len(cur) != have.NumFields()
+	wanted := map[key]bool{}
+	for _, f := range want.Fields() {
+		k := keyOf(f)
+		wanted[k] = true
+		old, ok := cur[k]
+		switch {
+		case !ok:
+			col, found := tbl.Schema().FindColumnName(k.source)
+			if !found {
+				return nil, fmt.Errorf("%w: table %s: partition field %s: no column %d", ErrConfig, tbl.Identifier(), f.Name, k.source)
+			}
+			us.AddField(col, f.Transform, f.Name)
+			changed = true
+		case old.Name != f.Name:
+			us.RenameField(old.Name, f.Name)
+			changed = true
+		}
+	}
+	for k, f := range cur {
+		if !wanted[k] {
+			us.RemoveField(f.Name)
+			changed = true
+		}
+	}
+	if !changed {
+		return tbl, nil
+	}
+	if err := us.Commit(); err != nil {
+		return nil, fmt.Errorf("%w: table %s: partition spec %q: %v", ErrConfig, tbl.Identifier(), spec, err)
+	}
+	out, err := txn.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: evolve partition spec: %w", tbl.Identifier(), err)
+	}
+	return out, nil
+}

@@ -109,7 +109,7 @@ var defs = []Def{
 	},
 	{
 		Name: IcebergPartitionSpec, Type: String, Default: "hour(aerostream.timestamp)",
-		Doc:     "partitioning of a new table: comma-separated column or transform(column), transform one of identity, year, month, day, hour, bucket[N], truncate[N]; none = unpartitioned",
+		Doc:     "partitioning of the table (an alter evolves it; files keep the spec they were written with): comma-separated column or transform(column), transform one of identity, year, month, day, hour, bucket[N], truncate[N]; none = unpartitioned",
 		Dynamic: true, Layer: Iceberg,
 		Parse: parsePartitionSpec,
 	},
