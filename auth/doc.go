@@ -12,7 +12,11 @@
 //     operation, permission and resource pattern (literal, prefixed, or the
 //     wildcard "*"), with deny winning over allow, the operations Kafka
 //     implies (READ implies DESCRIBE, and so on), super users, and default
-//     deny.
+//     deny;
+//   - roles (roles.go, roles_authz.go): built-in and custom roles bound to
+//     User: and Group: principals, expanded into ALLOW entries beside the
+//     ACLs, so a DENY ACL still wins; a user's groups come from the
+//     controller's state or a bearer token's claim.
 //
 // The gateways run the exchanges (Kafka's SaslHandshake and
 // SaslAuthenticate) and ask the Authorizer; the controller stores the
