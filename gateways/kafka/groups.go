@@ -326,6 +326,9 @@ func (c *coordinator) applyLocked(r record) {
 	case shareStateKey:
 		c.applyShareStateLocked(r)
 		return
+	case shareMemberGoneKey:
+		c.applyShareMemberGoneLocked(r)
+		return
 	case 2:
 		c.applyGroupMetadataLocked(r)
 		return

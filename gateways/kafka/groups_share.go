@@ -88,7 +88,7 @@ func (gr *group) shareHeartbeat(req *kmsg.ShareGroupHeartbeatRequest, clientID, 
 		delete(sg.members, m.id)
 		sg.epoch++
 		gr.shareAssign(md)
-		gr.c.g.shares.memberLeft(gr.id, m.id)
+		gr.c.g.shares.memberGone(gr.c.ctx, gr.id, gr.part, m.id)
 		return sgAnswer{memberID: m.id, epoch: -1}
 	default:
 		if m == nil {
@@ -214,7 +214,7 @@ func (gr *group) shareTick(now time.Time) {
 	for _, id := range gone {
 		gr.c.log.Info("share group member session expired", "group", gr.id, "member", id)
 		delete(sg.members, id)
-		gr.c.g.shares.memberLeft(gr.id, id)
+		gr.c.g.shares.memberGone(gr.c.ctx, gr.id, gr.part, id)
 	}
 	sg.epoch++
 	if md, err := gr.c.g.cluster.Metadata(gr.c.ctx); err == nil {

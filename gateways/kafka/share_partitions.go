@@ -46,6 +46,12 @@ import (
 // delivered, never in the window, not dead letters), as Kafka's share
 // partition archives them.
 
+// shareMemberGoneKey marks a tombstone the group's coordinator writes
+// when a share group member leaves or its session ends, so the gateways
+// holding the group's share partitions release what it acquired there at
+// once, not when its locks run out.
+const shareMemberGoneKey int16 = 0x7AE3
+
 const (
 	shareStateKey int16 = 0x7AE2
 
@@ -392,6 +398,9 @@ type shares struct {
 		persisted map[shareKey]int64          // SPSOs read back from __consumer_offsets
 		windows   map[shareKey]shareWindow    // in-flight windows read back with them
 		wake      chan struct{}               // closed when records become available
+		// departed are group members whose departure was read from
+		// __consumer_offsets, to release here (persist).
+		departed [][2]string
 	}
 }
 
@@ -640,6 +649,59 @@ func shareStateRecord(k shareKey, start int64, win ...[]byte) record {
 	return r
 }
 
+// shareMemberGoneRecord is the tombstone that says member left group.
+func shareMemberGoneRecord(group, member string) record {
+	key := kbinKey(shareMemberGoneKey, group)
+	key = binary.BigEndian.AppendUint16(key, uint16(len(member)))
+	return record{key: append(key, member...)}
+}
+
+// readShareMemberGone is shareMemberGoneRecord's key decoder; it is
+// fuzzed (FuzzShareMemberGoneKey).
+func readShareMemberGone(b []byte) (group, member string, ok bool) {
+	if len(b) < 4 {
+		return "", "", false
+	}
+	gl := int(binary.BigEndian.Uint16(b[2:]))
+	if len(b) < 4+gl+2 {
+		return "", "", false
+	}
+	group = string(b[4 : 4+gl])
+	b = b[4+gl:]
+	ml := int(binary.BigEndian.Uint16(b))
+	if len(b) != 2+ml || ml == 0 {
+		return "", "", false
+	}
+	return group, string(b[2:]), true
+}
+
+// applyShareMemberGoneLocked notes a departure read from the log; persist
+// releases what the member holds here, outside the coordinator's lock.
+func (c *coordinator) applyShareMemberGoneLocked(r record) {
+	group, member, ok := readShareMemberGone(r.key)
+	if !ok {
+		c.log.Warn("skipping a malformed share member record")
+		return
+	}
+	s := c.g.shares
+	s.mu.Lock()
+	s.mu.departed = append(s.mu.departed, [2]string{group, member})
+	s.mu.Unlock()
+}
+
+// memberGone is a share group member's departure on the group's
+// coordinator: released here at once, and announced to the gateways
+// holding the group's other share partitions. Called on the group
+// goroutine.
+func (s *shares) memberGone(ctx context.Context, group string, part int32, member string) {
+	s.memberLeft(group, member)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.g.groups.write(ctx, part, []record{shareMemberGoneRecord(group, member)}); err != nil && ctx.Err() == nil {
+		s.g.log.Warn("announcing a share member's departure; its locks will time out elsewhere", "group", group, "member", member, "err", err)
+	}
+}
+
 // shareResetRecord is an admin's move of a share partition's SPSO (or,
 // with start < 0, its deletion): marked as a reset, so that the gateway
 // holding the partition open, which may not be the one that wrote it,
@@ -751,6 +813,13 @@ func (s *shares) persist(ctx context.Context) {
 			}
 			return
 		}
+	}
+	s.mu.Lock()
+	departed := s.mu.departed
+	s.mu.departed = nil
+	s.mu.Unlock()
+	for _, d := range departed {
+		s.memberLeft(d[0], d[1])
 	}
 	s.mu.Lock()
 	sps := make([]*sharePartition, 0, len(s.mu.parts))
