@@ -47,7 +47,10 @@
 //     in-flight window of a share partition lives in the memory of the
 //     gateway leading it; its start offset is written to
 //     __consumer_offsets about once a second, so a restart redelivers
-//     from there (at least once).
+//     from there (at least once). Admin resets of the start offset and
+//     members leaving, both served by the group's coordinator, reach the
+//     gateway leading the partition through the same partition of
+//     __consumer_offsets, which it reads on that round.
 //   - The transaction coordinator (txn_coordinator.go and the keys
 //     22, 24-26, 28, 65, 66): transactional ids are placed like groups
 //     (hashed over the live gateways), their state is written (acks all)
