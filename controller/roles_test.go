@@ -102,3 +102,35 @@ func TestRBACThroughClient(t *testing.T) {
 		t.Error("olga is not a reader through Group:ops")
 	}
 }
+
+// TestRBACSurvivesRestart: roles, bindings and groups come back when the
+// controller restarts, from its snapshot and from its log.
+func TestRBACSurvivesRestart(t *testing.T) {
+	mc := newMemCluster(t, 1, nil, nil)
+	l := mc.leader()
+	ctx := context.Background()
+	bind := func(p string) {
+		t.Helper()
+		w, err := l.c.BindRoles(ctx, RoleBindingsRequest{Bindings: []auth.RoleBinding{{Role: auth.RoleWriter, Principal: p}}})
+		if err != nil || w.Errors[0] != nil {
+			t.Fatalf("bind %s: %+v %v", p, w, err)
+		}
+	}
+	bind("User:in-snapshot")
+	if w, err := l.c.SetUserGroups(ctx, SetUserGroupsRequest{Users: []UserGroups{{User: "olga", Groups: []string{"ops"}}}}); err != nil || w.Errors[0] != nil {
+		t.Fatalf("set groups: %+v %v", w, err)
+	}
+	if err := l.c.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	bind("User:in-log")
+	mc.stop(l)
+	mc.start(l)
+	l = mc.leader()
+	mc.converged()
+	_, rb := l.c.fsm.SecurityRBAC()
+	if len(rb.Bindings) != 2 || len(rb.UserGroups["olga"]) != 1 {
+		t.Errorf("after a restart: %+v", rb)
+	}
+	mc.stop(l)
+}
