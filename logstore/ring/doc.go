@@ -12,7 +12,10 @@
 //   - the network transport: Server, run by a storage node on its ring
 //     listener (TCP or a Unix socket), and the client returned by Dial, which
 //     keeps one connection per shard and routes each partition to the
-//     connection of logstore.ShardFor(topic, partition, shards).
+//     connection of logstore.ShardFor(topic, partition, shards). With
+//     Server.TLS and DialOptions.TLS every connection is mutual TLS, so
+//     only holders of a certificate of the cluster CA reach the shards
+//     (tls.go).
 //
 // The wire format reuses the native protocol's 7-byte frame header layout
 // (magic 0xAE, version, opcode, big-endian uint32 payload length) with
