@@ -32,11 +32,14 @@
 //
 // # Parquet writer
 //
-// Data files are written by iceberg-go's own writer (Transaction.Append
-// over arrow-go's pqarrow, zstd): it takes field ids from the table's
-// schema, fans rows out to the partition spec's partitions (hour of
-// aerostream.timestamp by default) and computes the column statistics
-// readers prune with. parquet-go would have needed all three by hand,
+// Data files are written by iceberg-go's own writer (table.WriteRecords
+// over arrow-go's pqarrow, zstd), fed a translation step at a time while
+// the commit interval runs (stream.go), so a commit only closes the
+// files and adds them; encoding everything at the commit was a burst
+// that stalled produce on a small machine. The writer takes field ids
+// from the table's schema, fans rows out to the partition spec's
+// partitions (hour of aerostream.timestamp by default) and computes the
+// column statistics readers prune with. parquet-go would have needed all three by hand,
 // plus building each DataFile for AddDataFiles; the measured speed of
 // this path (BenchmarkTranslate, one core: decode, rows, Parquet, commit)
 // is well above the few MiB/s per core a topic needs, so the simpler,
