@@ -19,6 +19,9 @@
 //     the paused store's ring are served when it resumes: none may show
 //     its old, shorter log as current (its leadership lease fences it
 //     until the controller's view deposes it), and it rejoins the ISR.
+//   - TestClusterAdminAPIOnAStore: a store's REST admin API shows every
+//     store's disk bytes (reported with their heartbeats) and serves the
+//     groups routes through the Kafka gateways.
 //   - TestClusterFranzGo: franz-go's kgo integration suite with
 //     KGO_TEST_RF=3 against the cluster, compared with its run against a
 //     single `aerostream serve`.
