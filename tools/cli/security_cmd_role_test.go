@@ -5,6 +5,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aerostream/aerostream/auth"
+	"github.com/aerostream/aerostream/auth/authtest"
+	"github.com/aerostream/aerostream/tools/config"
 )
 
 // TestRoleUsage: a role command that names no principal, two scopes, a
@@ -46,5 +51,34 @@ func TestRoleScopeFlags(t *testing.T) {
 	bs, err = roleBindings("reader", []string{"User:*"}, roleScopeFlags{})
 	if err != nil || len(bs) != 1 || bs[0].ResourceType != "" {
 		t.Errorf("unscoped: %+v %v", bs, err)
+	}
+}
+
+// TestTokenGroupsReachTheAuthorizer: a bearer token accepted through
+// withTokenGroups makes its user a member of the groups its
+// auth.oauth_groups_claim lists, so a Group: binding applies.
+func TestTokenGroupsReachTheAuthorizer(t *testing.T) {
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := auth.NewAuthorizer(true, nil)
+	z.SetAll(1, nil, auth.RBAC{Bindings: []auth.RoleBinding{{Role: auth.RoleReader, Principal: "Group:ops"}}})
+	accept := func(context.Context, string) (string, time.Time, error) { return "tom", time.Now().Add(time.Hour), nil }
+	cfg := config.Default()
+	v := withTokenGroups(cfg, accept, z)
+	read := auth.Request{Principal: "User:tom", Host: "127.0.0.1", Operation: auth.OpRead, ResourceType: auth.ResourceTopic, ResourceName: "t"}
+	if z.Authorize(read) {
+		t.Fatal("tom reads before any token")
+	}
+	if _, _, err := v(context.Background(), iss.Sign(t, "RS256", map[string]any{"sub": "tom", "groups": []string{"ops"}})); err != nil {
+		t.Fatal(err)
+	}
+	if !z.Authorize(read) {
+		t.Error("tom's token names ops, bound reader, and tom may not read")
+	}
+	cfg.Auth.OAuthGroupsClaim = ""
+	if withTokenGroups(cfg, accept, z) == nil || withTokenGroups(cfg, nil, z) != nil {
+		t.Error("without a claim the validator is passed through as is")
 	}
 }
