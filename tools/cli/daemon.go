@@ -628,7 +628,7 @@ func (d *daemon) httpServer() (*gwhttp.Server, error) {
 		mounts = append(mounts, struct {
 			prefix string
 			h      http.Handler
-		}{"/iceberg", icebergrest.New(icebergrest.Options{Catalog: d.icebergCat, IOProps: d.icebergIO, Logger: d.logger})})
+		}{"/iceberg", icebergREST(icebergrest.Options{Catalog: d.icebergCat, IOProps: d.icebergIO}, guard, d.logger)}) // icebergrest.go
 	}
 	// The web console takes every path that no API above claims.
 	con, err := console.Handler(console.Options{Logger: d.logger})
