@@ -30,7 +30,9 @@ func (z *Authorizer) setLocked(version uint64, acls []ACL, rbac RBAC) {
 		by[a.ResourceType] = append(by[a.ResourceType], a)
 	}
 	z.mu.byType, z.mu.version = by, version
-	z.mu.explicit, z.mu.rbac = acls, rbac
+	// Kept for SetRBAC to rebuild byType with: a copy, so that the
+	// caller's later use of its slice cannot change decisions.
+	z.mu.explicit, z.mu.rbac = slices.Clone(acls), rbac
 	z.mu.groups = rbac.groupPrincipals()
 }
 
