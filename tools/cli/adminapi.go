@@ -418,7 +418,22 @@ func logErr(err error, topic string, partition int32) error {
 }
 
 // Schema implements adminapi.SchemaSource.
+// The schema comes with the schemas its references import, transitively,
+// for the decoder to link (Avro named types, Protobuf imports). A schema
+// deleted since the record was written still decodes, when it needs no
+// references.
 func (s *adminSources) Schema(ctx context.Context, id int32) (adminapi.Schema, error) {
+	res, err := s.reg.Resolve(ctx, id)
+	if err == nil {
+		out := adminapi.Schema{Type: res.Type, Text: res.Schema}
+		for _, r := range res.References {
+			out.Refs = append(out.Refs, adminapi.SchemaRef{Name: r.Name, Text: r.Schema})
+		}
+		return out, nil
+	}
+	if !registry.NotFound(err) {
+		return adminapi.Schema{}, err
+	}
 	sch, _, err := s.reg.SchemaByID(ctx, id, true, false)
 	if err != nil {
 		return adminapi.Schema{}, err

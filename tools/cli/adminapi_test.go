@@ -198,6 +198,48 @@ func TestAdminAPIAgainstServe(t *testing.T) {
 		t.Errorf("the Avro record: %+v", msgs.Messages)
 	}
 	api.get("/api/topics/orders/messages?partition=0&offset=11", 416, nil)
+
+	// A schema that uses a named type of another subject's schema decodes
+	// with it (through the registry's references), not as hex.
+	customer := `{"type":"record","name":"Customer","namespace":"crm","fields":[{"name":"name","type":"string"}]}`
+	register := func(subject string, req map[string]any) int32 {
+		t.Helper()
+		body, _ := json.Marshal(req)
+		resp, err := http.Post(api.base+"/schema-registry/subjects/"+subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var reg struct{ ID int32 }
+		if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("register %s: %d %v", subject, resp.StatusCode, err)
+		}
+		return reg.ID
+	}
+	register("customer", map[string]any{"schema": customer})
+	withRef := `{"type":"record","name":"Sale","fields":[{"name":"id","type":"long"},{"name":"buyer","type":"crm.Customer"}]}`
+	refID := register("sales-value", map[string]any{"schema": withRef,
+		"references": []map[string]any{{"name": "crm.Customer", "subject": "customer", "version": 1}}})
+	cache := &avro.SchemaCache{}
+	if _, err := avro.ParseWithCache(customer, "", cache); err != nil {
+		t.Fatal(err)
+	}
+	saleSchema, err := avro.ParseWithCache(withRef, "", cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sale, err := avro.Marshal(saleSchema, map[string]any{"id": int64(3), "buyer": map[string]any{"name": "Ada"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 1,
+		Value: append(bin.BigEndian.AppendUint32([]byte{0}, uint32(refID)), sale...)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	api.get("/api/topics/orders/messages?partition=1&offset=0&limit=1", 200, &msgs)
+	if len(msgs.Messages) != 1 || msgs.Messages[0].Value.Encoding != "avro" || msgs.Messages[0].Value.Text != `{"buyer":{"name":"Ada"},"id":3}` {
+		t.Errorf("the Avro record with a reference: %+v", msgs.Messages)
+	}
 	api.get("/api/topics/orders/messages?partition=5", 400, nil)
 	api.get("/api/topics/nope", 404, nil)
 
@@ -286,8 +328,8 @@ func TestAdminAPIAgainstServe(t *testing.T) {
 	}
 	mb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(mb), "aerostream_produce_records_total 15") {
-		t.Errorf("/metrics: no aerostream_produce_records_total of 15 records produced")
+	if !strings.Contains(string(mb), "aerostream_produce_records_total 16") {
+		t.Errorf("/metrics: no aerostream_produce_records_total of 16 records produced")
 	}
 
 	cl.Close()

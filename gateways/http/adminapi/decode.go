@@ -3,7 +3,6 @@ package adminapi
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -14,15 +13,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/aerostream/aerostream/internal/protosrc"
 )
 
 // Keys and values written by a Confluent serializer start with the magic
@@ -123,8 +120,8 @@ func compileSchema(s Schema) *compiled {
 	case "", "AVRO": // the registry's default type
 		cache := &avro.SchemaCache{}
 		for _, ref := range s.Refs {
-			if _, err := avro.ParseWithCache(ref, "", cache); err != nil {
-				return &compiled{err: fmt.Errorf("avro reference: %w", err)}
+			if _, err := avro.ParseWithCache(ref.Text, "", cache); err != nil {
+				return &compiled{err: fmt.Errorf("avro reference %s: %w", ref.Name, err)}
 			}
 		}
 		sch, err := avro.ParseWithCache(s.Text, "", cache)
@@ -144,51 +141,14 @@ func compileSchema(s Schema) *compiled {
 	return &compiled{err: fmt.Errorf("schema type %q", s.Type)}
 }
 
-const mainProto = "schema.proto"
-
-func compileProto(s Schema) (fd protoreflect.FileDescriptor, err error) {
-	files := map[string]string{mainProto: s.Text}
-	for name, text := range s.Refs {
-		files[name] = text
+// compileProto links a Protobuf schema with the files its references
+// name, as the registry does when it checks them.
+func compileProto(s Schema) (protoreflect.FileDescriptor, error) {
+	refs := make(map[string]string, len(s.Refs))
+	for _, r := range s.Refs {
+		refs[r.Name] = r.Text
 	}
-	resolver := protocompile.WithStandardImports(protocompile.ResolverFunc(func(path string) (protocompile.SearchResult, error) {
-		t, ok := files[path]
-		if !ok {
-			return protocompile.SearchResult{}, fmt.Errorf("%s: %w", path, protoregistry.NotFound)
-		}
-		if fdp, ok := descriptorFromBase64(t); ok {
-			fdp.Name = proto.String(path)
-			return protocompile.SearchResult{Proto: fdp}, nil
-		}
-		return protocompile.SearchResult{Source: strings.NewReader(t)}, nil
-	}))
-	c := protocompile.Compiler{Resolver: resolver, MaxParallelism: 1}
-	out, err := c.Compile(context.Background(), mainProto)
-	if err != nil {
-		return nil, err
-	}
-	return out[0], nil
-}
-
-// descriptorFromBase64 reads a schema given as a base64
-// FileDescriptorProto (Confluent's serialized format).
-func descriptorFromBase64(text string) (*descriptorpb.FileDescriptorProto, bool) {
-	t := strings.TrimSpace(text)
-	if t == "" || strings.ContainsAny(t, " \t\r\n;{") {
-		return nil, false
-	}
-	b, err := base64.StdEncoding.DecodeString(t)
-	if err != nil {
-		return nil, false
-	}
-	fdp := new(descriptorpb.FileDescriptorProto)
-	if err := proto.Unmarshal(b, fdp); err != nil {
-		return nil, false
-	}
-	if _, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles); err != nil {
-		return nil, false
-	}
-	return fdp, true
+	return protosrc.Compile(s.Text, refs)
 }
 
 var errMessageIndex = errors.New("bad protobuf message indexes")

@@ -100,12 +100,20 @@ type Config struct {
 }
 
 // Schema is a registered schema: its type (AVRO, PROTOBUF or JSON), its
-// text, and the texts of the schemas it references by import name (a
-// Protobuf import path; for Avro the name is not used).
+// text, and the schemas its references import, transitively, each before
+// the schemas that use it (an Avro named type must be parsed before a
+// schema naming it).
 type Schema struct {
 	Type string
 	Text string
-	Refs map[string]string
+	Refs []SchemaRef
+}
+
+// SchemaRef is a schema another imports: Name is the reference's name (a
+// Protobuf import path, a JSON $ref URL; Avro goes by the types' names).
+type SchemaRef struct {
+	Name string
+	Text string
 }
 
 // GroupSummary is a group as the coordinator lists it.
