@@ -212,6 +212,10 @@ type cmdDrainStore struct {
 // shutting down and its leaderships move to other in-sync replicas.
 type cmdShutdownStore struct {
 	ID int32 `json:"id"`
+	// ShrinkISR also takes the store out of every ISR it can leave. A
+	// flag rather than a change of meaning, so that commands logged before
+	// it replay as they were first applied.
+	ShrinkISR bool `json:"shrink_isr,omitempty"`
 }
 
 // cmdElectPreferred moves the leadership of every partition whose

@@ -93,9 +93,14 @@
 //   - Controlled shutdown (DrainStore with LeadershipOnly): the store is
 //     marked shutting down, is not elected leader while it is, and every
 //     partition it leads moves to the first other in-sync, live replica
-//     (one whose only in-sync replica it is keeps it). Replicas stay, so a
-//     restart copies nothing; the store registering again clears the mark
-//     and the preferred leader election gives leadership back.
+//     (one whose only in-sync replica it is keeps it). It also leaves the
+//     ISR of every partition it no longer leads, as in Kafka, so that
+//     acks=all writes stop waiting for it at once rather than when its
+//     session expires, and AlterPartition refuses to add it back
+//     (ErrIneligibleReplica) while it shuts down. Replicas stay, so a
+//     restart copies nothing; the store registering again clears the mark,
+//     its leaders add it back to the ISRs once it has caught up, and the
+//     preferred leader election gives leadership back.
 //
 // StoreAgent, run by each store, creates the partitions it is a replica
 // of, deletes those of deleted topics and those a completed move took

@@ -847,6 +847,10 @@ func (st *state) preferredPending() int {
 // Kafka's controlled shutdown does. Its replicas stay where they are, so
 // that a restart costs no copying; a partition whose only in-sync replica
 // is id keeps it as leader, since moving would lose acknowledged records.
+// With ShrinkISR it also leaves the ISR of every partition it no longer
+// leads, as Kafka's controlled shutdown does, so that acks=all producers
+// stop waiting for a store about to stop instead of waiting out its
+// session.
 func (a *applier) shutdownStore(c *cmdShutdownStore) *applyResult {
 	n, ok := a.st.nodes[c.ID]
 	if !ok || n.Kind != KindStore {
@@ -859,32 +863,44 @@ func (a *applier) shutdownStore(c *cmdShutdownStore) *applyResult {
 		a.record(change{node: c.ID})
 	}
 	a.updatePartitions(nil, func(_ *TopicInfo, p PartitionInfo) (PartitionInfo, bool) {
-		if p.Leader != c.ID {
-			return p, false
-		}
-		next := a.st.inSyncLeader(p, c.ID)
-		if next == NoLeader {
-			return p, false
-		}
 		np := p
-		np.Leader = next
-		np.LeaderEpoch++
+		if p.Leader == c.ID {
+			next := a.st.inSyncLeader(p, c.ID)
+			if next == NoLeader {
+				return p, false
+			}
+			np.Leader = next
+			np.LeaderEpoch++
+		}
+		if c.ShrinkISR && leavesISR(np, c.ID) {
+			np.ISR = without(np.ISR, c.ID)
+		}
+		if np.Leader == p.Leader && slices.Equal(np.ISR, p.ISR) {
+			return p, false
+		}
 		np.PartitionEpoch++
 		return np, true
 	})
 	return &applyResult{}
 }
 
-// shutdownPending reports whether a shutdownStore for id would change
-// anything: it is not marked yet, or a partition it leads has another
-// in-sync replica to lead.
+// leavesISR reports whether store id, shutting down, can leave p's ISR:
+// it is in it and does not lead (a leader is always in its ISR).
+func leavesISR(p PartitionInfo, id int32) bool {
+	return p.Leader != id && len(p.ISR) > 1 && slices.Contains(p.ISR, id)
+}
+
+// shutdownPending reports whether a shutdownStore for id (with
+// ShrinkISR) would change anything: it is not marked yet, a partition it
+// leads has another in-sync replica to lead, or it is in the ISR of a
+// partition it does not lead.
 func (st *state) shutdownPending(id int32) bool {
 	if n := st.nodes[id]; n == nil || !n.ShuttingDown {
 		return true
 	}
 	for _, t := range st.topics {
 		for _, p := range t.Partitions {
-			if p.Leader == id && st.inSyncLeader(p, id) != NoLeader {
+			if (p.Leader == id && st.inSyncLeader(p, id) != NoLeader) || leavesISR(p, id) {
 				return true
 			}
 		}

@@ -341,15 +341,22 @@ func TestPreferredLeaderElection(t *testing.T) {
 
 func TestControlledShutdown(t *testing.T) {
 	f := threeStores(t, nil)
-	if r := applyCmd(t, f, &cmdShutdownStore{ID: 1}); r.err != nil {
+	if err := createRF(t, f, "f", 1, 3, nil); err != nil { // led by 2, 1 a follower
+		t.Fatal(err)
+	}
+	wantPart(t, "f created", part(t, f, "f", 0), 2, 0, 0, ids(2, 1, 3), ids(2, 1, 3))
+	if r := applyCmd(t, f, &cmdShutdownStore{ID: 1, ShrinkISR: true}); r.err != nil {
 		t.Fatal(r.err)
 	}
-	// Leadership moves to the next in-sync replica; replicas stay.
-	wantPart(t, "1 shutting down", part(t, f, "r", 0), 2, 1, 1, ids(1, 2, 3), ids(1, 2, 3))
+	// Leadership moves to the next in-sync replica, and the store leaves
+	// the ISRs, where it led and where it followed, so that acks=all
+	// writes stop waiting for it; replicas stay.
+	wantPart(t, "1 shutting down", part(t, f, "r", 0), 2, 1, 1, ids(1, 2, 3), ids(2, 3))
+	wantPart(t, "1 shutting down, a follower", part(t, f, "f", 0), 2, 0, 1, ids(2, 1, 3), ids(2, 3))
 	var st DrainStatus
 	f.read(func(s *state) { st = s.drainStatus(1) })
-	if !st.ShuttingDown || st.Draining || st.Leaders != 0 || st.Replicas != 1 {
-		t.Errorf("status %+v, want shutting down, not draining, 0 leaders, 1 replica", st)
+	if !st.ShuttingDown || st.Draining || st.Leaders != 0 || st.Replicas != 2 {
+		t.Errorf("status %+v, want shutting down, not draining, 0 leaders, 2 replicas", st)
 	}
 	v := f.Version()
 	f.read(func(s *state) {
@@ -360,13 +367,13 @@ func TestControlledShutdown(t *testing.T) {
 			t.Errorf("preferred election would hand %d partition(s) back to a store shutting down", n)
 		}
 	})
-	applyCmd(t, f, &cmdShutdownStore{ID: 1})
+	applyCmd(t, f, &cmdShutdownStore{ID: 1, ShrinkISR: true})
 	if f.Version() != v {
 		t.Error("a second shutdown with nothing to move bumped the version")
 	}
 	// An election while 1 is shutting down passes it over.
 	down(t, f, 2)
-	wantPart(t, "2 expired", part(t, f, "r", 0), 3, 2, 2, ids(1, 2, 3), ids(1, 3))
+	wantPart(t, "2 expired", part(t, f, "r", 0), 3, 2, 2, ids(1, 2, 3), ids(3))
 	// A new incarnation clears the state, and the preferred election gives
 	// leadership back once 1 is in sync.
 	registerStore(t, f, 1)
@@ -381,10 +388,17 @@ func TestControlledShutdown(t *testing.T) {
 		t.Errorf("preferred leader not back after restart: %+v", p)
 	}
 
-	// The only in-sync replica keeps leading: moving would lose records.
+	// A shutdown logged before ShrinkISR replays as it was applied: the
+	// store keeps its ISR places.
+	f = threeStores(t, nil)
+	applyCmd(t, f, &cmdShutdownStore{ID: 1})
+	wantPart(t, "1 shutting down, logged without ShrinkISR", part(t, f, "r", 0), 2, 1, 1, ids(1, 2, 3), ids(1, 2, 3))
+
+	// The only in-sync replica keeps leading, and its ISR place: moving
+	// would lose records.
 	f = threeStores(t, nil)
 	alterISR(t, f, "r", 0, 1)
-	applyCmd(t, f, &cmdShutdownStore{ID: 1})
+	applyCmd(t, f, &cmdShutdownStore{ID: 1, ShrinkISR: true})
 	wantPart(t, "sole ISR member", part(t, f, "r", 0), 1, 0, 1, ids(1, 2, 3), ids(1))
 	f.read(func(s *state) {
 		if s.shutdownPending(1) {
@@ -396,7 +410,7 @@ func TestControlledShutdown(t *testing.T) {
 	// A partition created meanwhile is not led by the store shutting down
 	// (2 leads nothing and would be the least loaded).
 	f = threeStores(t, nil)
-	applyCmd(t, f, &cmdShutdownStore{ID: 2})
+	applyCmd(t, f, &cmdShutdownStore{ID: 2, ShrinkISR: true})
 	if err := createRF(t, f, "new", 1, 3, nil); err != nil {
 		t.Fatal(err)
 	}

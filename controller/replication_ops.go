@@ -21,6 +21,25 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 	if len(req.ISR) > MaxReplicationFactor*2 {
 		return PartitionInfo{}, fmt.Errorf("%w: an ISR of %d stores", ErrInvalidRequest, len(req.ISR))
 	}
+	// A store in a controlled shutdown left the ISRs and does not join
+	// them again (KIP-841), or acks=all producers would wait for it. Checked
+	// here rather than in Apply, so that logged commands replay unchanged.
+	var err error
+	c.fsm.read(func(st *state) {
+		_, p, perr := st.partition(req.Topic, req.Partition)
+		if perr != nil {
+			return // Apply says so
+		}
+		for _, r := range minus(req.ISR, p.ISR) {
+			if n := st.nodes[r]; n != nil && n.ShuttingDown {
+				err = fmt.Errorf("%w: %s/%d: store %d cannot join the ISR: it is shutting down", ErrIneligibleReplica, req.Topic, req.Partition, r)
+				return
+			}
+		}
+	})
+	if err != nil {
+		return PartitionInfo{}, err
+	}
 	r, err := c.propose(ctx, &cmdAlterPartition{
 		Topic: req.Topic, Partition: req.Partition, LeaderID: req.LeaderID,
 		LeaderEpoch: req.LeaderEpoch, PartitionEpoch: req.PartitionEpoch, ISR: req.ISR,
@@ -88,7 +107,7 @@ func (c *Controller) DrainStore(ctx context.Context, req DrainRequest) (DrainSta
 		return DrainStatus{}, err
 	}
 	if pending && req.LeadershipOnly {
-		if _, err := c.propose(ctx, &cmdShutdownStore{ID: req.ID}); err != nil {
+		if _, err := c.propose(ctx, &cmdShutdownStore{ID: req.ID, ShrinkISR: true}); err != nil {
 			return DrainStatus{}, err
 		}
 		c.log.Info("moving leadership off a store that is shutting down", "store", req.ID)

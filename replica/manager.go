@@ -207,7 +207,9 @@ type partView struct {
 type nodeAddr struct {
 	addr    string
 	version uint64
-	live    bool
+	// live: the controller would let the store join an ISR (it is live
+	// and not in a controlled shutdown, which takes it out of them).
+	live bool
 }
 
 // Apply hands the manager a new view of the metadata (the store agent's
@@ -250,7 +252,7 @@ func (m *Manager) Apply(ctx context.Context, v *controller.View) error {
 		if addr == "" {
 			addr = n.Ring.Address
 		}
-		snap.nodes[id] = nodeAddr{addr: addr, version: n.Ring.Version, live: n.Live}
+		snap.nodes[id] = nodeAddr{addr: addr, version: n.Ring.Version, live: n.Live && !n.ShuttingDown}
 	}
 	m.viewMu.Lock()
 	m.next = snap

@@ -754,36 +754,46 @@ func TestFollowerBehindLeaderLogStartStartsOver(t *testing.T) {
 
 // TestDownFollowerNotProposedBackIntoISR: a store the controller holds
 // down (fenced, out of the ISR; a store that restarted within its session
-// is held so until it is back up) may still fetch and look caught up; the
-// leader must not ask to add it back, which a real controller refuses at
-// every check.
+// is held so until it is back up), or one in a controlled shutdown (taken
+// out of the ISRs), may still fetch and look caught up; the leader must
+// not ask to add it back, which a real controller refuses at every check.
 func TestDownFollowerNotProposedBackIntoISR(t *testing.T) {
-	c := newCluster(t, 1, 2)
-	c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
-	c.start(1)
-	c.start(2)
-	c.ctl.mu.Lock()
-	n := c.ctl.view.Nodes[2]
-	n.Live = false
-	c.ctl.view.Nodes[2] = n
-	c.ctl.mu.Unlock()
-	c.ctl.setPartition("t", 0, func(p *controller.PartitionInfo) { p.ISR = []int32{1} })
-	waitUntil(t, "the leader to take the shrunk ISR", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1}) })
-	before := c.ctl.alterCount()
-	if _, err := produce(t, c.nodes[1].st, "t", 1, "x"); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, "store 2 to fetch the record", func() bool { return describe(t, c.nodes[2].st, "t").LogEndOffset == 1 })
-	time.Sleep(15 * 20 * time.Millisecond) // fifteen ISR checks: asserting something does not happen
-	if got := c.ctl.alterCount(); got != before {
-		t.Fatalf("the leader sent %d AlterPartition for a store held down: %+v", got-before, c.ctl.alters[before:])
-	}
+	for _, tc := range []struct {
+		name string
+		hold func(n *controller.NodeInfo, held bool)
+	}{
+		{"down", func(n *controller.NodeInfo, held bool) { n.Live = !held }},
+		{"shutting down", func(n *controller.NodeInfo, held bool) { n.ShuttingDown = held }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, 1, 2)
+			c.createTopic("t", nil, controller.PartitionInfo{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+			c.start(1)
+			c.start(2)
+			c.ctl.mu.Lock()
+			n := c.ctl.view.Nodes[2]
+			tc.hold(&n, true)
+			c.ctl.view.Nodes[2] = n
+			c.ctl.mu.Unlock()
+			c.ctl.setPartition("t", 0, func(p *controller.PartitionInfo) { p.ISR = []int32{1} })
+			waitUntil(t, "the leader to take the shrunk ISR", func() bool { return slices.Equal(leaderISR(t, c.nodes[1].st, "t"), []int32{1}) })
+			before := c.ctl.alterCount()
+			if _, err := produce(t, c.nodes[1].st, "t", 1, "x"); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "store 2 to fetch the record", func() bool { return describe(t, c.nodes[2].st, "t").LogEndOffset == 1 })
+			time.Sleep(15 * 20 * time.Millisecond) // fifteen ISR checks: asserting something does not happen
+			if got := c.ctl.alterCount(); got != before {
+				t.Fatalf("the leader sent %d AlterPartition for a store held out: %+v", got-before, c.ctl.alters[before:])
+			}
 
-	// Once the controller holds it up again, it joins.
-	c.ctl.mu.Lock()
-	n.Live = true
-	c.ctl.view.Nodes[2] = n
-	c.ctl.publishLocked()
-	c.ctl.mu.Unlock()
-	waitUntil(t, "store 2 back in the ISR", func() bool { return slices.Equal(isr(c.ctl.partition("t", 0).ISR), []int32{1, 2}) })
+			// Once the controller lets it back, it joins.
+			c.ctl.mu.Lock()
+			tc.hold(&n, false)
+			c.ctl.view.Nodes[2] = n
+			c.ctl.publishLocked()
+			c.ctl.mu.Unlock()
+			waitUntil(t, "store 2 back in the ISR", func() bool { return slices.Equal(isr(c.ctl.partition("t", 0).ISR), []int32{1, 2}) })
+		})
+	}
 }

@@ -458,7 +458,18 @@ func testReplication(t *testing.T, api controller.API) {
 	if !st.ShuttingDown || st.Draining || st.Replicas == 0 {
 		t.Errorf("controlled shutdown of %d: %+v", before.Leader, st)
 	}
-	if after := partitionOf(t, api, "rep", 0); len(before.ISR) > 1 && (after.Leader == before.Leader || after.LeaderEpoch <= before.LeaderEpoch || !slices.Equal(after.Replicas, before.Replicas)) {
+	after := partitionOf(t, api, "rep", 0)
+	if len(before.ISR) > 1 && (after.Leader == before.Leader || after.LeaderEpoch <= before.LeaderEpoch || !slices.Equal(after.Replicas, before.Replicas)) {
 		t.Errorf("after the controlled shutdown of %d: %+v, was %+v", before.Leader, after, before)
+	}
+	// It also leaves the ISR, so that acks=all writes stop waiting for it,
+	// and may not join it again while it shuts down.
+	if len(before.ISR) > 1 {
+		if slices.Contains(after.ISR, before.Leader) {
+			t.Errorf("store %d still in the ISR %v after its controlled shutdown", before.Leader, after.ISR)
+		}
+		_, err = api.AlterPartition(ctx(t), controller.AlterPartitionRequest{Topic: "rep", Partition: 0, LeaderID: after.Leader,
+			LeaderEpoch: after.LeaderEpoch, PartitionEpoch: after.PartitionEpoch, ISR: append(slices.Clone(after.ISR), before.Leader)})
+		wantIs(t, "a store shutting down rejoins the ISR", err, controller.ErrIneligibleReplica, "shutting down")
 	}
 }
