@@ -51,6 +51,7 @@ var sentinelPackages = []struct {
 	}},
 	{"../../logstore/ring", map[string]error{
 		"ErrProtocol":             ring.ErrProtocol,
+		"ErrTLSRequired":          ring.ErrTLSRequired,
 		"ErrFrameTooLarge":        ring.ErrFrameTooLarge,
 		"ErrConnClosed":           ring.ErrConnClosed,
 		"ErrWrongShard":           ring.ErrWrongShard,

@@ -57,6 +57,7 @@ var shared = []Row{
 	{ring.ErrConnClosed, kerr.NotLeaderForPartition},
 	{ring.ErrClosed, kerr.NotLeaderForPartition},
 	{ring.ErrProtocol, kerr.KafkaStorageError},
+	{ring.ErrTLSRequired, kerr.KafkaStorageError},
 	{ring.ErrFrameTooLarge, kerr.MessageTooLarge},
 	{ring.ErrUnsupported, kerr.KafkaStorageError},
 	{ring.ErrRemote, kerr.KafkaStorageError},
