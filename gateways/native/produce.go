@@ -22,12 +22,14 @@ import (
 // Produces are pipelined: the read goroutine checks a request, then hands
 // it to a goroutine of its own and reads the next frame, so a connection
 // has up to maxProducesInService requests in the store at once; the
-// partitions of one ProduceMany are appended concurrently. Answers go out
-// as each request completes (Conn.Push), so they may overtake each other;
-// correlation ids tie them to their requests. A partition's batches are
-// still appended in the order their requests arrived on the connection:
-// each append waits for the connection's previous append to the same
-// partition.
+// partitions of one ProduceMany go to the backend in one ProduceBatch
+// call, which queues them to their stores and shards together, with no
+// goroutine per partition. Answers go out as each request completes
+// (Conn.Push), so they may overtake each other; correlation ids tie them
+// to their requests. A partition's batches are still appended in the
+// order their requests arrived on the connection: a request's batch waits
+// for the connection's previous appends to its partitions, and
+// ProduceBatch appends a partition's parts of one request in their order.
 
 // maxProducesInService bounds a connection's produce requests in the store
 // at once; the read goroutine waits for one to finish beyond it, and TCP
@@ -42,8 +44,9 @@ type produces struct {
 	slot chan struct{} // one token per request in service
 	mu   struct {
 		sync.Mutex
-		// last is each partition's latest append in service: the next
-		// append to it waits for this channel to close.
+		// last is, for each partition, the done channel of the latest
+		// request in service that appends to it: the next append to it
+		// waits for this channel to close.
 		last map[partKey]chan struct{}
 	}
 }
@@ -75,8 +78,8 @@ type produceJob struct {
 	hint      int32
 	res       ring.ProduceResult
 	err       error
-	prev      chan struct{} // the previous append to the partition, or nil
-	done      chan struct{}
+	prev      chan struct{} // the previous request appending to the partition, or nil
+	chained   bool          // passed the checks: appended, and in produces.mu.last
 }
 
 // handleProduce serves Produce (many false) and ProduceMany.
@@ -128,8 +131,12 @@ func (s *session) handleProduce(ctx context.Context, corr uint32, r *wire.Reader
 		return nil, ctx.Err()
 	}
 	// Chain each partition's append behind the connection's previous one
-	// to it, in arrival order, before the next frame is read.
+	// to it, in arrival order, before the next frame is read. The
+	// request's partitions are appended in one call, so one channel marks
+	// them all done; a partition named twice in the request is ordered by
+	// ProduceBatch itself, so it does not wait for its own request.
 	ps := &s.prods
+	done := make(chan struct{})
 	ps.mu.Lock()
 	for i := range jobs {
 		j := &jobs[i]
@@ -137,8 +144,11 @@ func (s *session) handleProduce(ctx context.Context, corr uint32, r *wire.Reader
 			continue
 		}
 		k := partKey{j.topic, j.partition}
-		j.prev, j.done = ps.mu.last[k], make(chan struct{})
-		ps.mu.last[k] = j.done
+		if prev := ps.mu.last[k]; prev != done {
+			j.prev = prev
+		}
+		j.chained = true
+		ps.mu.last[k] = done
 	}
 	ps.mu.Unlock()
 	acks, timeoutMs := m.Acks, m.TimeoutMs
@@ -146,7 +156,7 @@ func (s *session) handleProduce(ctx context.Context, corr uint32, r *wire.Reader
 	go func() {
 		defer ps.wg.Done()
 		defer func() { <-ps.slot }()
-		abandoned := s.runProduce(ctx, jobs, acks, timeoutMs)
+		abandoned := s.runProduce(ctx, jobs, done, acks, timeoutMs)
 		if !abandoned {
 			ps.putFrame(frame)
 		}
@@ -159,62 +169,80 @@ func (s *session) handleProduce(ctx context.Context, corr uint32, r *wire.Reader
 	return nil, nil
 }
 
-// runProduce appends every job, each after its partition's previous
-// append. It reports whether the store may still hold a job's records
-// (a call that returned an error may have let go of them before the
-// store was done), so that the frame is not recycled.
-func (s *session) runProduce(ctx context.Context, jobs []produceJob, acks int8, timeoutMs int32) (abandoned bool) {
+// runProduce appends every job that passed its checks in one
+// ProduceBatch call, once the connection's previous appends to their
+// partitions are done, then closes done. It reports whether the store may
+// still hold a job's records (a call that returned an error may have let
+// go of them before the store was done), so that the frame is not
+// recycled.
+func (s *session) runProduce(ctx context.Context, jobs []produceJob, done chan struct{}, acks int8, timeoutMs int32) (abandoned bool) {
+	defer s.prods.finish(jobs, done)
 	if timeoutMs > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(timeoutMs)*time.Millisecond)
 		defer cancel()
 	}
-	run := func(j *produceJob) {
-		if j.done == nil {
-			return
+	n := 0
+	for i := range jobs {
+		j := &jobs[i]
+		if !j.chained {
+			continue
 		}
-		defer s.prods.finish(j)
 		if j.prev != nil {
+			// A previous append that is done lets its partition through
+			// even once ctx has ended: the store then answers for it.
 			select {
 			case <-j.prev:
-			case <-ctx.Done():
-				j.err = ctx.Err()
-				return
+			default:
+				select {
+				case <-j.prev:
+				case <-ctx.Done():
+					j.err = ctx.Err()
+					abandoned = true
+					continue
+				}
 			}
 		}
-		req := ring.ProduceRequest{Topic: j.topic, Partition: j.partition, Acks: ring.Acks(acks), Records: j.records}
-		j.res, j.err = s.g.opts.Backend.Produce(ctx, &req)
+		n++
 	}
-	var wg sync.WaitGroup
+	if n == 0 {
+		return abandoned
+	}
+	parts := make([]ring.ProducePart, 0, n)
 	for i := range jobs {
-		if i == len(jobs)-1 {
-			run(&jobs[i]) // the last on this goroutine
-			break
+		if j := &jobs[i]; j.chained && j.err == nil {
+			parts = append(parts, ring.ProducePart{ProduceRequest: ring.ProduceRequest{Topic: j.topic, Partition: j.partition, Acks: ring.Acks(acks), Records: j.records}})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(&jobs[i])
-		}()
 	}
-	wg.Wait()
+	s.g.opts.Backend.ProduceBatch(ctx, parts)
+	p := 0
 	for i := range jobs {
-		if jobs[i].done != nil && jobs[i].err != nil {
-			abandoned = true
+		if j := &jobs[i]; j.chained && j.err == nil {
+			j.res, j.err = parts[p].Result, parts[p].Err
+			if j.err != nil {
+				abandoned = true
+			}
+			p++
 		}
 	}
 	return abandoned
 }
 
-// finish marks j's append done and forgets it as its partition's latest.
-func (ps *produces) finish(j *produceJob) {
+// finish marks a request's appends done and forgets it as its partitions'
+// latest.
+func (ps *produces) finish(jobs []produceJob, done chan struct{}) {
 	ps.mu.Lock()
-	k := partKey{j.topic, j.partition}
-	if ps.mu.last[k] == j.done {
-		delete(ps.mu.last, k)
+	for i := range jobs {
+		if !jobs[i].chained {
+			continue
+		}
+		k := partKey{jobs[i].topic, jobs[i].partition}
+		if ps.mu.last[k] == done {
+			delete(ps.mu.last, k)
+		}
 	}
 	ps.mu.Unlock()
-	close(j.done)
+	close(done)
 }
 
 // produceResponse answers a produce request; acks 0 gets an answer only on
