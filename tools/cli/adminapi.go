@@ -30,7 +30,7 @@ import (
 // registry. In serve every route has its data; a node with no Kafka
 // gateway of its own (a store) serves the groups routes through the
 // cluster's Kafka gateways (remoteGroups), and its message inspector reads
-// the partitions the store holds.
+// its own partitions in-process and the others through the gateways too.
 type adminSources struct {
 	api     controller.API // nil: no controller reachable
 	backend ring.Backend   // nil: no log to read
@@ -362,24 +362,33 @@ func (s *adminSources) PartitionStats(ctx context.Context, topic string, partiti
 
 // Fetch implements adminapi.LogSource: the backend fetch a consumer's goes
 // through (hot from the segment files, cold through the tier's cache),
-// without waiting for new records.
+// without waiting for new records. A partition this node does not hold is
+// fetched through the Kafka gateways (remoteFetch).
 func (s *adminSources) Fetch(ctx context.Context, topic string, partition int32, offset int64, maxBytes int32) (adminapi.Fetched, error) {
 	if s.backend == nil {
+		if s.remote != nil {
+			return s.remoteFetch(ctx, topic, partition, offset, maxBytes)
+		}
 		return adminapi.Fetched{}, fmt.Errorf("%w: no log here", adminapi.ErrUnavailable)
 	}
 	res, err := s.backend.Fetch(ctx, &ring.FetchRequest{MaxBytes: maxBytes, IsolationLevel: ring.ReadUncommitted,
 		Partitions: []ring.FetchPartition{{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes}}})
+	if err == nil && len(res.Partitions) == 1 && res.Partitions[0].Err != nil {
+		err = res.Partitions[0].Err
+		res.Release()
+	}
 	if err != nil {
-		return adminapi.Fetched{}, logErr(err, topic, partition)
+		err = logErr(err, topic, partition)
+		if errors.Is(err, adminapi.ErrUnavailable) && s.remoteLog() != nil {
+			return s.remoteFetch(ctx, topic, partition, offset, maxBytes)
+		}
+		return adminapi.Fetched{}, err
 	}
 	defer res.Release()
 	if len(res.Partitions) != 1 {
 		return adminapi.Fetched{}, fmt.Errorf("fetch %s/%d: %d partitions answered", topic, partition, len(res.Partitions))
 	}
 	p := res.Partitions[0]
-	if p.Err != nil {
-		return adminapi.Fetched{}, logErr(p.Err, topic, partition)
-	}
 	b, err := p.Records.ReadAll(nil)
 	if err != nil {
 		return adminapi.Fetched{}, fmt.Errorf("read %s/%d: %w", topic, partition, err)

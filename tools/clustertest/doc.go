@@ -22,6 +22,8 @@
 //   - TestClusterAdminAPIOnAStore: a store's REST admin API shows every
 //     store's disk bytes (reported with their heartbeats) and serves the
 //     groups routes through the Kafka gateways.
+//   - TestClusterAdminAPIMessagesOnAStore: a store's message inspector
+//     reads a partition another store holds, through the Kafka gateways.
 //   - TestClusterFranzGo: franz-go's kgo integration suite with
 //     KGO_TEST_RF=3 against the cluster, compared with its run against a
 //     single `aerostream serve`.
