@@ -84,6 +84,11 @@ func (g *Gateway) handleOffsetFetch(ctx context.Context, rc *reqCtx) (kmsg.Respo
 
 // fetchOffsets answers one group. topics nil means all committed ones.
 func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, byID bool) ([]fetchedTopic, error) {
+	// A transaction coordinated by another gateway may have committed
+	// offsets for a live group here since we last read its partition.
+	if err := g.groups.catchUpLive(ctx, groupID); err != nil {
+		return nil, err
+	}
 	reply := make(chan map[tp]committed, 1)
 	err := g.groups.call(ctx, groupID, false, func(gr *group) {
 		snap := make(map[tp]committed, len(gr.offsets))

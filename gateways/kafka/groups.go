@@ -299,15 +299,80 @@ func (c *coordinator) catchUp(ctx context.Context, p int32) error {
 		if err != nil {
 			return err
 		}
+		var live []func(*group)
+		var to []*group
 		c.mu.Lock()
 		for _, r := range recs {
+			if fn, gr := c.txnAppliedLocked(r.r); gr != nil {
+				live, to = append(live, fn), append(to, gr)
+				continue
+			}
 			c.applyLocked(r.r)
 		}
 		c.mu.loadedTo[p] = next
 		c.mu.Unlock()
+		// Holding catchUpMu[p] keeps these groups from retiring (retire).
+		for i, fn := range live {
+			select {
+			case to[i].reqs <- fn:
+			case <-to[i].done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		from = next
 	}
 	return nil
+}
+
+// catchUpLive reads the partition of a group this gateway coordinates
+// and holds live, so that offsets another gateway's transaction
+// coordinator committed for it are set (txnAppliedLocked) before it
+// answers. Anything else is left to call.
+func (c *coordinator) catchUpLive(ctx context.Context, id string) error {
+	select {
+	case <-c.ready:
+	default:
+		return nil
+	}
+	c.mu.Lock()
+	live := c.mu.active[id] != nil
+	c.mu.Unlock()
+	if !live {
+		return nil
+	}
+	if err := c.catchUp(ctx, c.partitionFor(id)); err != nil {
+		c.log.Warn("catching up on committed offsets", "group", id, "err", err)
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	return nil
+}
+
+// txnAppliedLocked returns, for a txnAppliedKey record of a group this
+// gateway holds live, the function that sets its offsets in the group's
+// loop, and the group; else nil, nil (a dormant group takes the ordinary
+// offset records beside it).
+func (c *coordinator) txnAppliedLocked(r record) (func(*group), *group) {
+	if len(r.key) < 2 || int16(r.key[0])<<8|int16(r.key[1]) != txnAppliedKey {
+		return nil, nil
+	}
+	id, offs, err := readTxnApplied(r)
+	if err != nil {
+		c.log.Warn("skipping a malformed transactional offsets record", "err", err)
+		return nil, nil
+	}
+	gr := c.mu.active[id]
+	if gr == nil {
+		return nil, nil
+	}
+	return func(gr *group) {
+		if gr.offsets == nil {
+			gr.offsets = map[tp]committed{}
+		}
+		for k, o := range offs {
+			gr.offsets[k] = o
+		}
+	}, gr
 }
 
 // applyLocked applies one __consumer_offsets record to the dormant map.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,8 +50,10 @@ import (
 // commits and applies them as ordinary commits of the group, so they
 // become visible only on commit and are dropped on abort. The commit goes
 // through the group's coordinator when it is this gateway; otherwise the
-// offset records are appended to __consumer_offsets directly, and the
-// other gateway sees them when it next loads the group (doc.go).
+// offset records are appended to __consumer_offsets directly, with a
+// txnAppliedKey record that the other gateway applies to the group if it
+// holds it live (it reads the partition before each OffsetFetch), and
+// reads as ordinary commits when it next loads the group (doc.go).
 //
 // Producer fencing: InitProducerId on an id whose transaction is open
 // aborts it with the producer epoch bumped, so the markers fence the old
@@ -1239,10 +1242,13 @@ func (c *txnCoordinator) applyOffsets(ctx context.Context, p txnPending) error {
 	if terr != nil {
 		return terr
 	}
-	recs := make([]record, 0, len(p.offs))
+	recs := make([]record, 0, len(p.offs)+1)
 	for k, o := range p.offs {
 		recs = append(recs, offsetRecord(p.group, k, &o))
 	}
+	// The group's coordinator skips offset records of a group it holds
+	// live; this one tells it to take them (coordinator.catchUp).
+	recs = append(recs, txnAppliedRecord(p.group, p.offs))
 	part := javaHashPartition(p.group, t.Partitions)
 	_, err = c.g.backend.Produce(ctx, &ring.ProduceRequest{Topic: offsetsTopic, Partition: part, Acks: -1,
 		Records: appendBatch(nil, time.Now().UnixMilli(), recs)})
@@ -1439,4 +1445,46 @@ func (c *txnCoordinator) expire(ctx context.Context, m *txnMeta) error {
 	c.mu.Unlock()
 	c.log.Info("transactional id expired", "transactional_id", m.id, "idle_for", c.g.opts.TransactionalIDExpiration)
 	return nil
+}
+
+// txnAppliedKey marks a record in __consumer_offsets that repeats the
+// offsets a transaction's coordinator committed for a group coordinated
+// by another gateway. The ordinary offset records beside it serve a
+// dormant group; this one reaches the group's coordinator while it holds
+// the group live, which otherwise never rereads its offsets.
+const txnAppliedKey int16 = 0x7AE4
+
+// txnAppliedOffset is one partition's offset in a txnAppliedKey record.
+type txnAppliedOffset struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Metadata    string `json:"metadata"`
+	CommitTs    int64  `json:"commit_ts"`
+}
+
+func txnAppliedRecord(group string, offs map[tp]committed) record {
+	list := make([]txnAppliedOffset, 0, len(offs))
+	for k, o := range offs {
+		list = append(list, txnAppliedOffset{k.topic, k.partition, o.offset, o.leaderEpoch, o.metadata, o.commitTs})
+	}
+	return record{key: kbinKey(txnAppliedKey, group), value: mustJSON(list)}
+}
+
+// readTxnApplied decodes a txnAppliedKey record.
+func readTxnApplied(r record) (string, map[tp]committed, error) {
+	_, group, ok := readKbinKey(r.key)
+	if !ok {
+		return "", nil, errors.New("a malformed transactional offsets key")
+	}
+	var list []txnAppliedOffset
+	if err := json.Unmarshal(r.value, &list); err != nil {
+		return "", nil, fmt.Errorf("transactional offsets of group %q: %w", group, err)
+	}
+	offs := make(map[tp]committed, len(list))
+	for _, o := range list {
+		offs[tp{o.Topic, o.Partition}] = committed{offset: o.Offset, leaderEpoch: o.LeaderEpoch, metadata: o.Metadata, commitTs: o.CommitTs}
+	}
+	return group, offs, nil
 }
