@@ -18,14 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// kgoSkip names the tests skipped here. TestTxnEtl runs in gateways/kafka's
-// TestClientFranzGo, where it takes three minutes; here it would take that
-// twice more. The share-group tests need a share partition's in-flight
-// state to be shared by every gateway, and it lives only on the gateway
-// that leads the partition, so behind two gateways they stall or fail
-// (issue 27, open). The suite skips the SASL tests itself on a plaintext
-// listener.
-const kgoSkip = "^(TestTxnEtl|.*Share.*)$"
+// kgoSkip names the tests skipped here, each failing behind two gateways
+// (issue 27, open). TestTxnEtl reads back more records than were produced
+// ("consumed too much") within seconds, with no duplicate offset; the
+// cause is not found. TestShareGroup, TestShareGroupETL and
+// TestShareGroupAckOnClose get no records at all from a share group set
+// to share.auto.offset.reset=earliest, on some placements of the group's
+// coordinator and the partition's leader. The suite skips the SASL tests
+// itself on a plaintext listener.
+const kgoSkip = "^(TestTxnEtl|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose)$"
 
 // TestClusterFranzGo runs franz-go's kgo integration suite against a
 // single `aerostream serve` (KGO_TEST_RF=1) and against the 3-store,
