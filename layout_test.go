@@ -110,8 +110,18 @@ var importRules = []importRule{
 	{
 		why:      "logstore/ring imports no aerostream package but logstore (and catalog, to build one) and the leaves under internal/",
 		importer: func(p string) bool { return under(p, "logstore/ring") },
+		prodOnly: true,
 		forbids: func(_, i string, ours bool) bool {
 			return ours && !under(i, "logstore") && !under(i, "catalog") && !under(i, "internal")
+		},
+	},
+	{
+		// The ring takes a *tls.Config; its tests build real ones through
+		// auth, a leaf, so the mTLS suite runs on the configs nodes use.
+		why:      "logstore/ring's tests import no aerostream package but logstore, catalog, internal/ and auth",
+		importer: func(p string) bool { return under(p, "logstore/ring") },
+		forbids: func(_, i string, ours bool) bool {
+			return ours && !under(i, "logstore") && !under(i, "catalog") && !under(i, "internal") && !under(i, "auth")
 		},
 	},
 	{
@@ -367,6 +377,9 @@ func TestImportRulesBite(t *testing.T) {
 		{"logstore/ring/ringtest", "catalog", false, false},
 		{"logstore/ring", "controller", false, true},
 		{"logstore/ring", "gateways", false, true},
+		{"logstore/ring", "auth", false, true},
+		{"logstore/ring", "auth/authtest", true, false},
+		{"logstore/ring", "controller", true, true},
 		{"logstore", "tools/config", false, true},
 		{"gateways/kafka", "tools/cli", true, true},
 		{"tools/cli", "tools/config", false, false},
