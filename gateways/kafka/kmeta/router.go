@@ -577,7 +577,11 @@ func (r *Router) fanOut(ctx context.Context, t *routeTable, req *ring.FetchReque
 			}
 		}
 		if g == nil {
-			g = &fetchGroup{store: s, req: ring.FetchRequest{MinBytes: req.MinBytes, MaxBytes: req.MaxBytes, MaxWait: req.MaxWait}}
+			// Each store's share keeps every setting of the request but
+			// its partitions: without IsolationLevel a read_committed
+			// consumer would get open and aborted transactions' records.
+			g = &fetchGroup{store: s, req: *req}
+			g.req.Partitions = nil
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
