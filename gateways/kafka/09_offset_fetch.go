@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -14,9 +15,11 @@ import (
 // mirrors __consumer_offsets. A partition without a commit (or a group that
 // does not exist) answers offset -1 and no error, as Kafka does. A null
 // topic list (v2+) asks for every committed partition of the group. v8+
-// asks for several groups at once; v10 names topics by id. RequireStable
-// needs no waiting: without transactions no commit is ever pending. While
-// the coordinator loads, the answer is COORDINATOR_LOAD_IN_PROGRESS.
+// asks for several groups at once; v10 names topics by id. With
+// RequireStable (v7+) a partition whose offsets a transaction not ended yet
+// committed answers UNSTABLE_OFFSET_COMMIT, and the client asks again
+// (txn_stable.go). While the coordinator loads, the answer is
+// COORDINATOR_LOAD_IN_PROGRESS.
 //
 // Version notes: v2 top-level error and all topics, v3 throttle, v5 leader
 // epoch, v6 flexible, v7 require stable, v8 groups, v9 member id and epoch
@@ -45,7 +48,7 @@ func (g *Gateway) handleOffsetFetch(ctx context.Context, rc *reqCtx) (kmsg.Respo
 				topics = append(topics, gt)
 			}
 		}
-		res, err := g.fetchOffsets(ctx, req.Group, topics, false)
+		res, err := g.fetchOffsets(ctx, req.Group, topics, false, req.Version >= 7 && req.RequireStable)
 		if err != nil && req.Version >= 2 {
 			resp.ErrorCode = errorCode(err)
 		}
@@ -68,7 +71,7 @@ func (g *Gateway) handleOffsetFetch(ctx context.Context, rc *reqCtx) (kmsg.Respo
 	for _, rg := range req.Groups {
 		sg := kmsg.NewOffsetFetchResponseGroup()
 		sg.Group = rg.Group
-		res, err := g.fetchOffsets(ctx, rg.Group, rg.Topics, req.Version >= 10)
+		res, err := g.fetchOffsets(ctx, rg.Group, rg.Topics, req.Version >= 10, req.RequireStable)
 		if err != nil {
 			sg.ErrorCode = errorCode(err)
 		}
@@ -83,7 +86,16 @@ func (g *Gateway) handleOffsetFetch(ctx context.Context, rc *reqCtx) (kmsg.Respo
 }
 
 // fetchOffsets answers one group. topics nil means all committed ones.
-func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, byID bool) ([]fetchedTopic, error) {
+func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, byID, requireStable bool) ([]fetchedTopic, error) {
+	// Before reading the offsets: a transaction seen ended here has
+	// applied its offsets to __consumer_offsets, which catchUpLive reads.
+	var unstable map[tp]bool
+	if requireStable {
+		var err error
+		if unstable, err = g.unstableParts(ctx, groupID); err != nil {
+			return nil, err
+		}
+	}
 	// A transaction coordinated by another gateway may have committed
 	// offsets for a live group here since we last read its partition.
 	if err := g.groups.catchUpLive(ctx, groupID); err != nil {
@@ -109,11 +121,15 @@ func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kms
 		}
 	}
 
-	partition := func(p int32, c committed, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+	partition := func(topic string, p int32, c committed, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
 		empty := ""
 		rp.Metadata = &empty
+		if unstable[tp{topic, p}] {
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
 		if ok {
 			md := c.metadata
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = c.offset, c.leaderEpoch, &md
@@ -147,7 +163,7 @@ func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kms
 			ps := byTopic[n]
 			sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 			for _, p := range ps {
-				ft.parts = append(ft.parts, partition(p, offs[tp{n, p}], true))
+				ft.parts = append(ft.parts, partition(n, p, offs[tp{n, p}], true))
 			}
 			out = append(out, ft)
 		}
@@ -165,7 +181,7 @@ func (g *Gateway) fetchOffsets(ctx context.Context, groupID string, topics []kms
 		}
 		for _, p := range rt.Partitions {
 			c, ok := offs[tp{name, p}]
-			rp := partition(p, c, ok && terr == nil)
+			rp := partition(name, p, c, ok && terr == nil)
 			if terr != nil {
 				rp.ErrorCode = errorCode(terr)
 			}

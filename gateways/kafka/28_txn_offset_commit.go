@@ -61,6 +61,9 @@ func (g *Gateway) handleTxnOffsetCommit(ctx context.Context, rc *reqCtx) (kmsg.R
 	if err == nil {
 		err = g.txns.commitOffsets(ctx, req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch, offs, req.Version)
 	}
+	if err == nil {
+		g.txns.unstable.note(req.Group, req.TransactionalID, req.ProducerID, req.ProducerEpoch, offs)
+	}
 	if err != nil {
 		if ErrorFor(err) == kerr.UnknownServerError || errors.Is(err, kerr.CoordinatorNotAvailable) {
 			g.log.Warn("transactional offset commit failed", "group", req.Group, "transactional_id", req.TransactionalID, "err", err)

@@ -47,7 +47,7 @@ func TestTxnOffsetsReachLiveGroup(t *testing.T) {
 	if err := c.write(ctx, c.partitionFor(id), recs); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.gw.fetchOffsets(ctx, id, nil, false)
+	res, err := e.gw.fetchOffsets(ctx, id, nil, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

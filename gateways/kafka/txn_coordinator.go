@@ -201,6 +201,10 @@ type txnCoordinator struct {
 	parts     int32
 	catchUpMu []sync.Mutex // per partition: one reader at a time
 
+	// unstable is the group side's memory of transactional offset
+	// commits, for OffsetFetch with RequireStable (txn_stable.go).
+	unstable unstableOffsets
+
 	mu struct {
 		sync.Mutex
 		txns     map[string]*txnMeta
