@@ -125,16 +125,21 @@ EOF
 }
 
 pp() { # pp BROKER LISTENER NAME ARGS...: one ProducerPerformance run, its summary line
-	local b=$1 l=$2 name=$3 bs cfg=$TLS/client-plain.properties
+	local b=$1 l=$2 name=$3 bs cfg=$TLS/client-plain.properties pid t0 t1 out
 	shift 3
 	case $b-$l in
 	aero-PLAINTEXT) bs=$A_PLAIN ;; aero-SASL_SSL) bs=$A_SASL ;;
 	kafka-PLAINTEXT) bs=$K_PLAIN ;; kafka-SASL_SSL) bs=$K_SASL ;;
 	esac
 	[ $l = SASL_SSL ] && cfg=$TLS/client-sasl.properties
-	echo "$b $l $name $($J org.apache.kafka.tools.ProducerPerformance --topic $T --record-size 1024 "$@" \
-		--producer.config $cfg --producer-props bootstrap.servers=$bs acks=all linger.ms=5 batch.size=1048576 | tail -1)" |
-		tee -a $D/results
+	# CPU seconds of broker and client per run: client and broker share the
+	# two cores, so either one's cost of TLS slows the other.
+	[ $b = aero ] && pid=$(cat $D/aero.pid) || pid=$(cat $KAFKA_PEER_HOME/kafka.pid)
+	t0=$(awk '{print $14+$15}' /proc/$pid/stat)
+	out=$(/usr/bin/time -o $D/time.out -f '%U %S' $J org.apache.kafka.tools.ProducerPerformance --topic $T --record-size 1024 "$@" \
+		--producer.config $cfg --producer-props bootstrap.servers=$bs acks=all linger.ms=5 batch.size=1048576 | tail -1)
+	t1=$(awk '{print $14+$15}' /proc/$pid/stat)
+	echo "$b $l $name $out broker-cpu-s $(echo $t0 $t1 | awk '{printf "%.1f", ($2 - $1) / 100}') client-cpu-s $(awk '{printf "%.1f", $1 + $2}' $D/time.out)" | tee -a $D/results
 }
 
 measure() { # measure BROKER LISTENER
@@ -160,7 +165,10 @@ rm -rf $D/aero $D/kpeer $D/tls $D/results
 certs; aero_setup; kafka_setup
 round aero PLAINTEXT SASL_SSL; round kafka PLAINTEXT SASL_SSL
 round kafka SASL_SSL PLAINTEXT; round aero SASL_SSL PLAINTEXT
-# The table: mean over both rounds of records/s (max runs) and p99 ms (rate runs).
-awk '{k=$1" "$2} $3=="max"{r[k]+=$7; nr[k]++} $3=="p99"{for(i=1;i<=NF;i++) if($i ~ /^99th/){p[k]+=$(i-2); np[k]++}}
-	END{for(k in r) printf "%-19s max %9.0f rec/s  p99 at '$RATE'/s %7.1f ms\n", k, r[k]/nr[k], p[k]/np[k]}' $D/results | sort
+# The table: means over both rounds of the max runs (records/s, CPU seconds)
+# and of the rate runs (p99 ms).
+awk '{k=$1" "$2} $3=="max"{r[k]+=$7; nr[k]++; bc[k]+=$(NF-2); cc[k]+=$NF}
+	$3=="p99"{for(i=1;i<=NF;i++) if($i ~ /^99th/){p[k]+=$(i-2); np[k]++}}
+	END{for(k in r) printf "%-19s max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)  p99 at '$RATE'/s %7.1f ms\n",
+		k, r[k]/nr[k], bc[k]/nr[k], cc[k]/nr[k], p[k]/np[k]}' $D/results | sort
 [ -n "${KEEP:-}" ] || rm -rf $D/aero $D/kpeer $D/aero.log
