@@ -80,6 +80,9 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 	if cfg.Listeners.Controller == "" {
 		return errors.New("listeners.controller is empty: a controller serves Raft and its clients there")
 	}
+	if err := cfg.CheckControllerExposure(); err != nil {
+		return err
+	}
 	ln, err := listen(cfg.Listeners.Controller)
 	if err != nil {
 		return fmt.Errorf("listeners.controller: %w", err)

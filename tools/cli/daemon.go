@@ -214,6 +214,9 @@ func checkDaemon(kind daemonKind, cfg config.Config) error {
 	if !kind.controller {
 		return nil
 	}
+	if err := cfg.CheckControllerExposure(); err != nil {
+		return err
+	}
 	if cfg.Controller.Join != "" {
 		return errors.New("controller.join is set, but serve runs its own single-voter controller; join is for aerostream controller and store")
 	}

@@ -202,3 +202,18 @@ func TestServeRefusesAGatewayIDThatClashes(t *testing.T) {
 		t.Errorf("no kafka listener: %v", err)
 	}
 }
+
+// TestControllerRefusesExposureWithSecurity: serve (and
+// controller) with the authorizer on will not serve the unauthenticated
+// controller API beyond loopback.
+func TestControllerRefusesExposureWithSecurity(t *testing.T) {
+	cfg := config.Default()
+	cfg.Auth.Authorizer = true
+	if err := checkDaemon(serveCmd, cfg); err != nil {
+		t.Fatalf("loopback controller: %v", err)
+	}
+	cfg.Listeners.Controller = "0.0.0.0:8001"
+	if err := checkDaemon(serveCmd, cfg); err == nil || !strings.Contains(err.Error(), "listeners.controller") {
+		t.Fatalf("checkDaemon = %v, want the controller listener refused", err)
+	}
+}

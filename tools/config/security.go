@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -111,6 +112,35 @@ func (c *Config) RingTLS() bool { return IsTLS(ListenerProtocol(c.Listeners.Ring
 // mutual TLS: listeners.controller says SSL://. As with RingTLS, a store
 // or gateway dials controller.join as its own listeners.controller says.
 func (c *Config) ControllerTLS() bool { return IsTLS(ListenerProtocol(c.Listeners.Controller)) }
+
+// SecurityOn reports whether this configuration authenticates or
+// authorizes anyone: the authorizer, a SASL listener, or HTTP
+// authentication required outright.
+func (c *Config) SecurityOn() bool {
+	return c.Auth.Authorizer || IsSASL(ListenerProtocol(c.Listeners.Kafka)) ||
+		IsSASL(ListenerProtocol(c.Listeners.Native)) || c.Auth.HTTPAuthentication == HTTPAuthRequired
+}
+
+// CheckControllerExposure refuses, for a process that serves the
+// controller, a PLAINTEXT listeners.controller beyond loopback once
+// security is on. That client API creates and deletes topics, users,
+// ACLs and roles with no credential; on loopback only who can already
+// run commands on the machine reaches it, as the CLI does, and SSL://
+// requires a client certificate signed by tls.ca_file.
+func (c *Config) CheckControllerExposure() error {
+	p, addr, err := SplitListener(c.Listeners.Controller)
+	if !c.SecurityOn() || err != nil || p != Plaintext || addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil // Validate's address check reports it
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller must listen on loopback: its client API (topics, users, ACLs, roles, configs) takes no credential, so anyone who reached %s could delete topics or grant themselves everything; bind it to 127.0.0.1 or make it SSL:// (mutual TLS with tls.ca_file)", c.Listeners.Controller, addr)
+}
 
 // IsTLS reports whether protocol runs over TLS.
 func IsTLS(protocol string) bool { return protocol == SSL || protocol == SASLSSL }

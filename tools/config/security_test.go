@@ -120,3 +120,36 @@ func TestHTTPAuthRequired(t *testing.T) {
 		}
 	}
 }
+
+// TestControllerExposure: once security is on, a PLAINTEXT controller
+// listener beyond loopback is refused, since its client API takes no
+// credential; loopback, SSL:// and a configuration without security pass.
+func TestControllerExposure(t *testing.T) {
+	for _, tc := range []struct {
+		controller string
+		secure     func(*Config)
+		refused    bool
+	}{
+		{"127.0.0.1:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"localhost:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"[::1]:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"PLAINTEXT://127.0.0.2:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"0.0.0.0:8001", func(c *Config) {}, false},
+		{"SSL://0.0.0.0:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"0.0.0.0:8001", func(c *Config) { c.Auth.Authorizer = true }, true},
+		{":8001", func(c *Config) { c.Listeners.Kafka = "SASL_SSL://127.0.0.1:9093" }, true},
+		{"10.0.0.1:8001", func(c *Config) { c.Listeners.Native = "SASL_PLAINTEXT://127.0.0.1:9091" }, true},
+		{"PLAINTEXT://[::]:8001", func(c *Config) { c.Auth.HTTPAuthentication = HTTPAuthRequired }, true},
+	} {
+		c := Default()
+		c.Listeners.Controller = tc.controller
+		tc.secure(&c)
+		err := c.CheckControllerExposure()
+		if (err != nil) != tc.refused {
+			t.Errorf("%s (security on: %v): %v, want refused %v", tc.controller, c.SecurityOn(), err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("%s: the refusal %q does not say what to do", tc.controller, err)
+		}
+	}
+}
