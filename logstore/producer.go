@@ -92,9 +92,17 @@ func (p *partition) checkProducer(h *BatchHeader) (dup *seqEntry, err error) {
 			return e, nil
 		}
 	}
-	if last := st.last(); last != nil && h.BaseSequence != nextSeq(last.lastSeq) {
+	// A producer known here with no batch in its epoch (a marker began
+	// the epoch: transactions v2 bump it at every end) starts at 0, as in
+	// Kafka; only a producer the partition does not know at all may start
+	// anywhere.
+	want := int32(0)
+	if last := st.last(); last != nil {
+		want = nextSeq(last.lastSeq)
+	}
+	if h.BaseSequence != want {
 		return nil, fmt.Errorf("%w: producer %d epoch %d sent sequence %d, expected %d", ErrOutOfOrderSequence,
-			h.ProducerID, h.ProducerEpoch, h.BaseSequence, nextSeq(last.lastSeq))
+			h.ProducerID, h.ProducerEpoch, h.BaseSequence, want)
 	}
 	return nil, nil
 }

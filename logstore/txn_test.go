@@ -299,3 +299,33 @@ func FuzzBatchesBefore(f *testing.F) {
 		}
 	})
 }
+
+// TestTxnNewEpochStartsAtZero: after a marker that bumps the producer's
+// epoch (transactions v2 end every transaction so), the partition knows
+// the producer with no batch in the new epoch, and its next transaction
+// must start at sequence 0, as in Kafka. A later batch of that
+// transaction arriving first (its first batch was refused on the way) is
+// OUT_OF_ORDER_SEQUENCE_NUMBER, not written, so the first one's retry
+// still fits.
+func TestTxnNewEpochStartsAtZero(t *testing.T) {
+	ts := openTestStore(t, t.TempDir(), nil)
+	defer func() { ts.close(t) }()
+	ctx := context.Background()
+	if err := ts.CreatePartition(ctx, "t", 0, PartitionConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, ts.Store, "t", 0, txnBatch(7, 0, 0, 2))
+	if _, err := ts.WriteTxnMarker(ctx, TxnMarker{Topic: "t", Partition: 0, ProducerID: 7, ProducerEpoch: 1, Commit: true}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := ts.DescribePartition(ctx, "t", 0)
+	_, err := ts.Produce(ctx, &ProduceRequest{Topic: "t", Partition: 0, Acks: -1, Records: txnBatch(7, 1, 3, 2)})
+	if !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("sequence 3 as the first batch of epoch 1: %v, want %v", err, ErrOutOfOrderSequence)
+	}
+	if after, _ := ts.DescribePartition(ctx, "t", 0); after.HighWatermark != before.HighWatermark {
+		t.Fatalf("refused batch written: high watermark %d -> %d", before.HighWatermark, after.HighWatermark)
+	}
+	produce(t, ts.Store, "t", 0, txnBatch(7, 1, 0, 3))
+	produce(t, ts.Store, "t", 0, txnBatch(7, 1, 3, 2))
+}
