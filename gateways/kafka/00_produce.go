@@ -29,6 +29,9 @@ import (
 // checks idempotent producers' sequences: a duplicate of a recent batch is
 // acknowledged with its original offset, a gap gets
 // OUT_OF_ORDER_SEQUENCE_NUMBER and a fenced epoch INVALID_PRODUCER_EPOCH.
+// A batch refused for a retriable reason holds back its producer's later
+// sequences in the partition until it is written (produce_seq.go), so a
+// pipelined later batch cannot leave a gap.
 //
 // acks: 0 sends no response (and, as Kafka does, closes the connection if
 // any partition failed, the only signal such a producer gets); 1 and -1
@@ -110,6 +113,9 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 				err = g.checkBatch(t, p.Partition, p.Records)
 			}
 			if err == nil {
+				err = g.seqs.check(tp{t.Name, p.Partition}, p.Records) // produce_seq.go
+			}
+			if err == nil {
 				err = g.checkSchemaIDs(ctx, t, p.Records) // schema_validation.go
 			}
 			if err == nil {
@@ -123,6 +129,11 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 				if req.Version >= 8 {
 					sp.ErrorMessage = errorMessage(err)
 				}
+				name := rt.Topic // a topic this gateway does not know yet
+				if t != nil {
+					name = t.Name
+				}
+				g.seqs.refused(tp{name, p.Partition}, p.Records, err)
 			} else {
 				if parts == nil {
 					parts = make([]ring.ProducePart, 0, len(rt.Partitions))
@@ -156,6 +167,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 			j++
 			if err := pt.Err; err != nil {
 				abandoned = true
+				g.seqs.refused(tp{pt.Topic, sp.Partition}, pt.Records, err)
 				sp.ErrorCode = errorCode(err)
 				if req.Version >= 8 {
 					sp.ErrorMessage = errorMessage(err)
@@ -170,6 +182,7 @@ func (g *Gateway) handleProduce(ctx context.Context, rc *reqCtx) (kmsg.Response,
 				continue
 			}
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = pt.Result.BaseOffset, pt.Result.LogAppendTime, pt.Result.LogStartOffset
+			g.seqs.written(tp{pt.Topic, sp.Partition}, pt.Records)
 		}
 	}
 

@@ -152,6 +152,7 @@ type Gateway struct {
 	sessions *fetchSessions
 	groups   *coordinator
 	txns     *txnCoordinator
+	seqs     seqGuard // produce_seq.go
 	groupCfg groupConfigs
 	shares   *shares
 	pids     *producerIDs
