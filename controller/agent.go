@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -25,11 +27,14 @@ type MemberOptions struct {
 	// Default 2 * DefaultSessionTimeout.
 	ClashTimeout time.Duration
 	// OnHeartbeat, when set, is called after every successful registration
-	// or heartbeat with the time the request was sent and the session
-	// timeout the controller keeps: the controller cannot mark the node
-	// down before sent + sessionTimeout, so a store may hold its leadership
-	// lease until a little before then. It is called after OnDelta has
-	// been given the reply's changes.
+	// or heartbeat with the time the request was sent (plus how long the
+	// controller held a long poll after first renewing the session,
+	// HeartbeatResponse.HeldMs) and the session timeout the controller
+	// keeps: the controller cannot mark the node down before sent +
+	// sessionTimeout, so a store may hold its leadership lease until a
+	// little before then. It is called after OnDelta has been given the
+	// reply's changes; while a slow OnDelta runs, RunMember keeps the
+	// session alive with heartbeats that renew no lease (keepAlive).
 	OnHeartbeat func(sent time.Time, sessionTimeout time.Duration)
 	// Healthy, when set, is asked before each heartbeat: while it answers
 	// an error the member stops heartbeating (logging why once), so the
@@ -152,7 +157,15 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			changed := !resp.Delta.Empty() || resp.Delta.Version != view.Version
 			view.Apply(resp.Delta)
 			if opts.OnDelta != nil && (changed || retry) {
-				if err := opts.OnDelta(ctx, &view, resp.Delta); err != nil {
+				stop := keepAlive(ctx, api, reg.ID, view.Version, applied, interval)
+				began := time.Now()
+				err := opts.OnDelta(ctx, &view, resp.Delta)
+				stop()
+				if took := time.Since(began); took > interval {
+					log.Info("applying metadata changes took longer than a heartbeat interval", "took", took.Round(time.Millisecond),
+						"version", view.Version)
+				}
+				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
@@ -165,7 +178,11 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			// After OnDelta: a store fenced while it was away must take
 			// the view that deposes it before its lease is renewed.
 			if opts.OnHeartbeat != nil && resp.SessionTimeoutMs > 0 {
-				opts.OnHeartbeat(sent, time.Duration(resp.SessionTimeoutMs)*time.Millisecond)
+				// The session was renewed at the end of the long poll,
+				// so the lease counts from there: from the sending, it
+				// would leave the store only the session's quarter
+				// minus a poll to heartbeat again in.
+				opts.OnHeartbeat(sent.Add(time.Duration(resp.HeldMs)*time.Millisecond), time.Duration(resp.SessionTimeoutMs)*time.Millisecond)
 			}
 			if !retry {
 				applied = view.Version
@@ -176,6 +193,35 @@ func RunMember(ctx context.Context, api Members, opts MemberOptions) error {
 			return ctx.Err()
 		case <-time.After(wait):
 		}
+	}
+}
+
+// keepAlive heartbeats every interval, with no long poll and without
+// taking the replies' changes, until stop is called: an OnDelta slower
+// than the session (a store creating and deleting many partitions while
+// its shards are busy) must not get the node fenced meanwhile, which would
+// move its leaderships and make it count as a store short for placement.
+// It renews no lease, since the changes being applied may depose the
+// node.
+func keepAlive(ctx context.Context, api Members, id int32, known, applied uint64, interval time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			_, _ = api.Heartbeat(ctx, HeartbeatRequest{ID: id, KnownVersion: known, AppliedVersion: applied})
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
@@ -338,13 +384,20 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		default:
 			continue
 		}
-		for p := range have[name] {
-			if err := a.pm.DeletePartition(ctx, name, p); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s/%d: %w", name, p, err))
-				continue
+		parts := slices.Collect(maps.Keys(have[name]))
+		deleted := make([]bool, len(parts))
+		errs = append(errs, inParallel(len(parts), func(i int) error {
+			if err := a.pm.DeletePartition(ctx, name, parts[i]); err != nil {
+				return fmt.Errorf("delete %s/%d: %w", name, parts[i], err)
 			}
-			delete(have[name], p)
-			a.log.Info("deleted partition", "topic", name, "partition", p, "reason", why)
+			deleted[i] = true
+			a.log.Info("deleted partition", "topic", name, "partition", parts[i], "reason", why)
+			return nil
+		})...)
+		for i, p := range parts {
+			if deleted[i] {
+				delete(have[name], p)
+			}
 		}
 		if len(have[name]) == 0 {
 			delete(a.known, name)
@@ -363,24 +416,35 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var creates []createJob
+	cfgs := map[string]map[string]string{} // of the topics this store holds a replica of
 	for _, name := range names {
 		t := v.Topics[name]
-		cfg := EffectiveTopicConfig(t.Configs, v.BrokerConfigs)
-		mine := false
 		for _, p := range t.Partitions {
 			if !holds(p, a.reg.ID) {
 				continue
 			}
-			mine = true
-			if have[name][p.Partition] {
-				continue
+			cfg, ok := cfgs[name]
+			if !ok {
+				cfg = EffectiveTopicConfig(t.Configs, v.BrokerConfigs)
+				cfgs[name] = cfg
 			}
-			if err := a.pm.CreatePartition(ctx, name, p.Partition, cfg); err != nil {
-				errs = append(errs, fmt.Errorf("create %s/%d: %w", name, p.Partition, err))
-				continue
+			if !have[name][p.Partition] {
+				creates = append(creates, createJob{topic: name, p: p, cfg: cfg})
 			}
-			a.log.Info("created partition", "topic", name, "partition", p.Partition, "leader_epoch", p.LeaderEpoch)
 		}
+	}
+	errs = append(errs, inParallel(len(creates), func(i int) error {
+		j := creates[i]
+		if err := a.pm.CreatePartition(ctx, j.topic, j.p.Partition, j.cfg); err != nil {
+			return fmt.Errorf("create %s/%d: %w", j.topic, j.p.Partition, err)
+		}
+		a.log.Info("created partition", "topic", j.topic, "partition", j.p.Partition, "leader_epoch", j.p.LeaderEpoch)
+		return nil
+	})...)
+	for _, name := range names {
+		t := v.Topics[name]
+		cfg, mine := cfgs[name]
 		if !mine {
 			continue
 		}
@@ -403,6 +467,37 @@ func (a *StoreAgent) reconcile(ctx context.Context, v *View, d Delta) error {
 		a.configs[name] = cfg
 	}
 	return errors.Join(errs...)
+}
+
+// createJob is one partition for the store to create.
+type createJob struct {
+	topic string
+	p     PartitionInfo
+	cfg   map[string]string
+}
+
+// maxParallel bounds the partition creates or deletes in flight at once.
+const maxParallel = 64
+
+// inParallel runs f(0..n-1) side by side and returns their errors. The
+// store's partition creates and deletes go so: a store makes the creates
+// it has in hand durable with one sync, so a topic of many partitions
+// costs a few syncs rather than one each, which kept the heartbeat loop
+// (and the store's lease) waiting on a busy disk.
+func inParallel(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, maxParallel)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = f(i)
+		}()
+	}
+	wg.Wait()
+	return slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 }
 
 // deleteMoved deletes the local copies of t's partitions that the store

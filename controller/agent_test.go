@@ -305,3 +305,115 @@ func TestUnhealthyMemberStopsHeartbeating(t *testing.T) {
 	sick.Store(false)
 	waitFor("heartbeats again once healthy", func() bool { return api.beats.Load() > beats+2 })
 }
+
+// slowApplyAPI answers the registration with a change (version 1) and
+// every heartbeat with none; it records the heartbeats' long polls and
+// holds, and says it held each long poll an hour.
+type slowApplyAPI struct {
+	beats, polls atomic.Int64
+	known        atomic.Uint64
+}
+
+func (b *slowApplyAPI) RegisterNode(context.Context, RegisterNodeRequest) (HeartbeatResponse, error) {
+	return HeartbeatResponse{Delta: Delta{Version: 1}, HeartbeatIntervalMs: 5, SessionTimeoutMs: 1000}, nil
+}
+
+func (b *slowApplyAPI) Heartbeat(_ context.Context, req HeartbeatRequest) (HeartbeatResponse, error) {
+	b.beats.Add(1)
+	b.known.Store(req.KnownVersion)
+	resp := HeartbeatResponse{Delta: Delta{Version: 1}, HeartbeatIntervalMs: 5, SessionTimeoutMs: 1000}
+	if req.WaitMs > 0 {
+		b.polls.Add(1)
+		resp.HeldMs = time.Hour.Milliseconds()
+	}
+	return resp, nil
+}
+
+// TestSlowApplyKeepsSession: while OnDelta is busy (a store creating many
+// partitions), the member keeps heartbeating, so the controller does not
+// fence it, but those heartbeats renew no lease: the changes being
+// applied may depose the store. A long poll's lease counts from when the
+// controller last renewed the session (sent + HeldMs).
+func TestSlowApplyKeepsSession(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	api := &slowApplyAPI{}
+	release := make(chan struct{})
+	var inDelta atomic.Bool
+	var leases, leasesInDelta atomic.Int64
+	var lastLease atomic.Int64
+	onDelta := func(ctx context.Context, v *View, d Delta) error {
+		inDelta.Store(true)
+		defer inDelta.Store(false)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	onHeartbeat := func(sent time.Time, _ time.Duration) {
+		lastLease.Store(sent.UnixNano())
+		if inDelta.Load() {
+			leasesInDelta.Add(1)
+		}
+		leases.Add(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunMember(ctx, api, MemberOptions{Registration: RegisterNodeRequest{ID: 7, Kind: KindStore},
+			OnDelta: onDelta, OnHeartbeat: onHeartbeat, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, 10*time.Second, "heartbeats while OnDelta is busy", func() bool { return api.beats.Load() >= 3 })
+	if !inDelta.Load() || api.polls.Load() != 0 || api.known.Load() != 1 {
+		t.Fatalf("in OnDelta %v, long polls %d, known version %d: want true, 0 and 1", inDelta.Load(), api.polls.Load(), api.known.Load())
+	}
+	if n := leasesInDelta.Load(); n != 0 {
+		t.Fatalf("%d leases renewed by heartbeats sent while OnDelta was busy", n)
+	}
+	close(release)
+	waitFor(t, 10*time.Second, "a long poll's lease", func() bool { return api.polls.Load() >= 1 && leases.Load() >= 2 })
+	if got := time.Unix(0, lastLease.Load()); time.Until(got) < 50*time.Minute {
+		t.Fatalf("lease counted from %v, want an hour after the poll was sent (HeldMs)", got)
+	}
+}
+
+// TestHeartbeatHeldMs: a long poll says how long the leader held it after
+// renewing the session, which it renews again when it answers; a store's
+// lease counts from sent + HeldMs, so HeldMs must never exceed the time
+// the request really took. A heartbeat without a long poll holds nothing.
+func TestHeartbeatHeldMs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	mc := newMemCluster(t, 1, nil, nil)
+	l := mc.leader()
+	ctx := context.Background()
+	reg, err := l.c.RegisterNode(ctx, RegisterNodeRequest{ID: 5, Kind: KindStore, Shards: 1, RingAddr: "127.0.0.1:7005"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := reg.Delta.Version
+	for try := 0; ; try++ {
+		sent := time.Now()
+		hb, err := l.c.Heartbeat(ctx, HeartbeatRequest{ID: 5, KnownVersion: known, WaitMs: 10000})
+		took := time.Since(sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hb.Delta.Version != known && try < 10 {
+			known = hb.Delta.Version // answered early, for a change: poll again
+			continue
+		}
+		if hb.HeldMs <= 0 || time.Duration(hb.HeldMs)*time.Millisecond > took {
+			t.Errorf("long poll held %d ms by its reply, in a request of %v", hb.HeldMs, took)
+		}
+		break
+	}
+	hb, err := l.c.Heartbeat(ctx, HeartbeatRequest{ID: 5, KnownVersion: known})
+	if err != nil || hb.HeldMs != 0 {
+		t.Errorf("heartbeat without a long poll: held %d ms, %v", hb.HeldMs, err)
+	}
+	mc.stop(mc.nodes[0])
+}

@@ -372,6 +372,11 @@ type HeartbeatResponse struct {
 	Delta               Delta `json:"delta"`
 	HeartbeatIntervalMs int64 `json:"heartbeat_interval_ms"`
 	SessionTimeoutMs    int64 `json:"session_timeout_ms"`
+	// HeldMs is how long a long poll held the reply after the leader first
+	// renewed the session, which it renewed again at the end: the session
+	// runs from at least the request's sending plus HeldMs, and a store's
+	// lease may count from there.
+	HeldMs int64 `json:"held_ms,omitempty"`
 }
 
 // NodesResponse lists registered nodes.

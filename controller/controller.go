@@ -650,12 +650,14 @@ func (c *Controller) join() {
 	}
 }
 
-func (c *Controller) touch(id int32) {
+// touch renews id's session and returns when.
+func (c *Controller) touch(id int32) time.Time {
 	now := time.Now()
 	c.mu.Lock()
 	c.mu.lastSeen[id] = now
 	c.mu.heard[id] = now
 	c.mu.Unlock()
+	return now
 }
 
 func (c *Controller) lastHeard(id int32) (time.Time, bool) {

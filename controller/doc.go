@@ -120,7 +120,12 @@
 // further behind, or new, gets the full state. A heartbeat is a long poll
 // (HeartbeatRequest.WaitMs, up to the interval): the leader answers as soon
 // as the metadata moves, so a change reaches every member within a round
-// trip, and the member heartbeats again at once. Each heartbeat also says
+// trip, and the member heartbeats again at once. The leader renews the
+// session when the poll arrives and again when it answers, and says how
+// long it held it (HeldMs), so that a store's lease counts from the later
+// renewal. While a member applies changes (a store creating partitions)
+// it goes on heartbeating without a long poll, so a slow apply does not
+// get it fenced; those heartbeats renew no lease. Each heartbeat also says
 // which version the node has acted on; CreateTopics, CreatePartitions and
 // DeleteTopics with WaitMs answer once the stores holding the replicas
 // concerned have. Heartbeat times live in the leader's memory; the leader

@@ -406,7 +406,7 @@ func (c *Controller) Heartbeat(ctx context.Context, req HeartbeatRequest) (Heart
 	if !ok {
 		return HeartbeatResponse{}, fmt.Errorf("%w: node %d", ErrUnknownNode, req.ID)
 	}
-	c.touch(req.ID)
+	first := c.touch(req.ID)
 	c.setApplied(req.ID, req.AppliedVersion)
 	if req.Stats != nil && n.Kind == KindStore {
 		c.mu.Lock()
@@ -432,7 +432,9 @@ func (c *Controller) Heartbeat(ctx context.Context, req HeartbeatRequest) (Heart
 		if !c.IsLeader() {
 			return HeartbeatResponse{}, c.notLeader()
 		}
-		c.touch(req.ID)
+		resp := c.heartbeatResponse(req.KnownVersion)
+		resp.HeldMs = c.touch(req.ID).Sub(first).Milliseconds()
+		return resp, nil
 	}
 	return c.heartbeatResponse(req.KnownVersion), nil
 }
