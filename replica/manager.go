@@ -122,6 +122,9 @@ type Manager struct {
 	applying bool
 	lease    time.Time
 	kick     chan struct{}
+	// leaseUntil is the last lease given to the store (unix ns), so that
+	// a renewal coming after it ran out is logged.
+	leaseUntil atomic.Int64
 
 	peersMu sync.Mutex
 	peers   map[int32]*peer
@@ -321,6 +324,27 @@ func (m *Manager) OnHeartbeat(sent time.Time, sessionTimeout time.Duration) {
 		return
 	}
 	m.viewMu.Unlock()
+	m.setLease(until)
+}
+
+// setLease gives the store its lease, saying so when the last one ran out
+// first: meanwhile the store refused every produce and fetch of the
+// partitions it leads (NOT_LEADER_OR_FOLLOWER).
+func (m *Manager) setLease(until time.Time) {
+	now := time.Now()
+	for {
+		prev := m.leaseUntil.Load()
+		if until.UnixNano() <= prev {
+			break
+		}
+		if m.leaseUntil.CompareAndSwap(prev, until.UnixNano()) {
+			if prev != 0 && now.UnixNano() > prev && until.After(now) {
+				m.rlog.Log(m.log, slog.LevelWarn, "lease", "the leadership lease ran out before its renewal; the store refused to lead meanwhile",
+					"for", now.Sub(time.Unix(0, prev)).Round(time.Millisecond))
+			}
+			break
+		}
+	}
 	m.opts.Store.SetLease(until)
 }
 
@@ -360,7 +384,7 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.lease, m.applying = time.Time{}, false
 			m.viewMu.Unlock()
 			if !lease.IsZero() {
-				m.opts.Store.SetLease(lease)
+				m.setLease(lease)
 			}
 		case <-tick.C:
 			m.retryDirty(ctx)
