@@ -19,15 +19,13 @@ import (
 )
 
 // kgoSkip names the tests skipped here, each failing behind two gateways
-// (issue 27, open). TestTxnEtl still fails in some runs: when a store's
-// lease on leading __transaction_state runs out under load, transactional
-// produces get OUT_OF_ORDER_SEQUENCE_NUMBER. TestShareGroup,
+// (issue 27, open). TestShareGroup,
 // TestShareGroupETL and
 // TestShareGroupAckOnClose get no records when one gateway both
 // coordinates the share group and leads the partition, not even records
 // produced after the member joined (either gateway alone is fine). The
 // suite skips the SASL tests itself on a plaintext listener.
-const kgoSkip = "^(TestTxnEtl|TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose)$"
+const kgoSkip = "^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose)$"
 
 // TestClusterFranzGo runs franz-go's kgo integration suite against a
 // single `aerostream serve` (KGO_TEST_RF=1) and against the 3-store,
