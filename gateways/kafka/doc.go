@@ -39,7 +39,9 @@
 //     and __consumer_offsets as classic groups; an empty group moves
 //     between the two protocols, and a classic group with members is
 //     upgraded online, its members kept as classic members of the
-//     consumer group (groups_classic_members.go). Their state is written as snapshot
+//     consumer group (groups_classic_members.go), which goes back to a
+//     classic group when its last consumer-protocol member leaves while
+//     classic members remain. Their state is written as snapshot
 //     records, so consumer groups survive a restart.
 //   - KIP-932 share groups (groups_share.go for membership,
 //     share_partitions.go for delivery state, share_dlq.go for the

@@ -66,7 +66,9 @@ type Options struct {
 	// GroupConsumerMigrationPolicy is group.consumer.migration.policy:
 	// "upgrade" or "bidirectional" let a consumer-protocol member join a
 	// classic group that has members (groups_classic_members.go);
-	// "downgrade" and "disabled" refuse it. Default "bidirectional".
+	// "downgrade" or "bidirectional" turn a consumer group whose last
+	// consumer-protocol member left back into a classic group with its
+	// classic members. Default "bidirectional".
 	GroupConsumerMigrationPolicy string
 	// TransactionalIDExpiration is transactional.id.expiration.ms: a
 	// transactional id at rest this long is forgotten by its coordinator.

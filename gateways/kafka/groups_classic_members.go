@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -27,9 +28,14 @@ import (
 // partitions move only once their old owner has released them, so no
 // partition is owned twice.
 //
-// Only the upgrade is served: a consumer group whose consumer-protocol
-// members have all left stays a consumer group while classic members
-// remain, and goes back to the classic protocol once it is empty.
+// The way back is Kafka's online downgrade (policy downgrade or
+// bidirectional): when the last consumer-protocol member leaves, or its
+// session ends, while classic members remain, the group becomes a classic
+// group again at once (downgradeToClassic). The classic members keep
+// their ids, protocols and the partitions the coordinator last meant for
+// them, at a generation equal to the group epoch, and a rebalance starts,
+// so they join again and their leader assigns. Under the other policies
+// such a group stays a consumer group until it is empty.
 
 // cgClassic is what a classic member of a consumer group joined with.
 // Exported fields are the snapshot.
@@ -228,12 +234,7 @@ func (gr *group) classicSync(r syncRequest, reply chan<- syncResult) {
 		reply <- syncResult{err: fmt.Errorf("%w: generation %d, the member is at %d", kerr.IllegalGeneration, r.generation, m.Epoch)}
 		return
 	}
-	asg := kmsg.NewConsumerMemberAssignment()
-	for _, t := range slices.Sorted(mapKeys(m.Assigned)) {
-		at := kmsg.NewConsumerMemberAssignmentTopic()
-		at.Topic, at.Partitions = t, slices.Clone(m.Assigned[t])
-		asg.Topics = append(asg.Topics, at)
-	}
+	assignment := classicAssignment(0, m.Assigned)
 	m.Classic.Synced = true
 	m.deadline = time.Now().Add(time.Duration(m.Classic.SessionMs) * time.Millisecond)
 	m.sentEpoch, m.sentAssigned = m.Epoch, m.Assigned.union(nil)
@@ -242,7 +243,20 @@ func (gr *group) classicSync(r syncRequest, reply chan<- syncResult) {
 	if len(m.Classic.Protocols) > 0 {
 		protocol = m.Classic.Protocols[0].Name
 	}
-	reply <- syncResult{assignment: asg.AppendTo(nil), protocolType: m.Classic.ProtocolType, protocol: protocol}
+	reply <- syncResult{assignment: assignment, protocolType: m.Classic.ProtocolType, protocol: protocol}
+}
+
+// classicAssignment encodes partitions as ConsumerProtocol's assignment
+// at the given version.
+func classicAssignment(version int16, a topicParts) []byte {
+	asg := kmsg.NewConsumerMemberAssignment()
+	asg.Version = version
+	for _, t := range slices.Sorted(mapKeys(a)) {
+		at := kmsg.NewConsumerMemberAssignmentTopic()
+		at.Topic, at.Partitions = t, slices.Clone(a[t])
+		asg.Topics = append(asg.Topics, at)
+	}
+	return asg.AppendTo(nil)
 }
 
 // classicHeartbeat serves Heartbeat for a classic member of a consumer
@@ -269,10 +283,108 @@ func (gr *group) classicLeave(memberID string) error {
 	if m == nil {
 		return kerr.UnknownMemberID
 	}
+	epoch := gr.cg.Epoch
 	gr.removeConsumerMember(m)
-	if md, err := gr.c.g.cluster.Metadata(gr.c.ctx); err == nil {
+	md, err := gr.c.g.cluster.Metadata(gr.c.ctx)
+	if err != nil {
+		md = nil
+	}
+	gr.consumerMembersGone(md, epoch, "classic member "+memberID+" left")
+	return nil
+}
+
+// consumerMembersGone follows the removal of members from the consumer
+// group (left, or their session ended), epoch being the group epoch
+// before it: the group goes back to the classic protocol if it may
+// (downgradable), else the target assignment is computed again (when md
+// is known). Either way the group's state is stored.
+func (gr *group) consumerMembersGone(md *Metadata, epoch int32, why string) {
+	if gr.downgradable() {
+		gr.downgradeToClassic(epoch, why)
+		return
+	}
+	if md != nil {
 		gr.consumerChanged(md, true)
 	}
 	gr.storeConsumer()
-	return nil
+}
+
+// downgradable is Kafka's validateOnlineDowngradeWithFencedMembers, asked
+// once the leaving members are gone: members remain, all of them classic
+// with a protocol in common, and the policy allows the downgrade.
+func (gr *group) downgradable() bool {
+	if p := gr.c.g.opts.GroupConsumerMigrationPolicy; p != "downgrade" && p != "bidirectional" {
+		return false
+	}
+	if len(gr.cg.Members) == 0 {
+		return false
+	}
+	var common map[string]bool
+	for _, m := range gr.cg.Members {
+		if m.Classic == nil {
+			return false
+		}
+		names := map[string]bool{}
+		for _, p := range m.Classic.Protocols {
+			if common == nil || common[p.Name] {
+				names[p.Name] = true
+			}
+		}
+		common = names
+	}
+	return len(common) > 0
+}
+
+// downgradeToClassic turns the consumer group, whose members are all
+// classic (downgradable), back into a classic group at generation epoch,
+// as Kafka's convertToClassicGroup does: each member keeps its id, static
+// instance, protocols and timeouts, and the partitions of its target
+// assignment; the group is stable, then prepares a rebalance, so each
+// member learns of it from its next heartbeat and joins again. The
+// consumer group's snapshot is deleted and the classic group's metadata
+// written in one append, so a restart finds a classic group.
+func (gr *group) downgradeToClassic(epoch int32, why string) {
+	cg := gr.cg
+	now := time.Now()
+	gr.members, gr.static, gr.pending = map[string]*member{}, map[string]string{}, map[string]time.Time{}
+	gr.leader = ""
+	for _, id := range slices.Sorted(mapKeys(cg.Members)) {
+		cm := cg.Members[id]
+		gr.seq++
+		m := &member{
+			id: cm.ID, instanceID: cm.InstanceID, clientID: cm.ClientID, clientHost: cm.ClientHost,
+			sessionTimeout:   time.Duration(cm.Classic.SessionMs) * time.Millisecond,
+			rebalanceTimeout: time.Duration(cm.RebalanceTimeout) * time.Millisecond,
+			seq:              gr.seq, deadline: cm.deadline,
+		}
+		for _, p := range cm.Classic.Protocols {
+			m.protocols = append(m.protocols, groupProtocol{name: p.Name, metadata: p.Metadata})
+		}
+		gr.members[id] = m
+		if m.instanceID != nil {
+			gr.static[*m.instanceID] = id
+		}
+		if gr.leader == "" {
+			gr.leader = id
+		}
+		gr.protocolType = cm.Classic.ProtocolType
+	}
+	gr.cg = nil
+	gr.generation, gr.state = epoch, groupStable
+	gr.protocol = gr.selectProtocol()
+	for _, m := range gr.members {
+		var md kmsg.ConsumerMemberMetadata
+		_ = md.ReadFrom(m.metadataFor(gr.protocol)) // read when it joined: cannot fail
+		m.assignment = classicAssignment(md.Version, cg.Target[m.id])
+	}
+	tombstone, _ := cgSnapshotRecord(gr.id, nil)
+	ctx, cancel := context.WithTimeout(gr.c.ctx, 30*time.Second)
+	defer cancel()
+	if err := gr.c.write(ctx, gr.part, []record{tombstone, groupMetadataRecord(gr, now)}); err != nil {
+		// A restart finds the consumer group with its classic members,
+		// which goes on serving them; their next departure downgrades it.
+		gr.c.log.Warn("writing the downgrade of a consumer group", "group", gr.id, "err", err)
+	}
+	gr.c.log.Info("consumer group downgraded to the classic protocol", "group", gr.id, "members", len(gr.members), "generation", epoch)
+	gr.prepareRebalance(now, "downgraded from the consumer protocol: "+why)
 }

@@ -353,11 +353,12 @@ func (gr *group) consumerHeartbeat(h cgHeartbeat) cgAnswer {
 			// partitions until its session ends.
 			m.PrevEpoch, m.Epoch = m.Epoch, -2
 			m.deadline = h.now.Add(gr.c.g.groupCfg.getDuration(gr.id, "consumer.session.timeout.ms"))
+			gr.storeConsumer()
 		} else {
+			epoch := cg.Epoch
 			gr.removeConsumerMember(m)
-			gr.consumerChanged(h.md, true)
+			gr.consumerMembersGone(h.md, epoch, "member "+m.ID+" left")
 		}
-		gr.storeConsumer()
 		return cgAnswer{memberID: req.MemberID, epoch: req.MemberEpoch}
 	default:
 		m = cg.Members[req.MemberID]
@@ -610,14 +611,15 @@ func (gr *group) consumerTick(now time.Time) {
 	if len(gone) == 0 {
 		return
 	}
+	epoch := cg.Epoch
 	for _, m := range gone {
 		gr.removeConsumerMember(m)
 	}
 	md, err := gr.c.g.cluster.Metadata(gr.c.ctx)
-	if err == nil {
-		gr.consumerChanged(md, true)
+	if err != nil {
+		md = nil
 	}
-	gr.storeConsumer()
+	gr.consumerMembersGone(md, epoch, "members expired")
 }
 
 // consumerCommitCheck is OffsetCommit's check for a consumer group: an

@@ -395,6 +395,8 @@ type testEnv struct {
 	addr    string
 	cancel  context.CancelFunc
 	done    chan error
+	// keepAddr: start listens on addr again after stopGateway.
+	keepAddr bool
 }
 
 func quietLogger() *slog.Logger {
@@ -432,7 +434,11 @@ func (e *testEnv) openStore() {
 }
 
 func (e *testEnv) start(tweak ...func(*Options)) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	listen := "127.0.0.1:0"
+	if e.keepAddr && e.addr != "" {
+		listen = e.addr // a restart where clients left running find it again
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		e.t.Fatal(err)
 	}

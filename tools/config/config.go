@@ -202,7 +202,7 @@ type Kafka struct {
 	GroupMaxSessionTimeoutMs     int64  `toml:"group_max_session_timeout_ms" help:"largest session timeout a group member may ask for (group.max.session.timeout.ms)"`
 	FetchSessionCacheSlots       int    `toml:"fetch_session_cache_slots" help:"incremental fetch sessions kept (max.incremental.fetch.session.cache.slots)"`
 	TransactionalIDExpirationMs  int64  `toml:"transactional_id_expiration_ms" help:"a transactional id whose last transaction ended this long ago is forgotten by its coordinator (transactional.id.expiration.ms)"`
-	GroupConsumerMigrationPolicy string `toml:"group_consumer_migration_policy" help:"bidirectional or upgrade let a consumer-protocol (KIP-848) member join a classic group that has members, upgrading it online; downgrade or disabled refuse (group.consumer.migration.policy)"`
+	GroupConsumerMigrationPolicy string `toml:"group_consumer_migration_policy" help:"bidirectional or upgrade let a consumer-protocol (KIP-848) member join a classic group that has members, upgrading it online; bidirectional or downgrade turn a consumer group whose last consumer-protocol member left back into a classic group with its classic members (group.consumer.migration.policy)"`
 }
 
 // Gateway configures a gateway process: `aerostream gateway kafka`, and
