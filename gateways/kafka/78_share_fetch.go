@@ -60,7 +60,7 @@ func (g *Gateway) resolveShareParts(ctx context.Context, md *Metadata, reqs []sh
 			r.err = kerr.UnknownTopicID
 		case r.tp.partition < 0 || r.tp.partition >= t.Partitions:
 			r.err = kerr.UnknownTopicOrPartition
-		case leaderFor(t.Name, r.tp.partition, brokers) != g.opts.NodeID:
+		case partitionLeader(t.Name, r.tp.partition, brokers) != g.opts.NodeID:
 			r.err = kerr.NotLeaderForPartition
 		}
 		if ok {
@@ -331,7 +331,7 @@ func (g *Gateway) shareLeader(ctx context.Context, topic string, p int32) (int32
 	if err != nil {
 		return -1, -1
 	}
-	return leaderFor(topic, p, g.brokers(ctx)), t.LeaderEpoch(p)
+	return partitionLeader(topic, p, g.brokers(ctx)), t.LeaderEpoch(p)
 }
 
 // shareFetchResponse fills the response's partitions, in request order.

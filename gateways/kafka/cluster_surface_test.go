@@ -327,3 +327,77 @@ func TestPartitionReassignments(t *testing.T) {
 		}
 	}
 }
+
+// TestShareFetchLeaderIsMetadatas: behind several gateways, ShareFetch
+// takes the partitions Metadata names the gateway the leader of and
+// answers NOT_LEADER_OR_FOLLOWER, naming Metadata's leader, for the
+// others. The share handlers once placed partitions with another hash
+// than Metadata, so a share consumer got nothing from the partitions the
+// two disagreed on: the gateway it was sent to refused them, and pointed
+// it at a leader Metadata denied.
+func TestShareFetchLeaderIsMetadatas(t *testing.T) {
+	e := newTestEnv(t) // node 0, the fake's controller
+	ctx := testCtx(t)
+	cl := newClient(t, e.addr)
+	const parts = 16
+	createTopic(t, cl, "share-lead", parts)
+	e.cluster.mu.Lock()
+	e.cluster.mu.brokers = append([]Broker{e.gw.self()}, brokersN(1)...)
+	e.cluster.mu.Unlock()
+
+	mreq := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("share-lead")
+	mreq.Topics = append(mreq.Topics, rt)
+	// Both requests go to this gateway: broker 1 is a name only.
+	self := cl.Broker(0)
+	md, err := mreq.RequestWith(ctx, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Brokers) != 2 || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != parts {
+		t.Fatalf("metadata: %d brokers, topics %+v", len(md.Brokers), md.Topics)
+	}
+	mdLeader := map[int32]int32{}
+	for _, p := range md.Topics[0].Partitions {
+		mdLeader[p.Partition] = p.Leader
+	}
+
+	group, member := "share-lead-group", "m1"
+	sreq := kmsg.NewPtrShareFetchRequest()
+	sreq.GroupID, sreq.MemberID = &group, &member
+	sreq.MaxRecords, sreq.BatchSize, sreq.MaxBytes = 10, 10, 1<<20
+	st := kmsg.NewShareFetchRequestTopic()
+	st.TopicID = md.Topics[0].TopicID
+	for p := range int32(parts) {
+		sp := kmsg.NewShareFetchRequestTopicPartition()
+		sp.Partition = p
+		st.Partitions = append(st.Partitions, sp)
+	}
+	sreq.Topics = append(sreq.Topics, st)
+	resp, err := sreq.RequestWith(ctx, self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != parts {
+		t.Fatalf("ShareFetch: %v, topics %+v", kerr.ErrorForCode(resp.ErrorCode), resp.Topics)
+	}
+	led := 0
+	for _, p := range resp.Topics[0].Partitions {
+		want := mdLeader[p.Partition]
+		if want == 0 {
+			led++
+		}
+		switch {
+		case p.CurrentLeader.LeaderID != want:
+			t.Errorf("share-lead/%d: ShareFetch names leader %d, Metadata %d", p.Partition, p.CurrentLeader.LeaderID, want)
+		case want == 0 && p.ErrorCode != 0:
+			t.Errorf("share-lead/%d, led here by Metadata: ShareFetch answers %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		case want != 0 && p.ErrorCode != kerr.NotLeaderForPartition.Code:
+			t.Errorf("share-lead/%d, led by %d by Metadata: ShareFetch answers %v, want NOT_LEADER_OR_FOLLOWER", p.Partition, want, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	if led == 0 || led == parts {
+		t.Fatalf("Metadata leads %d of %d partitions here: the test needs both kinds", led, parts)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -476,20 +477,20 @@ func (c *coordinator) write(ctx context.Context, p int32, recs []record) error {
 // not to be created).
 var errGroupGone = errors.New("group does not exist")
 
-// coordinatorFor is the gateway that coordinates group: the groups are
-// hashed over the live gateways, as partitions are, so every gateway
-// answers FindCoordinator alike.
-func coordinatorFor(group string, brokers []Broker) Broker {
-	return brokerByID(brokers, leaderFor(group, -1, brokers))
-}
-
-func brokerByID(brokers []Broker, id int32) Broker {
-	for _, b := range brokers {
-		if b.NodeID == id {
-			return b
-		}
+// coordinatorFor is the gateway that coordinates a group or a
+// transactional id: the id's FNV-1a hash over the live gateways (node id
+// order), so every gateway answers FindCoordinator alike. It is not how
+// partitions are placed (partitionLeader).
+func coordinatorFor(id string, brokers []Broker) Broker {
+	if len(brokers) == 1 {
+		return brokers[0]
 	}
-	return brokers[0]
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	// The "-1" suffix is what this hash has always covered: keeping it
+	// keeps every id on the same gateway across an upgrade.
+	h.Write([]byte("-1"))
+	return brokers[h.Sum32()%uint32(len(brokers))]
 }
 
 // call runs fn on the goroutine of group id. With create, a group that does

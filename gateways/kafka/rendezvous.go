@@ -60,3 +60,15 @@ func rendezvous(dst []int32, th uint64, p int32, brokers []Broker, n int) []int3
 	}
 	return dst
 }
+
+// partitionLeader is the gateway Metadata names as the leader of (topic,
+// p): the heaviest by rendezvous weight. Requests that must go to the
+// leader (ShareFetch, ShareAcknowledge) check it and answer with it, so
+// they agree with what clients were told.
+func partitionLeader(topic string, p int32, brokers []Broker) int32 {
+	var one [1]int32
+	if ids := rendezvous(one[:0], topicHash(topic), p, brokers, 1); len(ids) == 1 {
+		return ids[0]
+	}
+	return -1
+}

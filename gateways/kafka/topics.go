@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,20 +87,6 @@ func withSelf(bs []Broker, self Broker) []Broker {
 	out = append(out, bs[:i]...)
 	out = append(out, self)
 	return append(out, bs[i:]...)
-}
-
-// leaderFor spreads partitions over the live gateways. Every gateway can
-// serve every partition (they all reach the stores over the ring), so the
-// "leader" only balances client connections; all gateways compute the same
-// answer from the same broker list.
-func leaderFor(topic string, partition int32, brokers []Broker) int32 {
-	if len(brokers) == 1 {
-		return brokers[0].NodeID
-	}
-	h := fnv.New32a()
-	h.Write([]byte(topic))
-	h.Write([]byte(strconv.Itoa(int(partition))))
-	return brokers[h.Sum32()%uint32(len(brokers))].NodeID
 }
 
 // topicLookup resolves the topics of one request in one metadata
