@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Resource types, operations, pattern types and permissions, named as
@@ -156,7 +157,10 @@ var implies = map[string][]string{
 // off: it allows everything. It is safe for concurrent use; Set replaces
 // the ACLs atomically.
 type Authorizer struct {
-	mu struct {
+	// gen moves with every change that can turn a decision: ACLs, roles,
+	// and a user's token groups, which do not move version (Generation).
+	gen atomic.Uint64
+	mu  struct {
 		sync.RWMutex
 		enabled bool
 		super   map[string]bool
@@ -215,6 +219,13 @@ func (z *Authorizer) Version() uint64 {
 	defer z.mu.RUnlock()
 	return z.mu.version
 }
+
+// Generation moves whenever a decision may have changed: with the ACLs
+// and roles (as Version does) and also when a bearer token names other
+// groups for a user (SetTokenGroups). A cache of decisions keyed by
+// principal is valid while it holds, and while GroupsUntil has not
+// passed. It is one atomic load, for hot paths to ask per request.
+func (z *Authorizer) Generation() uint64 { return z.gen.Load() }
 
 // Request is one access decision's question.
 type Request struct {

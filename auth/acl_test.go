@@ -2,7 +2,9 @@ package auth
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 func allow(principal, rt, pattern, name, op string) ACL {
@@ -116,5 +118,42 @@ func TestACLCheckAndFilter(t *testing.T) {
 		if got := tc.f.Matches(tc.a); got != tc.want {
 			t.Errorf("%+v matches %s = %v, want %v", tc.f, tc.a, got, tc.want)
 		}
+	}
+}
+
+// TestGeneration: the generation moves with every change that can turn a
+// decision, token groups included, which move no version; a token naming
+// the same groups again moves nothing.
+func TestGeneration(t *testing.T) {
+	z := NewAuthorizer(true, nil)
+	step := func(what string, moves bool, f func()) {
+		t.Helper()
+		g, v := z.Generation(), z.Version()
+		f()
+		if got := z.Generation() != g; got != moves {
+			t.Errorf("%s: generation moved = %v, want %v", what, got, moves)
+		}
+		if strings.Contains(what, "token") && z.Version() != v {
+			t.Errorf("%s moved the ACL version", what)
+		}
+	}
+	hour := time.Now().Add(time.Hour)
+	step("Set", true, func() { z.Set(1, []ACL{allow("Group:ops", ResourceTopic, PatternLiteral, "t", OpRead)}) })
+	step("SetRBAC", true, func() { z.SetRBAC(2, RBAC{}) })
+	step("a token naming ops", true, func() { z.SetTokenGroups("alice", []string{"ops"}, hour) })
+	step("a token naming ops again", false, func() { z.SetTokenGroups("alice", []string{"ops"}, hour.Add(time.Minute)) })
+	step("a token naming dev", true, func() { z.SetTokenGroups("alice", []string{"dev"}, hour) })
+	step("a token naming none", true, func() { z.SetTokenGroups("alice", nil, hour) })
+	step("another token naming none", false, func() { z.SetTokenGroups("alice", nil, hour) })
+	if !z.GroupsUntil("User:alice").IsZero() {
+		t.Error("GroupsUntil of a user without token groups")
+	}
+	z.SetTokenGroups("alice", []string{"ops"}, hour)
+	if got := z.GroupsUntil("User:alice"); !got.Equal(hour) {
+		t.Errorf("GroupsUntil = %v, want %v", got, hour)
+	}
+	z.SetTokenGroups("bob", []string{"ops"}, time.Now().Add(-time.Second))
+	if !z.GroupsUntil("User:bob").IsZero() {
+		t.Error("GroupsUntil of lapsed groups")
 	}
 }

@@ -34,6 +34,7 @@ func (z *Authorizer) setLocked(version uint64, acls []ACL, rbac RBAC) {
 	// caller's later use of its slice cannot change decisions.
 	z.mu.explicit, z.mu.rbac = slices.Clone(acls), rbac
 	z.mu.groups = rbac.groupPrincipals()
+	z.gen.Add(1)
 }
 
 // SetAll replaces the ACLs and the role state together, with the same
@@ -74,14 +75,18 @@ func (z *Authorizer) SetTokenGroups(user string, groups []string, until time.Tim
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	key := UserPrefix + user
+	prev, had := z.mu.tokenGroups[key]
 	if len(ps) == 0 {
-		delete(z.mu.tokenGroups, key)
+		if had {
+			delete(z.mu.tokenGroups, key)
+			z.gen.Add(1)
+		}
 		return
 	}
 	if z.mu.tokenGroups == nil {
 		z.mu.tokenGroups = map[string]tokenGroups{}
 	}
-	if _, ok := z.mu.tokenGroups[key]; !ok && len(z.mu.tokenGroups) >= maxTokenGroups {
+	if !had && len(z.mu.tokenGroups) >= maxTokenGroups {
 		now := time.Now()
 		for k, tg := range z.mu.tokenGroups {
 			if !now.Before(tg.until) {
@@ -90,9 +95,32 @@ func (z *Authorizer) SetTokenGroups(user string, groups []string, until time.Tim
 		}
 		if len(z.mu.tokenGroups) >= maxTokenGroups {
 			clear(z.mu.tokenGroups)
+			z.gen.Add(1)
 		}
 	}
 	z.mu.tokenGroups[key] = tokenGroups{groups: ps, until: until}
+	// Another token of the same user with the same groups changes no
+	// decision, so cached ones stay; other groups, or groups that had
+	// lapsed, may change them.
+	if !had || !slices.Equal(prev.groups, ps) || !time.Now().Before(prev.until) {
+		z.gen.Add(1)
+	}
+}
+
+// GroupsUntil is when the token groups principal (User:NAME) holds
+// lapse, zero when it holds none: decisions cached for it are stale from
+// then on, though Generation does not move.
+func (z *Authorizer) GroupsUntil(principal string) time.Time {
+	if z == nil {
+		return time.Time{}
+	}
+	z.mu.RLock()
+	defer z.mu.RUnlock()
+	tg, ok := z.mu.tokenGroups[principal]
+	if !ok || !time.Now().Before(tg.until) {
+		return time.Time{}
+	}
+	return tg.until
 }
 
 // groupsLocked returns principal's Group:NAME principals; the slice is

@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways"
@@ -23,9 +24,10 @@ import (
 // tell whether it exists.
 //
 // The hot path asks once per connection: a decision on a topic id is
-// kept in the session until the authorizer's ACLs move to another
-// version, so a producer pays a map lookup per partition, not an ACL
-// walk per batch.
+// kept in the session until the authorizer's generation moves (ACLs,
+// roles, or the groups a bearer token names for the user: those move no
+// ACL version) or the token groups it was made with lapse, so a producer
+// pays a map lookup per partition, not an ACL walk per batch.
 //
 // An opcode without a rule below (one added later) is refused to all but
 // super users and principals with ALL on the cluster: default deny holds
@@ -69,13 +71,15 @@ type connAuthz struct {
 	// principal and host are who asks (User:NAME) and from where; set at
 	// the first question after the connection authenticated.
 	principal, host string
-	// version is the ACL version the decisions were made at.
-	version   uint64
+	// gen is the authorizer's generation the decisions were made at;
+	// until, when set, is when the token groups they were made with lapse.
+	gen       uint64
+	until     time.Time
 	decisions map[topicOp]bool
 }
 
 // authzFrame readies the connection's authorization for a frame: it
-// drops the decisions when the ACLs changed since they were made, and
+// drops the decisions when anything they were made from changed, and
 // refuses an opcode that has no rule.
 func (s *session) authzFrame(corr uint32) *gateways.Response {
 	z := s.g.z
@@ -83,8 +87,10 @@ func (s *session) authzFrame(corr uint32) *gateways.Response {
 	if a.principal == "" {
 		a.principal, a.host = "User:"+s.conn.Principal().Name, s.clientHost()
 	}
-	if v := z.Version(); v != a.version || a.decisions == nil {
-		a.version, a.decisions = v, make(map[topicOp]bool, len(a.decisions))
+	if g := z.Generation(); g != a.gen || a.decisions == nil || !a.until.IsZero() && !time.Now().Before(a.until) {
+		// The generation is read first: a change after it moves it again
+		// and the next frame starts over.
+		a.gen, a.until, a.decisions = g, z.GroupsUntil(a.principal), make(map[topicOp]bool, len(a.decisions))
 	}
 	if !reviewed[s.op] && !s.can(auth.OpAll, auth.ResourceCluster, auth.ClusterName) {
 		return s.fail(s.op, corr, s.denied(auth.OpAll, auth.ResourceCluster, auth.ClusterName), -1)
@@ -193,15 +199,16 @@ func deniedErr(principal, op, rt, name string) error {
 }
 
 // subAuthz is what a subscription's goroutine needs to ask again when the
-// ACLs change under a long-lived stream: who asks, and the version its
-// topics were last allowed at.
+// ACLs change under a long-lived stream: who asks, and the authorizer's
+// generation (and token groups' lapse) its topics were last allowed at.
 type subAuthz struct {
 	principal, host string
-	version         uint64
+	gen             uint64
+	until           time.Time
 }
 
 // recheck asks again whether the subscription may still READ its topics,
-// once per ACL version, so that a revoked ACL ends a stream as it would
+// once per generation, so that a revoked ACL ends a stream as it would
 // refuse the next Fetch.
 func (s *session) recheck(sub *subscription) error {
 	z := s.g.z
@@ -209,10 +216,11 @@ func (s *session) recheck(sub *subscription) error {
 		return nil
 	}
 	a := &sub.authz
-	v := z.Version()
-	if v == a.version {
+	v := z.Generation()
+	if v == a.gen && (a.until.IsZero() || time.Now().Before(a.until)) {
 		return nil
 	}
+	until := z.GroupsUntil(a.principal)
 	for i, p := range sub.parts {
 		if i > 0 && sub.parts[i-1].Topic == p.Topic {
 			continue
@@ -222,7 +230,7 @@ func (s *session) recheck(sub *subscription) error {
 			return deniedErr(a.principal, auth.OpRead, auth.ResourceTopic, p.Topic)
 		}
 	}
-	a.version = v
+	a.gen, a.until = v, until
 	return nil
 }
 

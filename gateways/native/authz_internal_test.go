@@ -2,7 +2,10 @@ package native
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways/native/wire"
@@ -33,9 +36,9 @@ func BenchmarkTopicDecision(b *testing.B) {
 	z.Set(1, acls)
 	t := &Topic{Name: "bench", ID: [16]byte{1}}
 	b.Run("kept", func(b *testing.B) {
-		s := &session{g: &Gateway{z: z}, authz: connAuthz{principal: "User:alice", host: "127.0.0.1", version: 1, decisions: map[topicOp]bool{}}}
+		s := &session{g: &Gateway{z: z}, authz: connAuthz{principal: "User:alice", host: "127.0.0.1", gen: z.Generation(), decisions: map[topicOp]bool{}}}
 		for range b.N {
-			if z.Version() != s.authz.version || !s.canTopic(t, opWrite) {
+			if z.Generation() != s.authz.gen || !s.canTopic(t, opWrite) {
 				b.Fatal("refused")
 			}
 		}
@@ -48,4 +51,38 @@ func BenchmarkTopicDecision(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestDecisionsFollowTokenGroups: a bearer token's groups move no ACL
+// version, yet the decisions a connection keeps follow them: a newer
+// token of the user naming other groups, and the lapse of the groups the
+// decisions were made with, both drop the kept decisions.
+func TestDecisionsFollowTokenGroups(t *testing.T) {
+	z := auth.NewAuthorizer(true, nil)
+	z.Set(1, []auth.ACL{{ResourceType: auth.ResourceTopic, ResourceName: "orders", PatternType: auth.PatternLiteral,
+		Principal: "Group:ops", Host: "*", Operation: auth.OpWrite, Permission: auth.Allow}})
+	s := &session{g: &Gateway{z: z, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		authz: connAuthz{principal: "User:alice", host: "127.0.0.1"}, op: wire.OpProduce}
+	orders := &Topic{Name: "orders", ID: [16]byte{7}}
+	step := func(want bool, why string) {
+		t.Helper()
+		for range 2 { // the second ask is answered from the kept decision
+			if resp := s.authzFrame(1); resp != nil {
+				t.Fatalf("%s: the frame was refused", why)
+			}
+			if got := s.canTopic(orders, opWrite); got != want {
+				t.Fatalf("%s: WRITE on orders = %v, want %v", why, got, want)
+			}
+		}
+	}
+	step(false, "no groups")
+	z.SetTokenGroups("alice", []string{"ops"}, time.Now().Add(time.Hour))
+	step(true, "a token naming ops")
+	z.SetTokenGroups("alice", []string{"dev"}, time.Now().Add(time.Hour))
+	step(false, "a newer token naming dev only")
+	until := time.Now().Add(20 * time.Millisecond)
+	z.SetTokenGroups("alice", []string{"ops"}, until)
+	step(true, "a short-lived token naming ops")
+	time.Sleep(time.Until(until) + time.Millisecond)
+	step(false, "after that token's groups lapsed")
 }

@@ -80,7 +80,7 @@ func (s *session) subscribe(ctx context.Context, corr uint32, r *wire.Reader) (*
 		sub.maxBytes = 16 << 20
 	}
 	sub.credit.Store(m.CreditBytes)
-	sub.authz = subAuthz{principal: s.authz.principal, host: s.authz.host, version: s.authz.version}
+	sub.authz = subAuthz{principal: s.authz.principal, host: s.authz.host, gen: s.authz.gen, until: s.authz.until}
 	for _, p := range m.Partitions {
 		t, err := s.topicByID(ctx, p.TopicID)
 		if err == nil {
