@@ -62,7 +62,7 @@ type ACL struct {
 	ResourceType string `json:"resource_type"`
 	ResourceName string `json:"resource_name"`
 	PatternType  string `json:"pattern_type"`
-	Principal    string `json:"principal"` // User:NAME or User:*
+	Principal    string `json:"principal"` // User:NAME, User:* or Group:NAME
 	Host         string `json:"host"`      // an IP address or *
 	Operation    string `json:"operation"`
 	Permission   string `json:"permission"`
@@ -93,8 +93,10 @@ func (a ACL) Check() error {
 	case a.Host == "":
 		return bad("empty host (use * for any)")
 	}
-	if t, name, ok := strings.Cut(a.Principal, ":"); !ok || t != "User" || name == "" {
-		return bad("principal %q (want User:NAME or User:*)", a.Principal)
+	// Group:* would name a group called "*", not every group: User:* is
+	// everyone.
+	if CheckBindingPrincipal(a.Principal) != nil || a.Principal == GroupPrefix+Wildcard {
+		return bad("principal %q (want User:NAME, User:* or Group:NAME)", a.Principal)
 	}
 	return nil
 }

@@ -89,12 +89,21 @@ func TestACLCheckAndFilter(t *testing.T) {
 		"op":         func(a *ACL) { a.Operation = Any },
 		"permission": func(a *ACL) { a.Permission = Any },
 		"principal":  func(a *ACL) { a.Principal = "alice" },
+		"group *":    func(a *ACL) { a.Principal = "Group:*" },
+		"group name": func(a *ACL) { a.Principal = "Group:a b" },
 		"host":       func(a *ACL) { a.Host = "" },
 	} {
 		a := good
 		mut(&a)
 		if err := a.Check(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	for _, p := range []string{"User:*", "Group:ops"} {
+		a := good
+		a.Principal = p
+		if err := a.Check(); err != nil {
+			t.Errorf("principal %s: %v", p, err)
 		}
 	}
 	lit := allow("User:alice", ResourceTopic, PatternLiteral, "orders", OpRead)
@@ -118,6 +127,47 @@ func TestACLCheckAndFilter(t *testing.T) {
 		if got := tc.f.Matches(tc.a); got != tc.want {
 			t.Errorf("%+v matches %s = %v, want %v", tc.f, tc.a, got, tc.want)
 		}
+	}
+}
+
+// TestGroupACLs: Group:NAME entries apply to the group's members, by
+// stored groups and by token groups, allow and deny alike, and deny wins
+// across a user's entries and its groups' in both directions.
+func TestGroupACLs(t *testing.T) {
+	z := NewAuthorizer(true, nil)
+	deny := func(a ACL) ACL { a.Permission = Deny; return a }
+	z.SetAll(1, []ACL{
+		allow("Group:ops", ResourceTopic, PatternPrefixed, "ops.", OpAll),
+		allow("Group:ops", ResourceGroup, PatternLiteral, "g-ops", OpRead),
+		deny(allow("Group:contractors", ResourceTopic, PatternLiteral, "ops.payroll", OpRead)),
+		allow("User:bob", ResourceTopic, PatternLiteral, "ops.payroll", OpRead),
+		deny(allow("User:olga", ResourceTopic, PatternLiteral, "ops.audit", OpWrite)),
+	}, RBAC{UserGroups: map[string][]string{"olga": {"ops"}, "bob": {"contractors"}, "carl": {"ops", "contractors"}}})
+	z.SetTokenGroups("tina", []string{"ops"}, time.Now().Add(time.Hour))
+	for _, tc := range []struct {
+		p, op, rt, name string
+		want            bool
+	}{
+		{"User:olga", OpWrite, ResourceTopic, "ops.metrics", true}, // stored group
+		{"User:olga", OpRead, ResourceGroup, "g-ops", true},
+		{"User:tina", OpRead, ResourceTopic, "ops.metrics", true},       // token group
+		{"User:tina", OpRead, ResourceTopic, "other", false},            // the group's entries only
+		{"User:bob", OpWrite, ResourceTopic, "ops.metrics", false},      // not a member
+		{"User:bob", OpRead, ResourceTopic, "ops.payroll", false},       // group DENY beats user ALLOW
+		{"User:carl", OpRead, ResourceTopic, "ops.payroll", false},      // DENY of one group beats ALLOW of another
+		{"User:carl", OpRead, ResourceTopic, "ops.metrics", true},       // ...on that topic only
+		{"User:olga", OpWrite, ResourceTopic, "ops.audit", false},       // user DENY beats group ALLOW
+		{"User:ops", OpRead, ResourceTopic, "ops.metrics", false},       // a user named like the group is no member
+		{"Group:ops", OpRead, ResourceTopic, "ops.metrics", false},      // a request never acts as a group
+		{"User:ANONYMOUS", OpRead, ResourceTopic, "ops.metrics", false}, // default deny
+	} {
+		got := z.Authorize(Request{Principal: tc.p, Host: "127.0.0.1", Operation: tc.op, ResourceType: tc.rt, ResourceName: tc.name})
+		if got != tc.want {
+			t.Errorf("%s: %s %s %q = %v, want %v", tc.p, tc.op, tc.rt, tc.name, got, tc.want)
+		}
+	}
+	if !z.AuthorizeAny("User:tina", "127.0.0.1", OpWrite, ResourceTopic) || z.AuthorizeAny("User:bob", "127.0.0.1", OpWrite, ResourceTopic) {
+		t.Error("AuthorizeAny with group entries")
 	}
 }
 

@@ -12,7 +12,8 @@
 //     operation, permission and resource pattern (literal, prefixed, or the
 //     wildcard "*"), with deny winning over allow, the operations Kafka
 //     implies (READ implies DESCRIBE, and so on), super users, and default
-//     deny;
+//     deny; a principal may be Group:NAME too (Confluent's and Redpanda's
+//     convention, not Kafka's), which a user matches through its groups;
 //   - roles (roles.go, roles_authz.go): built-in and custom roles bound to
 //     User: and Group: principals, expanded into ALLOW entries beside the
 //     ACLs, so a DENY ACL still wins; a user's groups come from the

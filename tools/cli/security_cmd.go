@@ -215,8 +215,8 @@ type aclFlags struct {
 }
 
 func addACLFlags(cmd *cobra.Command, f *aclFlags, filter bool) {
-	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "principals (User:NAME, User:*) the binding allows")
-	cmd.Flags().StringSliceVar(&f.deny, "deny", nil, "principals (User:NAME, User:*) the binding denies")
+	cmd.Flags().StringSliceVar(&f.allow, "allow", nil, "principals (User:NAME, User:*, Group:NAME) the binding allows")
+	cmd.Flags().StringSliceVar(&f.deny, "deny", nil, "principals (User:NAME, User:*, Group:NAME) the binding denies")
 	cmd.Flags().StringSliceVar(&f.operations, "operation", nil, "operations, comma-separated: "+strings.Join(auth.Operations(), ", "))
 	cmd.Flags().StringSliceVar(&f.topics, "topic", nil, "topic names (or prefixes, with --resource-pattern-type prefixed; * for all)")
 	cmd.Flags().StringSliceVar(&f.groups, "group", nil, "consumer group ids")

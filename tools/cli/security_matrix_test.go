@@ -21,7 +21,8 @@ import (
 // TestAuthorizationMatrix: two users, each with a different ACL set, try
 // every operation class (produce, fetch, commit, create, alter configs,
 // delete, describe) on both protocols against one serve process with
-// SASL and the authorizer on. Each is allowed or refused exactly as the
+// SASL and the authorizer on; a third reads and is refused through
+// Group: ACLs of her stored group. Each is allowed or refused exactly as the
 // ACLs say, with Kafka's code, and the audit log has a line for each
 // refusal, from the gateway it happened on.
 func TestAuthorizationMatrix(t *testing.T) {
@@ -71,10 +72,13 @@ bootstrap_user = "admin"
 	admin := kadm.NewClient(kclient("admin"))
 	up, err := admin.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
 		{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "alice-secret"},
-		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"}})
+		{User: "bob", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "bob-secret"},
+		{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 4096, Password: "carol-secret"}})
 	if err != nil || up.Error() != nil {
 		t.Fatalf("users: %v %v", err, up.Error())
 	}
+	// carol's rights come through her group, by Group: ACLs.
+	wantOK(t, run(t, nil, "user", "set-groups", "carol", "--groups", "auditors", "--controller", ctlAddr), "auditors")
 	for _, n := range []string{"orders", "events", "secret"} {
 		if _, err := admin.CreateTopic(ctx, 1, 1, nil, n); err != nil {
 			t.Fatal(err)
@@ -91,6 +95,9 @@ bootstrap_user = "admin"
 		kadm.NewACLs().Allow("User:bob").Topics("orders").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral),
 		kadm.NewACLs().Allow("User:bob").Topics("events").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
 		kadm.NewACLs().Allow("User:bob").Topics("bob-").Operations(kadm.OpCreate).ResourcePatternType(kadm.ACLPatternPrefixed),
+		kadm.NewACLs().Allow("Group:auditors").Topics("events").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Allow("User:carol").Topics("orders").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
+		kadm.NewACLs().Deny("Group:auditors").Topics("orders").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
 		// Last: once a gateway lets bob describe g-bob, it holds them all.
 		kadm.NewACLs().Allow("User:bob").Groups("g-bob").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral),
 	}
@@ -264,6 +271,11 @@ bootstrap_user = "admin"
 			{"bob", "describe secret", func() error { return o.describe("bob", "secret") }, topicDenied, []string{"operation=DESCRIBE", "resource=secret"}},
 			{"bob", "fetch events", func() error { return o.fetch("bob", "events") }, nil, nil},
 			{"bob", "fetch orders", func() error { return o.fetch("bob", "orders") }, topicDenied, []string{"operation=READ", "resource=orders"}},
+
+			// Through Group:auditors: its ALLOW, and its DENY over carol's own ALLOW.
+			{"carol", "fetch events", func() error { return o.fetch("carol", "events") }, nil, nil},
+			{"carol", "fetch orders", func() error { return o.fetch("carol", "orders") }, topicDenied, []string{"operation=READ", "resource=orders"}},
+			{"carol", "describe secret", func() error { return o.describe("carol", "secret") }, topicDenied, []string{"operation=DESCRIBE", "resource=secret"}},
 		}
 		for _, r := range rows {
 			what := fmt.Sprintf("%s: %s %s", proto.name, r.user, r.what)
