@@ -92,6 +92,8 @@ func (a ACL) Check() error {
 		return bad("permission %q (want ALLOW or DENY)", a.Permission)
 	case a.Host == "":
 		return bad("empty host (use * for any)")
+	case strings.HasPrefix(a.Host, BindingHostPrefix):
+		return bad("host %q marks an entry of a role binding in listings, not an ACL: bind the role instead", a.Host)
 	}
 	// Group:* would name a group called "*", not every group: User:* is
 	// everyone.

@@ -92,6 +92,7 @@ func TestACLCheckAndFilter(t *testing.T) {
 		"group *":    func(a *ACL) { a.Principal = "Group:*" },
 		"group name": func(a *ACL) { a.Principal = "Group:a b" },
 		"host":       func(a *ACL) { a.Host = "" },
+		"bound host": func(a *ACL) { a.Host = BindingHostPrefix + RoleReader },
 	} {
 		a := good
 		mut(&a)
@@ -205,5 +206,43 @@ func TestGeneration(t *testing.T) {
 	z.SetTokenGroups("bob", []string{"ops"}, time.Now().Add(-time.Second))
 	if !z.GroupsUntil("User:bob").IsZero() {
 		t.Error("GroupsUntil of lapsed groups")
+	}
+}
+
+// TestBoundACLs: a binding's entries as listings show them are marked
+// with the role, cannot be created as ACLs, and the refusal to delete
+// them names the binding and the command that removes it.
+func TestBoundACLs(t *testing.T) {
+	r := RBAC{Bindings: []RoleBinding{
+		{Role: RoleReader, Principal: "Group:ops"},
+		{Role: RoleWriter, Principal: "User:alice", ResourceType: ResourceTopic, PatternType: PatternPrefixed, ResourceName: "team-a."},
+		{Role: "gone", Principal: "User:x"},
+	}}
+	bound := r.BoundACLs()
+	if len(bound) != len(r.Expand()) {
+		t.Fatalf("%d bound entries, %d expanded", len(bound), len(r.Expand()))
+	}
+	for i, b := range bound {
+		if b.ACL != r.Expand()[i] {
+			t.Errorf("entry %d: %s, expanded %s", i, b.ACL, r.Expand()[i])
+		}
+		l := b.Listed()
+		if l.Host != BindingHostPrefix+b.Binding.Role || l.Permission != Allow {
+			t.Errorf("listed %s", l)
+		}
+		if err := l.Check(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("a listed entry of a binding passes as an ACL: %v", err)
+		}
+	}
+	if got, want := r.Bindings[1].UnbindCommand(), "aerostream role unbind writer --principal User:alice --topic-prefix team-a."; got != want {
+		t.Errorf("UnbindCommand = %q, want %q", got, want)
+	}
+	if got, want := r.Bindings[0].UnbindCommand(), "aerostream role unbind reader --principal Group:ops"; got != want {
+		t.Errorf("UnbindCommand = %q, want %q", got, want)
+	}
+	err := ErrBindingEntries(r.Bindings[:2])
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "aerostream role unbind reader --principal Group:ops") ||
+		!strings.Contains(err.Error(), "--topic-prefix team-a.") {
+		t.Errorf("ErrBindingEntries = %v", err)
 	}
 }

@@ -17,7 +17,9 @@
 //   - roles (roles.go, roles_authz.go): built-in and custom roles bound to
 //     User: and Group: principals, expanded into ALLOW entries beside the
 //     ACLs, so a DENY ACL still wins; a user's groups come from the
-//     controller's state or a bearer token's claim.
+//     controller's state or a bearer token's claim. Listings show a
+//     binding's entries marked with the host role-binding:ROLE
+//     (BoundACL), never as ACLs.
 //
 // The gateways run the exchanges (Kafka's SaslHandshake and
 // SaslAuthenticate) and ask the Authorizer; the controller stores the

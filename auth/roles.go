@@ -334,3 +334,63 @@ func TokenGroups(token, claim string) []string {
 	}
 	return out
 }
+
+// BindingHostPrefix starts the host by which listings (DescribeAcls,
+// aerostream acl list) mark an entry a role binding expands to:
+// role-binding:ROLE. No client address looks like it, and Check refuses
+// it, so such an entry is neither mistaken for an ACL nor restored as one
+// from a listing.
+const BindingHostPrefix = "role-binding:"
+
+// BoundACL is an ALLOW entry a role binding expands to, with the binding:
+// what listings show beside the ACLs.
+type BoundACL struct {
+	ACL     ACL         `json:"acl"`
+	Binding RoleBinding `json:"binding"`
+}
+
+// Listed is the entry as listings show it: the host names the binding's
+// role (the entry itself applies from every host).
+func (b BoundACL) Listed() ACL {
+	a := b.ACL
+	a.Host = BindingHostPrefix + b.Binding.Role
+	return a
+}
+
+// BoundACLs returns the entries of every binding whose role exists, each
+// with its binding, in Expand's order.
+func (r RBAC) BoundACLs() []BoundACL {
+	var out []BoundACL
+	for _, b := range r.Bindings {
+		if role, ok := FindRole(r.Roles, b.Role); ok {
+			for _, a := range ExpandBinding(role, b) {
+				out = append(out, BoundACL{ACL: a, Binding: b})
+			}
+		}
+	}
+	return out
+}
+
+// UnbindCommand is the aerostream command that removes the binding.
+func (b RoleBinding) UnbindCommand() string {
+	cmd := fmt.Sprintf("aerostream role unbind %s --principal %s", b.Role, b.Principal)
+	if b.ResourceType == "" {
+		return cmd
+	}
+	flag := map[string]string{ResourceTopic: "--topic", ResourceGroup: "--group", ResourceTransactionalID: "--transactional-id"}[b.ResourceType]
+	if b.PatternType == PatternPrefixed {
+		flag += "-prefix"
+	}
+	return fmt.Sprintf("%s %s %s", cmd, flag, b.ResourceName)
+}
+
+// ErrBindingEntries is the refusal to delete the entries of role
+// bindings as if they were ACLs: it names each binding and the command
+// that removes it. It wraps ErrInvalid.
+func ErrBindingEntries(bs []RoleBinding) error {
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = fmt.Sprintf("%s (remove it with: %s)", b, b.UnbindCommand())
+	}
+	return fmt.Errorf("%w: the filter selects only entries of role bindings, which are not ACLs and are not deleted: %s", ErrInvalid, strings.Join(parts, "; "))
+}

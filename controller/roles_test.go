@@ -134,3 +134,61 @@ func TestRBACSurvivesRestart(t *testing.T) {
 	}
 	mc.stop(l)
 }
+
+// TestBindingEntriesListed: DescribeACLs lists the role bindings' entries
+// apart from the ACLs, and only when asked (the ACL refresh of a gateway
+// must not take them for ACLs); DeleteACLs leaves them and names, per
+// filter, the bindings whose entries it selected. Group: ACLs are stored
+// like User: ones.
+func TestBindingEntriesListed(t *testing.T) {
+	nodes := startNetCluster(t, 1)
+	cl := NewClient(addrsOf(nodes), ClientOptions{Timeout: 30 * time.Second})
+	defer cl.Close()
+	ctx := context.Background()
+	scoped := auth.RoleBinding{Role: auth.RoleWriter, Principal: "User:alice", ResourceType: auth.ResourceTopic, PatternType: auth.PatternPrefixed, ResourceName: "team-a."}
+	if w, err := cl.BindRoles(ctx, RoleBindingsRequest{Bindings: []auth.RoleBinding{scoped}}); err != nil || w.Errors[0] != nil {
+		t.Fatalf("bind: %+v %v", w, err)
+	}
+	groupACL := topicACL("Group:ops", "orders", auth.OpRead)
+	cr, err := cl.CreateACLs(ctx, CreateACLsRequest{ACLs: []auth.ACL{topicACL("User:alice", "orders", auth.OpRead), groupACL, topicACL("Group:*", "orders", auth.OpRead)}})
+	if err != nil || cr.Errors[0] != nil || cr.Errors[1] != nil || !errors.Is(cr.Errors[2], ErrInvalidRequest) {
+		t.Fatalf("create ACLs (Group:ops, then Group:*): %+v %v", cr, err)
+	}
+
+	alice := auth.ACLFilter{Principal: "User:alice"}
+	plain, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: alice})
+	if err != nil || len(plain.ACLs) != 1 || len(plain.Bindings) != 0 {
+		t.Fatalf("describe without bindings: %+v %v", plain, err)
+	}
+	all, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: alice, Bindings: true})
+	if err != nil || len(all.ACLs) != 1 || len(all.Bindings) != 3 { // writer on topics: READ, DESCRIBE, WRITE
+		t.Fatalf("describe with bindings: %+v %v", all, err)
+	}
+	for _, b := range all.Bindings {
+		if b.Binding != scoped || b.Listed().Host != auth.BindingHostPrefix+auth.RoleWriter || b.ACL.ResourceName != "team-a." {
+			t.Errorf("bound entry %+v", b)
+		}
+	}
+	byHost, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: auth.ACLFilter{Host: auth.BindingHostPrefix + auth.RoleWriter}, Bindings: true})
+	if err != nil || len(byHost.ACLs) != 0 || len(byHost.Bindings) != 3 {
+		t.Fatalf("describe by the binding's host: %+v %v", byHost, err)
+	}
+	groups, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: auth.ACLFilter{Principal: "Group:ops"}})
+	if err != nil || len(groups.ACLs) != 1 || groups.ACLs[0] != groupACL {
+		t.Fatalf("describe Group:ops: %+v %v", groups, err)
+	}
+
+	del, err := cl.DeleteACLs(ctx, DeleteACLsRequest{Filters: []auth.ACLFilter{alice, {Principal: "User:alice", PatternType: auth.PatternPrefixed}}})
+	if err != nil || len(del.Deleted) != 2 || len(del.Deleted[0]) != 1 || len(del.Deleted[1]) != 0 {
+		t.Fatalf("delete: %+v %v", del, err)
+	}
+	for i := range 2 {
+		if len(del.Bindings) != 2 || len(del.Bindings[i]) != 1 || del.Bindings[i][0] != scoped {
+			t.Fatalf("delete filter %d: bindings kept %+v, want the writer binding", i, del.Bindings)
+		}
+	}
+	after, err := cl.DescribeACLs(ctx, DescribeACLsRequest{Filter: alice, Bindings: true})
+	if err != nil || len(after.ACLs) != 0 || len(after.Bindings) != 3 {
+		t.Fatalf("after delete: %+v %v", after, err)
+	}
+}

@@ -364,12 +364,18 @@ type CreateACLsResponse struct {
 // DescribeACLsRequest selects ACLs.
 type DescribeACLsRequest struct {
 	Filter auth.ACLFilter `json:"filter"`
+	// Bindings asks also for the entries the role bindings expand to,
+	// which the filter selects as auth.BoundACL.Listed shows them.
+	Bindings bool `json:"bindings,omitempty"`
 }
 
 // ACLsResponse lists ACLs, with the security version they are from.
 type ACLsResponse struct {
 	Version uint64     `json:"version"`
 	ACLs    []auth.ACL `json:"acls"`
+	// Bindings are the role bindings' entries, when asked for: apart, so
+	// that no one takes them for ACLs.
+	Bindings []auth.BoundACL `json:"bindings,omitempty"`
 }
 
 // DeleteACLsRequest removes the ACLs each filter selects.
@@ -380,6 +386,9 @@ type DeleteACLsRequest struct {
 // DeleteACLsResponse lists, per filter, the ACLs it removed.
 type DeleteACLsResponse struct {
 	Deleted [][]auth.ACL `json:"deleted"`
+	// Bindings lists, per filter, the role bindings whose entries it
+	// selected, which it left in place: only unbinding removes them.
+	Bindings [][]auth.RoleBinding `json:"bindings,omitempty"`
 }
 
 // Security is the users-and-ACLs part of the client API, implemented by
@@ -479,7 +488,30 @@ func (c *Controller) DescribeACLs(_ context.Context, req DescribeACLsRequest) (A
 		}
 	}
 	sort.SliceStable(resp.ACLs, func(i, j int) bool { return aclLess(resp.ACLs[i], resp.ACLs[j]) < 0 })
+	if req.Bindings {
+		_, rbac := c.fsm.SecurityRBAC()
+		for _, b := range rbac.BoundACLs() {
+			if req.Filter.Matches(b.Listed()) {
+				resp.Bindings = append(resp.Bindings, b)
+			}
+		}
+	}
 	return resp, nil
+}
+
+// boundBy returns, per filter, the role bindings whose entries it
+// selects.
+func boundBy(rbac auth.RBAC, filters []auth.ACLFilter) [][]auth.RoleBinding {
+	bound := rbac.BoundACLs()
+	out := make([][]auth.RoleBinding, len(filters))
+	for i, f := range filters {
+		for _, b := range bound {
+			if f.Matches(b.Listed()) && !slices.Contains(out[i], b.Binding) {
+				out[i] = append(out[i], b.Binding)
+			}
+		}
+	}
+	return out
 }
 
 // DeleteACLs removes the ACLs each filter selects, through Raft.
@@ -491,7 +523,8 @@ func (c *Controller) DeleteACLs(ctx context.Context, req DeleteACLsRequest) (Del
 	if err != nil {
 		return DeleteACLsResponse{}, err
 	}
-	resp := DeleteACLsResponse{Deleted: r.acls}
+	_, rbac := c.fsm.SecurityRBAC()
+	resp := DeleteACLsResponse{Deleted: r.acls, Bindings: boundBy(rbac, req.Filters)}
 	for i := range resp.Deleted {
 		if resp.Deleted[i] == nil {
 			resp.Deleted[i] = []auth.ACL{}

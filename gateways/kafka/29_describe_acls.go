@@ -16,7 +16,10 @@ import (
 // Kafka answers. A filter's null name, principal or host and its ANY
 // enums match everything; pattern type MATCH selects every binding that
 // applies to the named resource (literal, wildcard and prefixed); v0
-// filters are LITERAL. Needs DESCRIBE on the cluster (authz.go).
+// filters are LITERAL. The ALLOW entries role bindings expand to are
+// listed too, with host role-binding:ROLE (auth.BindingHostPrefix), so
+// that what a principal may do is seen in one place and no such entry
+// passes for an ACL. Needs DESCRIBE on the cluster (authz.go).
 
 func init() { regKey(29, 0, 3, (*Gateway).handleDescribeAcls) }
 

@@ -16,10 +16,10 @@ import (
 // authorizer picks them up from there. Each creation answers on its own:
 // INVALID_REQUEST for a binding Kafka would refuse (an ANY or MATCH in
 // it, a cluster resource not named kafka-cluster, a principal that is not
-// User:NAME, User:* or Group:NAME), and no error for one that already
-// exists. v0 bindings are LITERAL. Group:NAME is not Kafka's (it knows
-// User: only) but Confluent's and Redpanda's: the entry applies to the
-// group's members. Needs ALTER on the cluster (authz.go).
+// User:NAME, User:* or Group:NAME, a role-binding: host), and no error for
+// one that already exists. v0 bindings are LITERAL. Group:NAME is not
+// Kafka's (it knows User: only) but Confluent's and Redpanda's: the entry
+// applies to the group's members. Needs ALTER on the cluster (authz.go).
 
 func init() { regKey(30, 0, 3, (*Gateway).handleCreateAcls) }
 

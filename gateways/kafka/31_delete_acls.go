@@ -13,8 +13,10 @@ import (
 // DeleteAcls: v0-v3.
 //
 // Removes every ACL binding each filter selects (filters as in
-// DescribeAcls) and answers, per filter, the bindings it removed. Needs
-// ALTER on the cluster (authz.go).
+// DescribeAcls) and answers, per filter, the bindings it removed. The
+// entries of role bindings that DescribeAcls lists are not ACLs and stay:
+// a filter that selects only such entries is answered INVALID_REQUEST
+// with the role bindings to unbind. Needs ALTER on the cluster (authz.go).
 
 func init() { regKey(31, 0, 3, (*Gateway).handleDeleteAcls) }
 
@@ -36,16 +38,19 @@ func (g *Gateway) handleDeleteAcls(ctx context.Context, rc *reqCtx) (kmsg.Respon
 	deleted := make([][]auth.ACL, len(req.Filters))
 	if len(filters) > 0 {
 		var out [][]auth.ACL
+		var ferrs []error
 		var err error
 		if sec := g.opts.Auth.Security; sec == nil {
 			err = fmt.Errorf("%w: no ACL store", kerr.SecurityDisabled)
 		} else {
-			out, err = sec.DeleteACLs(ctx, filters)
+			out, ferrs, err = sec.DeleteACLs(ctx, filters)
 		}
 		for j, i := range idx {
 			switch {
 			case err != nil:
 				errs[i] = err
+			case at(ferrs, j) != nil:
+				errs[i] = at(ferrs, j)
 			case j < len(out):
 				deleted[i] = out[j]
 			}

@@ -16,9 +16,13 @@ type Security interface {
 	// AlterScramUsers answers one error per upsert, then per deletion.
 	AlterScramUsers(ctx context.Context, upserts []ScramUpsert, deletions []ScramDeletion) ([]error, error)
 	CreateACLs(ctx context.Context, acls []auth.ACL) ([]error, error)
+	// DescribeACLs lists the ACLs, and the entries role bindings expand
+	// to as auth.BoundACL.Listed marks them.
 	DescribeACLs(ctx context.Context, filter auth.ACLFilter) ([]auth.ACL, error)
-	// DeleteACLs answers, per filter, the ACLs it removed.
-	DeleteACLs(ctx context.Context, filters []auth.ACLFilter) ([][]auth.ACL, error)
+	// DeleteACLs answers, per filter, the ACLs it removed and an error
+	// (nil, or a short errs: none) for a filter it refused, such as one
+	// that selects only role bindings' entries.
+	DeleteACLs(ctx context.Context, filters []auth.ACLFilter) (deleted [][]auth.ACL, errs []error, err error)
 }
 
 // ScramUser is a user's credentials as DescribeUserScramCredentials

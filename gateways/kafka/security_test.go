@@ -126,7 +126,7 @@ func (s *memSecurity) DescribeACLs(_ context.Context, f auth.ACLFilter) ([]auth.
 	return out, nil
 }
 
-func (s *memSecurity) DeleteACLs(_ context.Context, fs []auth.ACLFilter) ([][]auth.ACL, error) {
+func (s *memSecurity) DeleteACLs(_ context.Context, fs []auth.ACLFilter) ([][]auth.ACL, []error, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([][]auth.ACL, len(fs))
@@ -143,7 +143,7 @@ func (s *memSecurity) DeleteACLs(_ context.Context, fs []auth.ACLFilter) ([][]au
 	}
 	s.mu.version++
 	s.z.Set(s.mu.version, slices.Clone(s.mu.acls))
-	return out, nil
+	return out, nil, nil
 }
 
 // fakeClock is a settable clock for session expiry.

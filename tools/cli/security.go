@@ -230,20 +230,35 @@ func (c controllerSecurity) CreateACLs(ctx context.Context, acls []auth.ACL) ([]
 	return wireErrs(r.Errors), nil
 }
 
+// DescribeACLs lists the ACLs, then the role bindings' entries marked
+// as such (auth.BoundACL.Listed).
 func (c controllerSecurity) DescribeACLs(ctx context.Context, f auth.ACLFilter) ([]auth.ACL, error) {
-	r, err := c.api.DescribeACLs(ctx, controller.DescribeACLsRequest{Filter: f})
+	r, err := c.api.DescribeACLs(ctx, controller.DescribeACLsRequest{Filter: f, Bindings: true})
 	if err != nil {
 		return nil, kafkaErr(err)
 	}
-	return r.ACLs, nil
+	out := r.ACLs
+	for _, b := range r.Bindings {
+		out = append(out, b.Listed())
+	}
+	return out, nil
 }
 
-func (c controllerSecurity) DeleteACLs(ctx context.Context, fs []auth.ACLFilter) ([][]auth.ACL, error) {
+// DeleteACLs refuses a filter that removed nothing but selects role
+// bindings' entries, naming the bindings to unbind; a filter that removed
+// ACLs too succeeds, as Kafka's answer has room for one code only.
+func (c controllerSecurity) DeleteACLs(ctx context.Context, fs []auth.ACLFilter) ([][]auth.ACL, []error, error) {
 	r, err := c.api.DeleteACLs(ctx, controller.DeleteACLsRequest{Filters: fs})
 	if err != nil {
-		return nil, kafkaErr(err)
+		return nil, nil, kafkaErr(err)
 	}
-	return r.Deleted, nil
+	errs := make([]error, len(fs))
+	for i := range errs {
+		if i < len(r.Bindings) && len(r.Bindings[i]) > 0 && (i >= len(r.Deleted) || len(r.Deleted[i]) == 0) {
+			errs[i] = fmt.Errorf("%w: %v", kerr.InvalidRequest, auth.ErrBindingEntries(r.Bindings[i]))
+		}
+	}
+	return r.Deleted, errs, nil
 }
 
 // bootstrapUser creates auth.bootstrap_user on first start, with the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -374,18 +375,24 @@ func newACLCmd(env Env) *cobra.Command {
 	var listF aclFlags
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the ACL bindings the flags select (all without flags)",
+		Short: "List the ACL bindings the flags select (all without flags), and the entries role bindings expand to (host role-binding:ROLE)",
 		Args:  cobra.NoArgs,
 		RunE: withController(ctl, func(ctx context.Context, cl *controller.Client, _ []string) error {
 			seen := map[auth.ACL]bool{}
 			var out []auth.ACL
 			for _, f := range listF.filters() {
-				r, err := cl.DescribeACLs(ctx, controller.DescribeACLsRequest{Filter: f})
+				r, err := cl.DescribeACLs(ctx, controller.DescribeACLsRequest{Filter: f, Bindings: true})
 				if err != nil {
 					return err
 				}
 				for _, a := range r.ACLs {
 					if !seen[a] {
+						seen[a] = true
+						out = append(out, a)
+					}
+				}
+				for _, b := range r.Bindings {
+					if a := b.Listed(); !seen[a] {
 						seen[a] = true
 						out = append(out, a)
 					}
@@ -413,6 +420,20 @@ func newACLCmd(env Env) *cobra.Command {
 				var gone []auth.ACL
 				for _, d := range r.Deleted {
 					gone = append(gone, d...)
+				}
+				var kept []auth.RoleBinding
+				for _, bs := range r.Bindings {
+					for _, b := range bs {
+						if !slices.Contains(kept, b) {
+							kept = append(kept, b)
+						}
+					}
+				}
+				if len(gone) == 0 && len(kept) > 0 {
+					return auth.ErrBindingEntries(kept)
+				}
+				for _, b := range kept {
+					fmt.Fprintf(env.Stderr, "kept the entries of role binding %s: remove it with: %s\n", b, b.UnbindCommand())
 				}
 				return writeACLs(env.Stdout, gone)
 			})(cmd, args)

@@ -18,9 +18,12 @@ import (
 // TestRolesEndToEnd: with SASL and the authorizer on, a user with no ACL
 // may not produce; bound `writer` on a topic prefix (aerostream role
 // bind) she produces there, but not elsewhere, and may not delete the
-// topic. A `reader` bound to Group:ops reaches a user whose stored groups
-// (aerostream user create --groups) name ops, and her unbinding takes it
-// away.
+// topic. DescribeAcls and acl list show the binding's entries marked with
+// its role; DeleteAcls and acl remove refuse them, naming the unbind
+// command. A `reader` bound to Group:ops reaches a user whose stored
+// groups (aerostream user create --groups) name ops, a DENY ACL to
+// another of her groups wins over it, an ALLOW ACL to Group:ops lets her
+// produce, and unbinding takes the role away.
 func TestRolesEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	kafkaAddr, ctlAddr := freeAddr(t), freeAddr(t)
@@ -98,6 +101,46 @@ bootstrap_user = "admin"
 		t.Errorf("a writer deletes a topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 
+	// The binding's entries are listed, marked, by DescribeAcls and acl
+	// list; neither DeleteAcls nor acl remove takes them for ACLs.
+	wantOK(t, run(t, nil, append([]string{"acl", "list", "--allow", "User:alice"}, ctl...)...), "User:alice", "team-a.", "PREFIXED", "role-binding:writer")
+	aliceACLs := func() *kadm.ACLBuilder {
+		return kadm.NewACLs().Topics().Allow("User:alice").AllowHosts().Operations().ResourcePatternType(kadm.ACLPatternAny)
+	}
+	described, err := admin.DescribeACLs(ctx, aliceACLs())
+	if err == nil && len(described) == 1 {
+		err = described[0].Err
+	}
+	if err != nil || len(described) != 1 {
+		t.Fatalf("DescribeAcls: %v (%d results)", err, len(described))
+	}
+	writes := 0
+	for _, a := range described[0].Described {
+		if a.Host != "role-binding:writer" || a.Principal != "User:alice" || a.Name != "team-a." || a.Pattern != kadm.ACLPatternPrefixed {
+			t.Errorf("DescribeAcls lists %+v for alice, who has no ACL but the writer binding on team-a.", a)
+		}
+		if a.Operation == kadm.OpWrite {
+			writes++
+		}
+	}
+	if writes != 1 {
+		t.Errorf("DescribeAcls shows %d WRITE entries of the writer binding, want 1: %+v", writes, described[0].Described)
+	}
+	deleted, err := admin.DeleteACLs(ctx, aliceACLs())
+	if err != nil || len(deleted) != 1 {
+		t.Fatalf("DeleteAcls: %v (%d results)", err, len(deleted))
+	}
+	unbind := "aerostream role unbind writer --principal User:alice --topic-prefix team-a."
+	if !errors.Is(deleted[0].Err, kerr.InvalidRequest) || !strings.Contains(deleted[0].ErrMessage, unbind) || len(deleted[0].Deleted) != 0 {
+		t.Errorf("DeleteAcls of a binding's entries: %v %q, deleted %v; want INVALID_REQUEST naming %q", deleted[0].Err, deleted[0].ErrMessage, deleted[0].Deleted, unbind)
+	}
+	if r := run(t, nil, append([]string{"acl", "remove", "--allow", "User:alice"}, ctl...)...); r.code == 0 || !strings.Contains(r.stderr, unbind) {
+		t.Errorf("acl remove of a binding's entries: exit %d, stderr %q; want a refusal naming %q", r.code, r.stderr, unbind)
+	}
+	if err := produce("alice", "team-a.orders"); err != nil {
+		t.Errorf("alice lost her role to a refused delete: %v", err)
+	}
+
 	// Group:ops.
 	describeOK := func() error {
 		md, err := kadm.NewClient(kclient("olga")).Metadata(ctx, "team-b.orders")
@@ -113,6 +156,36 @@ bootstrap_user = "admin"
 	eventually("olga reads through Group:ops", describeOK)
 	if err := produce("olga", "team-b.orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 		t.Errorf("a reader produces: %v", err)
+	}
+
+	// Group: principals in ACLs. A DENY to one of olga's groups wins over
+	// the reader role another of her groups has; an ALLOW to a group
+	// lets her produce.
+	wantOK(t, run(t, nil, append([]string{"acl", "add", "--deny", "Group:dev", "--operation", "DESCRIBE", "--topic", "team-b.orders"}, ctl...)...), "Group:dev", "DENY")
+	eventually("a DENY to Group:dev refuses olga", func() error {
+		if describeOK() == nil {
+			return errors.New("olga still describes team-b.orders")
+		}
+		return nil
+	})
+	wantOK(t, run(t, nil, append([]string{"acl", "remove", "--deny", "Group:dev", "--topic", "team-b.orders"}, ctl...)...), "Group:dev")
+	eventually("olga describes again once the DENY is gone", describeOK)
+	res, err := admin.CreateACLs(ctx, kadm.NewACLs().Allow("Group:ops").Topics("team-b.").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternPrefixed))
+	if err == nil {
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("CreateAcls with Group:ops: %v", err)
+	}
+	eventually("olga produces through an ALLOW to Group:ops", func() error { return produce("olga", "team-b.orders") })
+	if err := produce("alice", "team-b.orders"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice, in no group, produces through Group:ops's ACL: %v", err)
+	}
+	wantOK(t, run(t, nil, append([]string{"acl", "remove", "--allow", "Group:ops", "--topic", "team-b.", "--resource-pattern-type", "prefixed"}, ctl...)...), "Group:ops", "WRITE")
+	if r := run(t, nil, append([]string{"acl", "add", "--allow", "Group:*", "--operation", "READ", "--topic", "x"}, ctl...)...); r.code == 0 || !strings.Contains(r.stderr, `principal "Group:*"`) {
+		t.Errorf("acl add Group:*: exit %d stderr %q", r.code, r.stderr)
 	}
 
 	wantOK(t, run(t, nil, append([]string{"role", "list"}, ctl...)...), "writer", "built-in")
