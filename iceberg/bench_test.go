@@ -57,7 +57,7 @@ func benchTranslate(b *testing.B, valueSize int) {
 		total += len(bt)
 	}
 	m := &Manager{met: newMetrics()}
-	c := &committer{m: m, topic: "bench", log: quiet()}
+	c := &committer{m: m, run: &topicRun{}, topic: "bench", log: quiet()}
 	dec := recbatch.NewDecoder()
 	b.SetBytes(int64(total))
 	b.ResetTimer()

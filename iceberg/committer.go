@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"time"
 
@@ -110,6 +111,9 @@ func (c *committer) session(ctx context.Context) error {
 		return err
 	}
 	if tbl, err = evolveSpec(ctx, tbl, spec); err != nil { // table.go
+		return err
+	}
+	if err := c.fenced(tbl); err != nil { // fence.go
 		return err
 	}
 	committed, err := TableOffsets(tbl.Metadata())
@@ -471,6 +475,7 @@ func (ps *partState) filterTxn(b *recbatch.Batch) bool {
 func (c *committer) commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, next Offsets, rows int, bytes int64) (*table.Table, error) {
 	tx := tbl.NewTransaction()
 	props := iceberg.Properties{SummaryOffsets: next.String()}
+	maps.Copy(props, c.fence().props())
 	var err error
 	if len(files) == 0 {
 		err = tx.AddFiles(ctx, nil, props, false)
@@ -505,7 +510,9 @@ func (c *committer) commitRows(ctx context.Context, tbl *table.Table, b RowBuild
 	}
 	defer rdr.Release()
 	tx := tbl.NewTransaction()
-	if err := tx.Append(ctx, rdr, iceberg.Properties{SummaryOffsets: next.String()}); err != nil {
+	props := iceberg.Properties{SummaryOffsets: next.String()}
+	maps.Copy(props, c.fence().props())
+	if err := tx.Append(ctx, rdr, props); err != nil {
 		return nil, fmt.Errorf("write data files: %w", err)
 	}
 	t, err := tx.Commit(ctx)

@@ -26,9 +26,13 @@
 // The store that leads a topic's partition 0 runs its committer; it reads
 // every partition through the ring backend it is given (in a cluster, a
 // router to each partition's leader store). Other nodes only read the
-// table's offsets to guard retention. While leadership moves, two stores
-// may briefly both commit: the optimistic commit above keeps the table
-// exact.
+// table's offsets to guard retention. While leadership moves, a deposed
+// store may commit until it learns it lost partition 0, but only until
+// the new leader's first commit: every snapshot records the leader epoch
+// of partition 0 it was committed under and the node (fence.go), and a
+// committer refuses a table committed under a newer epoch. The table's
+// history so has one committer per epoch, epochs in order; the
+// optimistic commit above keeps it exact meanwhile.
 //
 // # Parquet writer
 //

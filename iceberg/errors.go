@@ -27,4 +27,7 @@ var (
 	// columns the builder's schema lacks; the committer evolves the table
 	// with Mode.Schema and builds the record again (mode_schema.go).
 	ErrSchemaChanged = errors.New("iceberg: the value schema gained columns")
+	// ErrFenced: the table was committed under a newer leadership of the
+	// topic's partition 0 than this committer's (fence.go).
+	ErrFenced = errors.New("iceberg: a newer leader of partition 0 commits this table")
 )

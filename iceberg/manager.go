@@ -23,6 +23,9 @@ type ManagerOptions struct {
 	// Registry is handed to the modes (ModeContext.Registry).
 	Registry any
 	Logger   *slog.Logger
+	// NodeID is this node's id, written in the snapshots it commits
+	// (SummaryCommitter).
+	NodeID int32
 }
 
 // TopicState is a topic as the node's metadata says: its partitions, its
@@ -33,6 +36,10 @@ type TopicState struct {
 	Partitions int32
 	Configs    map[string]string
 	Commit     bool
+	// LeaderEpoch is partition 0's leader epoch in this node's view, and
+	// TopicID the topic's id: a committer's fence (fence.go).
+	LeaderEpoch int32
+	TopicID     string
 }
 
 // Enabled reports iceberg.enabled=true.
@@ -130,7 +137,7 @@ func (m *Manager) Update(topics []TopicState) {
 			old := r.state()
 			if old.Commit == t.Commit && maps.Equal(old.Configs, t.Configs) {
 				r.mu.Lock()
-				r.st.Partitions = t.Partitions
+				r.st.Partitions, r.st.LeaderEpoch, r.st.TopicID = t.Partitions, t.LeaderEpoch, t.TopicID
 				r.mu.Unlock()
 				continue
 			}

@@ -97,11 +97,16 @@ func TableOffsets(meta table.Metadata) (Offsets, error) {
 
 // CarryOffsets returns the snapshot properties a non-translation commit
 // (compaction, expiry) must add so the new snapshot keeps the table's
-// offsets: nil when the table has none yet.
+// offsets, and its fence (fence.go): nil when the table has no offsets
+// yet.
 func CarryOffsets(meta table.Metadata) (map[string]string, error) {
 	o, err := TableOffsets(meta)
 	if err != nil || len(o) == 0 {
 		return nil, err
 	}
-	return map[string]string{SummaryOffsets: o.String()}, nil
+	props := map[string]string{SummaryOffsets: o.String()}
+	if f, ok := TableFence(meta); ok {
+		maps.Copy(props, f.props())
+	}
+	return props, nil
 }

@@ -64,7 +64,7 @@ func (d *daemon) openIceberg(ctx context.Context, opts *logstore.Options) error 
 	d.icebergCat, d.icebergIO = cat, iceberg.IOProps(ic)
 	d.onClose("iceberg catalog", func() error { return iceberg.CloseCatalog(cat) })
 	d.iceberg = iceberg.NewManager(iceberg.ManagerOptions{Config: ic, Catalog: cat, Logger: d.logger,
-		Registry: &icebergSchemas{d: d}}) // iceberg_schemas.go
+		Registry: &icebergSchemas{d: d}, NodeID: d.cfg.Controller.NodeID}) // iceberg_schemas.go
 	d.reg.MustRegister(d.iceberg.Collectors()...)
 	opts.RetentionFloor = d.iceberg.Floor
 	return nil
@@ -122,8 +122,11 @@ func pollIcebergTopics(ctx context.Context, api controller.API, localID int32, s
 			states := make([]iceberg.TopicState, 0, len(md.Topics))
 			kts := make([]*kafka.Topic, 0, len(md.Topics))
 			for _, ti := range md.Topics {
-				ts := iceberg.TopicState{Name: ti.Name, Partitions: int32(len(ti.Partitions)), Configs: ti.Configs}
-				ts.Commit = len(ti.Partitions) > 0 && (single || ti.Partitions[0].Leader == localID)
+				ts := iceberg.TopicState{Name: ti.Name, Partitions: int32(len(ti.Partitions)), Configs: ti.Configs, TopicID: ti.ID.String()}
+				if len(ti.Partitions) > 0 {
+					ts.Commit = single || ti.Partitions[0].Leader == localID
+					ts.LeaderEpoch = ti.Partitions[0].LeaderEpoch
+				}
 				states = append(states, ts)
 				if router != nil {
 					kt := &kafka.Topic{Name: ti.Name, ID: ti.ID, Partitions: ts.Partitions, Configs: ti.Configs}
