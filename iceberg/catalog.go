@@ -141,7 +141,8 @@ func sqliteDSN(path string) string {
 }
 
 // OpenCatalog opens the catalog cfg names: the embedded SQLite one
-// (created on first use) or an external REST catalog. The catalog's
+// (created on first use) or an external REST catalog, which is reached
+// on first use and again after a failure (restCatalog). The catalog's
 // properties carry the warehouse and IOProps, so tables it loads can
 // write to the warehouse.
 func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
@@ -188,11 +189,7 @@ func OpenCatalog(ctx context.Context, cfg Config) (catalog.Catalog, error) {
 		if cfg.Warehouse != "" {
 			opts = append(opts, rest.WithWarehouseLocation(cfg.Warehouse))
 		}
-		cat, err := rest.NewCatalog(ctx, "aerostream", cfg.RestURI, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("iceberg rest catalog %s: %w", cfg.RestURI, err)
-		}
-		return cat, nil
+		return newRESTCatalog(cfg.RestURI, opts), nil // catalog_rest.go: connects on first use
 	}
 	return nil, fmt.Errorf("%w: catalog %q is not sql or rest", ErrConfig, cfg.Catalog)
 }

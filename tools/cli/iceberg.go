@@ -48,17 +48,14 @@ func icebergConfig(cfg config.Config) iceberg.Config {
 }
 
 // openIceberg opens the Iceberg catalog (daemon.icebergCat, with the
-// FileIO properties readers need in daemon.icebergIO). A REST catalog
-// that cannot be reached leaves Iceberg off on this node, with a warning,
-// rather than stop the store.
+// FileIO properties readers need in daemon.icebergIO). A REST catalog is
+// reached on first use, so one that is down while the node starts only
+// delays translation: the committers retry, and retention holds the
+// records meanwhile.
 func (d *daemon) openIceberg(ctx context.Context, opts *logstore.Options) error {
 	ic := icebergConfig(d.cfg)
 	cat, err := iceberg.OpenCatalog(ctx, ic)
 	if err != nil {
-		if ic.Catalog == "rest" {
-			d.logger.Warn("iceberg catalog unreachable; Iceberg topics are not translated on this node", "rest_uri", ic.RestURI, "err", err)
-			return nil
-		}
 		return err
 	}
 	d.icebergCat, d.icebergIO = cat, iceberg.IOProps(ic)
