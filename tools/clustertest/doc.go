@@ -24,6 +24,13 @@
 //     groups routes through the Kafka gateways.
 //   - TestClusterAdminAPIMessagesOnAStore: a store's message inspector
 //     reads a partition another store holds, through the Kafka gateways.
+//   - TestClusterIcebergRESTCatalog: an Iceberg topic whose stores commit
+//     through an external Iceberg REST catalog (Apache Iceberg's own Java
+//     server, from Maven); the committing store is killed with SIGKILL
+//     mid-translation, pyiceberg reads exactly the log's records through
+//     that catalog, and the table's snapshots show one committer per
+//     leader epoch of partition 0. It also needs ICEBERG_PYTHON and
+//     ICEBERG_REST_LIB (`make test-cluster-iceberg`), else it skips.
 //   - TestClusterFranzGo: franz-go's kgo integration suite with
 //     KGO_TEST_RF=3 against the cluster, compared with its run against a
 //     single `aerostream serve`.

@@ -258,6 +258,9 @@ type cluster struct {
 	gateways map[int32]*proc
 	kafka    map[int32]string // gateway id -> Kafka address
 	http     *http.Client
+	// storeArgs, when set, gives a store's flags beyond the harness's
+	// (later flags win).
+	storeArgs func(id int32) []string
 }
 
 // Node ids, as the commands give them.
@@ -274,12 +277,18 @@ var (
 // a failed test keeps the logs (their tails are printed) in dir.
 func newCluster(t *testing.T, bin string, stores, gateways []int32) *cluster {
 	t.Helper()
+	return newClusterWith(t, bin, stores, gateways, nil)
+}
+
+// newClusterWith is newCluster with storeArgs (cluster.storeArgs).
+func newClusterWith(t *testing.T, bin string, stores, gateways []int32, storeArgs func(id int32) []string) *cluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "clustertest-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &cluster{t: t, dir: dir, bin: bin, stores: map[int32]*proc{}, gateways: map[int32]*proc{}, kafka: map[int32]string{},
-		http: &http.Client{Timeout: 5 * time.Second}}
+		http: &http.Client{Timeout: 5 * time.Second}, storeArgs: storeArgs}
 	t.Cleanup(c.cleanup)
 
 	c.ctlAddr = freeAddr(t)
@@ -316,6 +325,9 @@ func (c *cluster) addStore(id int32) *proc {
 	p := c.newProc(fmt.Sprintf("store-%d", id), "store", "--controller.node_id", strconv.Itoa(int(id)),
 		"--controller.join", c.ctlAddr, "--ring-listen", freeAddr(c.t), "--data-dir", c.storeDir(id),
 		"--http-listen", "", "--kafka-listen", "", "--native-listen", "")
+	if c.storeArgs != nil {
+		p.args = append(p.args, c.storeArgs(id)...)
+	}
 	c.stores[id] = p
 	p.start(c.t)
 	return p
