@@ -125,6 +125,7 @@ type connWriter struct {
 	nc  net.Conn
 	log *slog.Logger
 	bw  *bufio.Writer
+	iov [][]byte // writev's, reused
 }
 
 // loop writes responses in order until out is closed, and pushed ones
@@ -182,11 +183,25 @@ func (w *connWriter) drainPushed(push <-chan *Response) {
 var errCloseAfter = errors.New("closed after response")
 
 func (w *connWriter) write(r *Response) error {
-	for _, p := range r.parts {
+	for i := 0; i < len(r.parts); i++ {
+		p := r.parts[i]
 		if p.f == nil {
-			if _, err := w.bw.Write(p.b); err != nil {
-				return err
+			j, n := i+1, len(p.b)
+			for ; j < len(r.parts) && r.parts[j].f == nil; j++ {
+				n += len(r.parts[j].b)
 			}
+			if j-i > 1 && n > w.bw.Available() {
+				if err := w.writev(r.parts[i:j]); err != nil {
+					return err
+				}
+			} else {
+				for _, q := range r.parts[i:j] {
+					if _, err := w.bw.Write(q.b); err != nil {
+						return err
+					}
+				}
+			}
+			i = j - 1
 			continue
 		}
 		if p.n <= copyBelowBytes {
@@ -211,6 +226,24 @@ func (w *connWriter) write(r *Response) error {
 		}
 	}
 	return nil
+}
+
+// writev sends a run of byte parts too large for the write buffer (a cold
+// read's chunk slices, each partition's header between them) in one
+// writev(2), after what is buffered: through the buffer, each large part
+// cost a 64 KiB copy into it and two writes.
+func (w *connWriter) writev(run []part) error {
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	for _, q := range run {
+		w.iov = append(w.iov, q.b)
+	}
+	bufs := net.Buffers(w.iov)
+	_, err := bufs.WriteTo(w.nc)
+	clear(w.iov) // no response's bytes stay reachable through w
+	w.iov = w.iov[:0]
+	return err
 }
 
 // copyBelowBytes is the size under which a file part is read into the

@@ -64,11 +64,36 @@ func (s *lineSession) Handle(ctx context.Context, frame []byte) (*Response, erro
 		return r, nil
 	case "bad":
 		return nil, fmt.Errorf("%w: bad request", ErrMalformedFrame)
+	case "parts":
+		r := framed(nil)
+		want := 0
+		for _, b := range partsAnswer(s.p.file) {
+			if f, ok := b.(*os.File); ok {
+				st, _ := f.Stat()
+				r.AddFile(f, 0, int(st.Size()))
+				want += int(st.Size())
+				continue
+			}
+			r.AddBytes(b.([]byte))
+			want += len(b.([]byte))
+		}
+		binary.BigEndian.PutUint32(r.parts[0].b, uint32(want))
+		return r, nil
 	}
 	return framed(frame), nil
 }
 
 func (s *lineSession) Close() {}
+
+// partsAnswer is the "parts" frame's answer, in parts: runs of byte parts
+// larger than the write buffer (sent with writev) and smaller, around a
+// file part, as a cold Fetch response mixes partitions' headers and cache
+// chunk slices with hot file ranges.
+func partsAnswer(f *os.File) []any {
+	fill := func(n int, c byte) []byte { return []byte(strings.Repeat(string(c), n)) }
+	return []any{fill(10, 'a'), fill(300<<10, 'b'), fill(7, 'c'), fill(100<<10, 'd'), f,
+		fill(5, 'e'), fill(20, 'f'), fill(1<<20, 'g'), fill(3, 'h'), f, fill(200<<10, 'i')}
+}
 
 func framed(b []byte) *Response {
 	h := make([]byte, 4)
@@ -190,6 +215,35 @@ func TestServerIsolationAndZeroCopy(t *testing.T) {
 	}
 	if st.SendfileBytes == 0 {
 		t.Errorf("the file part was not sent with sendfile: %+v", st)
+	}
+	stop()
+}
+
+// TestServerByteRuns: a response whose byte parts overflow the write
+// buffer goes out in order, whole, between file parts and other responses.
+func TestServerByteRuns(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	f := segmentFile(t, strings.Repeat("segment bytes ", 10000))
+	s := &Server{Name: "test", Protocol: &lineProto{file: f}, Logger: quiet(), MaxFrameBytes: 1024}
+	addr, stop := startServer(t, s)
+	var want strings.Builder
+	for _, b := range partsAnswer(f) {
+		if _, ok := b.(*os.File); ok {
+			want.WriteString(strings.Repeat("segment bytes ", 10000))
+			continue
+		}
+		want.Write(b.([]byte))
+	}
+	c := dial(t, addr)
+	for i := range 3 {
+		c.send([]byte("parts"))
+		c.send([]byte("small"))
+		if got, err := c.recv(); err != nil || got != want.String() {
+			t.Fatalf("round %d: parts answer of %d bytes (want %d), equal %v: %v", i, len(got), want.Len(), got == want.String(), err)
+		}
+		if got, err := c.recv(); err != nil || got != "small" {
+			t.Fatalf("round %d: echo after it: %q %v", i, got, err)
+		}
 	}
 	stop()
 }
