@@ -107,6 +107,9 @@ type scanEntry struct {
 	// checked in data as it landed (empty: none). Set before the entry is
 	// added, never changed.
 	vFrom, vTo int64
+	// across: the batch that ends in data and starts in the chunk
+	// before, checked as data landed (verify.go). Never changed.
+	across acrossCheck
 }
 
 var _ logstore.ColdTier = (*Cache)(nil)
@@ -720,8 +723,9 @@ type memoChunk struct {
 	k        int64
 	data     []byte
 	fromMain bool
-	// vFrom, vTo: the scan entry's, for this buffer (checkedAhead).
+	// vFrom, vTo, across: the scan entry's, for this buffer (checkedAhead).
 	vFrom, vTo int64
+	across     acrossCheck
 }
 
 func (r *reader) readAt(ctx context.Context, dst []byte, pos int64) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/aerostream/aerostream/logstore"
 	"github.com/aerostream/aerostream/tierd/objstore"
@@ -155,5 +156,59 @@ func TestReadCachedCountsOnce(t *testing.T) {
 	}
 	if _, err := readJoined(c, context.Background(), rec, over.base, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVerifyAcross: a batch over the boundary between two chunks of one
+// readahead span is checked as the later chunk lands, and a read of it
+// makes no CRC pass of its own; spoilt in the bucket, it is never served.
+func TestVerifyAcross(t *testing.T) {
+	const chunk = 16 << 10
+	s := buildSegment(t, 0, 12*chunk, 97)
+	// Readahead 4 fetches chunks 1-2 and 3-4 in a span each.
+	opts := Options{ChunkSize: chunk, Readahead: 4, MaxBytes: 4 << 20}
+	var over batchPos
+	for _, b := range s.batches {
+		if b.pos/chunk == 1 && (b.pos+b.len-1)/chunk == 2 {
+			over = b
+		}
+	}
+	if over.len == 0 {
+		t.Fatal("no batch over chunks 1 and 2")
+	}
+	for _, spoil := range []bool{false, true} {
+		log := s.log
+		if spoil {
+			log = bytes.Clone(s.log)
+			log[over.pos+over.len-1] ^= 0xff
+		}
+		mem := objstore.NewMemBucket()
+		rec := put(t, mem, segKey("vx", 0), &testSeg{log: log, index: s.index, base: s.base, end: s.end}, true)
+		c := newCache(t, mem, opts)
+		// The first batch: a read from the object's start sets readahead
+		// off; then wait for chunks 1 and 2 to land.
+		if _, err := readJoined(c, context.Background(), rec, rec.BaseOffset, 1); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); !c.scan.has(c.chunkKey(rec.ObjectKey, 1)) || !c.scan.has(c.chunkKey(rec.ObjectKey, 2)); {
+			if time.Now().After(deadline) {
+				t.Fatal("readahead did not bring chunks 1 and 2 in")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		before := c.Stats().CheckedAhead
+		got, err := readJoined(c, context.Background(), rec, over.base, 1)
+		if spoil {
+			if !errors.Is(err, logstore.ErrCorruptSegment) {
+				t.Fatalf("spoilt batch over two chunks: %d bytes served, err %v", len(got), err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, s.log[over.pos:over.pos+over.len]) {
+			t.Fatalf("batch over two chunks: %d bytes, err %v", len(got), err)
+		}
+		if n := c.Stats().CheckedAhead - before; n != 1 {
+			t.Fatalf("the batch over chunks 1 and 2 was served with %d batches checked ahead, want 1", n)
+		}
 	}
 }

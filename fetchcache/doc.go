@@ -54,8 +54,9 @@
 //     bad batch are dropped from memory, so corrupted bytes are never
 //     served and a corruption that happened in transit heals on the next
 //     read. A chunk readahead brought in has its whole batches checked as
-//     it lands, off any fetch's path, and reads skip the CRC pass for those
-//     (verify.go).
+//     it lands, off any fetch's path, and so has the batch over its
+//     boundary with the chunk before when that one is at hand; reads skip
+//     the CRC pass for those (verify.go).
 //   - Reads that never wait: ReadCached serves a read from memory or
 //     reports that it would need a GET (logstore.ColdCache), so a fetch
 //     over many cold partitions reads those in memory on its own goroutine.

@@ -66,6 +66,18 @@ func (l *lru[V]) has(key string) bool {
 	return ok
 }
 
+// peek returns the value under key without marking it used.
+func (l *lru[V]) peek(key string) (V, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.mu.m[key]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	return e.Value.(*lruItem[V]).v, true
+}
+
 // add stores v under key (replacing an older value), then evicts least
 // recently used entries until the segment fits. A value larger than the
 // whole segment is not stored.

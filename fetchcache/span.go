@@ -109,9 +109,19 @@ func (c *Cache) prefetchSpan(o *object, n, run int64, origin *object, anchor int
 func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, fs []*flight) error {
 	off := n * c.chunkSize
 	end := min((n+int64(len(fs)))*c.chunkSize, o.size)
-	fill := func(key string, vFrom, vTo int64) func([]byte) {
+	fill := func(key string, vFrom, vTo int64, across acrossCheck) func([]byte) {
 		return func(data []byte) {
-			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now(), vFrom: vFrom, vTo: vTo}, int64(len(data)))
+			c.scan.add(key, &scanEntry{data: data, lastStart: -1, prefetched: true, at: time.Now(), vFrom: vFrom, vTo: vTo,
+				across: across}, int64(len(data)))
+		}
+	}
+	// The chunk before the span's first, if the scan segment holds it, so
+	// the batch over that boundary is checked too.
+	var prev []byte
+	var prevTo int64
+	if n > 0 {
+		if e, ok := c.scan.peek(c.chunkKey(o.key, n-1)); ok {
+			prev, prevTo = e.data, e.vTo
 		}
 	}
 	fail := func(from int, err error) error {
@@ -144,7 +154,9 @@ func (c *Cache) getSpan(ctx context.Context, o *object, n int64, keys []string, 
 		}
 		// Checked here, outside the flight group's lock that land takes.
 		vFrom, vTo := c.verifyAhead(o, n+int64(i), buf)
-		c.land(keys[i], fs[i], buf, nil, fill(keys[i], vFrom, vTo))
+		across := c.verifyAcross(o, n+int64(i), prev, prevTo, buf)
+		c.land(keys[i], fs[i], buf, nil, fill(keys[i], vFrom, vTo, across))
+		prev, prevTo = buf, vTo
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package fetchcache
 
 import (
 	"encoding/binary"
+	"weak"
 
 	"github.com/aerostream/aerostream/logstore"
 )
@@ -17,6 +18,14 @@ import (
 // moves off the fetch's path, into the time the consumer spends on the
 // records before it. The rest of finish's checks (offsets, epochs, the
 // segment's end) still run at read time; they are cheap.
+//
+// A batch that runs over the end of a chunk is checked when the chunk
+// after it lands, if the one it starts in is at hand (the span's chunk
+// before, or the scan segment's): with batches near 1 MiB in 4 MiB chunks,
+// those were the only batches a cold replay still checked on the fetch
+// path. The check holds the earlier chunk's buffer only weakly, so it
+// keeps no evicted chunk alive, and counts only for a read that holds that
+// very buffer.
 
 // verifyAhead checks the whole batches of chunk k of o that lie inside
 // it, from the first index entry at or after the chunk's start, and
@@ -56,6 +65,38 @@ func (c *Cache) verifyAhead(o *object, k int64, data []byte) (from, to int64) {
 	return from, pos
 }
 
+// acrossCheck is a batch over a chunk boundary checked as the later chunk
+// landed: object positions [from, to), and the earlier chunk's buffer it
+// was checked with.
+type acrossCheck struct {
+	from, to int64
+	prev     weak.Pointer[byte]
+}
+
+// verifyAcross checks the batch that starts in prev, chunk k-1 of o, at
+// prevTo (where verifyAhead's run in prev ended) and ends in data, chunk
+// k. It returns the zero acrossCheck when there is none or it fails: the
+// read that reaches it checks it then.
+func (c *Cache) verifyAcross(o *object, k int64, prev []byte, prevTo int64, data []byte) acrossCheck {
+	start := k * c.chunkSize
+	if c.opts.SkipVerify || k == 0 || int64(len(prev)) != c.chunkSize || prevTo <= start-c.chunkSize || prevTo >= start || o.end <= start {
+		return acrossCheck{}
+	}
+	ps := parts{prev[prevTo-(start-c.chunkSize):], data[:min(int64(len(data)), o.end-start)]}
+	if ps.size() < logstore.BatchHeaderSize {
+		return acrossCheck{}
+	}
+	var hdr [logstore.BatchHeaderSize]byte
+	h, err := logstore.ParseBatchHeader(ps.header(&hdr, 0))
+	if err != nil || int(h.Length) > ps.size() || prevTo+int64(h.Length) <= start {
+		return acrossCheck{}
+	}
+	if _, err := logstore.ValidateStoredBatchParts(ps.slice(nil, 0, int(h.Length))); err != nil {
+		return acrossCheck{}
+	}
+	return acrossCheck{from: prevTo, to: prevTo + int64(h.Length), prev: weak.Make(&prev[0])}
+}
+
 // entryAtOrAfter is the position of the first entry of the index x at or
 // after position p.
 func entryAtOrAfter(x []byte, p int64) (int64, bool) {
@@ -79,13 +120,27 @@ func entryAtOrAfter(x []byte, p int64) (int64, bool) {
 // for that chunk's buffer.
 func (r *reader) checkedAhead(from, to int64) bool {
 	k := from / r.c.chunkSize
-	if (to-1)/r.c.chunkSize != k {
-		return false
-	}
-	for i := range r.memo {
-		if m := &r.memo[i]; m.k == k {
-			return m.vTo > m.vFrom && m.vFrom <= from && to <= m.vTo
+	switch (to - 1) / r.c.chunkSize {
+	case k:
+		for i := range r.memo {
+			if m := &r.memo[i]; m.k == k {
+				return m.vTo > m.vFrom && m.vFrom <= from && to <= m.vTo
+			}
 		}
+	case k + 1:
+		// A batch over two chunks: checked when the later one landed,
+		// with the buffer of the earlier one that this read holds.
+		var prev, next *memoChunk
+		for i := range r.memo {
+			switch m := &r.memo[i]; m.k {
+			case k:
+				prev = m
+			case k + 1:
+				next = m
+			}
+		}
+		return prev != nil && next != nil && len(prev.data) > 0 && next.across.from == from && next.across.to == to &&
+			next.across.prev.Value() == &prev.data[0]
 	}
 	return false
 }
@@ -98,7 +153,7 @@ func (r *reader) noteChecked(m *memoChunk) {
 	}
 	r.c.scan.get(r.c.chunkKey(r.o.key, m.k), func(e *scanEntry) {
 		if len(e.data) > 0 && &e.data[0] == &m.data[0] {
-			m.vFrom, m.vTo = e.vFrom, e.vTo
+			m.vFrom, m.vTo, m.across = e.vFrom, e.vTo, e.across
 		}
 	})
 }
