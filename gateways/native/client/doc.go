@@ -10,10 +10,13 @@
 // franz-go's kerr values and against this package's sentinels
 // (ErrUnknownTopic, ErrClosed, ErrUnreachable).
 //
-// A Producer sends, per connection, one ProduceMany at a time carrying a
-// batch of every partition that has records, so a busier producer sends
-// bigger requests rather than more of them; its idempotent producer id
-// comes from the cluster's allocator (Client.InitProducerID).
+// A Producer sends, per connection, ProduceMany requests carrying a batch
+// of every partition that has records, up to MaxInFlight of them out at
+// once (pipelined, as the protocol's correlation ids allow), so a busier
+// producer sends bigger requests rather than more of them; a partition's
+// records land in order, and after a failure are resent in order. Its
+// idempotent producer id comes from the cluster's allocator
+// (Client.InitProducerID).
 //
 // A Consumer follows by long-polling Fetch, or with ConsumerOptions.Push
 // by a server-push subscription whose credit it gives back as it hands

@@ -5,10 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/aerostream/aerostream/gateways/native/wire"
 )
@@ -44,10 +48,10 @@ type ProducerOptions struct {
 	Acks int8
 	// AcksSet must be true for Acks 0 to mean 0 rather than the default.
 	AcksSet bool
-	// Linger is how long a record waits for more to share its request
-	// when no request is out on its connection (one that is out gathers
-	// the records that arrive meanwhile); default 5ms. LingerSet makes a
-	// Linger of 0 mean none.
+	// Linger is how long a record waits for more to share its request;
+	// default 5ms. Records that arrive while MaxInFlight requests are out
+	// go as soon as one is answered. LingerSet makes a Linger of 0 mean
+	// none.
 	Linger    time.Duration
 	LingerSet bool
 	// BatchBytes sends a batch once its records reach this size; default
@@ -69,19 +73,39 @@ type ProducerOptions struct {
 	MaxBufferedBytes int
 	// Connections is how many connections the producer spreads its
 	// partitions over (the Client's and more of its own); default 4. Each
-	// has one request out at a time, carrying all its partitions'
-	// batches.
+	// request carries a batch of every partition of its connection that
+	// has records.
 	Connections int
+	// MaxInFlight is how many requests a connection has out at once, as
+	// Kafka's max.in.flight.requests.per.connection; default 5, and at
+	// most 5 when idempotent: the store remembers a producer's last 5
+	// batches of a partition, and a resend of an older one would be
+	// refused as a gap instead of acknowledged. Without idempotence
+	// (and acks 0) the default is 1, since a batch resent after a failure
+	// would land behind the ones sent after it.
+	MaxInFlight int
 }
 
+// maxInFlightIdempotent is the store's window of remembered batches per
+// producer and partition (logstore's producerWindow, Kafka's 5).
+const maxInFlightIdempotent = 5
+
 // Producer batches records per partition and sends them to the gateway.
-// The partitions are spread over a few connections; on each, one request
-// at a time carries a batch for every partition that has records
-// (ProduceMany), so while a request is out the next one gathers what
-// arrives for all the connection's partitions, and a busier producer sends
-// bigger requests rather than more of them. At most one batch per
-// partition is in flight, so a partition's records land in the order they
-// were produced. Safe for concurrent use.
+// The partitions are spread over a few connections; on each, a request
+// carries a batch for every partition that has records (ProduceMany), and
+// up to MaxInFlight requests are out at once, so while some are out the
+// next gathers what arrives for all the connection's partitions. A
+// partition's batches are written in order on one connection, where the
+// gateway appends them in arrival order, and their callbacks run in that
+// order.
+//
+// After a failure the partition's batches are resent one at a time, in
+// order, as Kafka's idempotent producer does: with idempotence a batch
+// sent behind a failed one is refused as a gap (OUT_OF_ORDER_SEQUENCE) and
+// goes again after it, and a resend of a batch that did land is
+// acknowledged as a duplicate, so records land once and in order. A batch
+// given up leaves its partition's sequence unknown: the batches behind it
+// go again under the next epoch, numbered from 0. Safe for concurrent use.
 type Producer struct {
 	cl   *Client
 	opts ProducerOptions
@@ -97,6 +121,8 @@ type Producer struct {
 		rr          uint32
 		closed      bool
 	}
+	// wg counts the goroutines and timers that may still finish batches:
+	// drains, requests awaiting their answer, resends backing off.
 	wg   sync.WaitGroup
 	last atomic.Pointer[lastTopic] // the topic last produced to
 
@@ -126,7 +152,8 @@ type pending struct {
 	done func(*Record, error)
 }
 
-// partBuf is one partition's open batch and its producer state.
+// partBuf is one partition's open batch, its batches sent and not yet
+// finished, and its producer state.
 type partBuf struct {
 	key  tpKey
 	sink *sink
@@ -136,26 +163,85 @@ type partBuf struct {
 	recs      []pending
 	openBytes int
 	full      [][]pending
-	queued    bool   // in sink.queue
-	out       []byte // the last batch built, reused for the next
+	queued    bool // in sink.queue
+	// unacked is the batches taken and not finished, in sequence order,
+	// the order they finish in.
+	unacked []*outBatch
+	free    [][]byte // finished batches' buffers, for the next ones
 	// pid, epoch and seq are the partition's idempotent state: epoch -1
-	// until the first batch takes the producer's id.
+	// until the first batch takes the producer's id; seq is the next
+	// batch's base sequence.
 	pid   int64
 	epoch int16
 	seq   int32
+	// gap: a batch of this epoch was given up, so the store's next
+	// sequence is unknown; the next batch, or the ones behind it that the
+	// store refused, start the next epoch at 0.
+	gap bool
 }
 
 func (pb *partBuf) empty() bool { return len(pb.recs)+len(pb.full) == 0 }
 
+// takeRecs takes the records of pb's next batch.
+func (pb *partBuf) takeRecs() (recs []pending) {
+	if len(pb.full) > 0 {
+		recs, pb.full = pb.full[0], pb.full[1:]
+	} else {
+		recs, pb.recs, pb.openBytes = pb.recs, nil, 0
+	}
+	return recs
+}
+
+func (pb *partBuf) head() *outBatch {
+	if len(pb.unacked) == 0 {
+		return nil
+	}
+	return pb.unacked[0]
+}
+
+// stalled reports whether pb holds its new records back: a batch of it
+// failed and is resent, or an epoch change waits for its batches.
+func (pb *partBuf) stalled() bool {
+	if pb.gap && len(pb.unacked) > 0 {
+		return true
+	}
+	for _, ob := range pb.unacked {
+		if ob.state >= batchFailed {
+			return true
+		}
+	}
+	return false
+}
+
+func (pb *partBuf) anyOut() bool {
+	for _, ob := range pb.unacked {
+		if ob.state == batchOut {
+			return true
+		}
+	}
+	return false
+}
+
 // sink is one of the producer's connections and the partitions on it that
-// have records to send.
+// have something to send.
 type sink struct {
-	c        *conn // dialed on first use; nil until then
-	queue    []*partBuf
-	inflight bool
+	c       *conn // dialed on first use; nil until then
+	queue   []*partBuf
+	out     int  // requests written and not answered
+	sending bool // a drain goroutine runs
+	// due: the queued records may go now (their linger is over, a batch
+	// is full, a flush, or a request was answered while they waited).
+	due bool
 	// timer runs the linger of the oldest queued record; nil when none
-	// runs (it fired, or nothing waits).
+	// runs.
 	timer *time.Timer
+}
+
+func (sk *sink) enqueue(pb *partBuf) {
+	if !pb.queued {
+		pb.queued = true
+		sk.queue = append(sk.queue, pb)
+	}
 }
 
 // NewProducer returns a Producer that sends over cl.
@@ -184,6 +270,14 @@ func NewProducer(cl *Client, opts ProducerOptions) *Producer {
 		opts.Connections = 4
 	}
 	p := &Producer{cl: cl, opts: opts}
+	switch {
+	case p.idempotent():
+		if p.opts.MaxInFlight <= 0 || p.opts.MaxInFlight > maxInFlightIdempotent {
+			p.opts.MaxInFlight = maxInFlightIdempotent
+		}
+	case p.opts.MaxInFlight <= 0:
+		p.opts.MaxInFlight = 1
+	}
 	p.mu.parts = map[tpKey]*partBuf{}
 	for range opts.Connections {
 		p.mu.sinks = append(p.mu.sinks, &sink{})
@@ -269,52 +363,79 @@ func (p *Producer) Produce(ctx context.Context, r *Record, done func(*Record, er
 	p.mu.outstanding++
 	p.mu.buffered += size
 	sk := pb.sink
-	if !pb.queued {
-		pb.queued = true
-		sk.queue = append(sk.queue, pb)
-	}
+	sk.enqueue(pb)
 	switch {
-	case sk.inflight:
-		// The request out sends these when it completes.
 	case len(pb.full) > 0 || pb.openBytes >= p.opts.BatchBytes || p.opts.Linger == 0:
+		sk.due = true
+		p.startLocked(sk)
+	case sk.due:
 		p.startLocked(sk)
 	case sk.timer == nil:
-		sk.timer = time.AfterFunc(p.opts.Linger, func() {
+		var timer *time.Timer
+		timer = time.AfterFunc(p.opts.Linger, func() {
 			p.mu.Lock()
 			defer p.mu.Unlock()
+			if sk.timer != timer {
+				return // stopped, or replaced after it fired
+			}
 			sk.timer = nil
+			sk.due = true
 			p.startLocked(sk)
 		})
+		sk.timer = timer
 	}
 }
 
-// startLocked sends sk's queued batches unless a request is out (its
-// completion sends them).
+// startLocked starts sending sk's queued batches, unless they are not due,
+// a drain already runs, or MaxInFlight requests are out (an answer sends
+// them).
 func (p *Producer) startLocked(sk *sink) {
-	if sk.inflight || len(sk.queue) == 0 {
+	if sk.sending || !sk.due || len(sk.queue) == 0 || sk.out >= p.opts.MaxInFlight {
 		return
 	}
 	if sk.timer != nil {
 		sk.timer.Stop()
 		sk.timer = nil
 	}
-	sk.inflight = true
+	sk.sending = true
 	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.drain(sk)
-	}()
+	go p.drain(sk)
 }
 
-// outBatch is one partition's batch in a request.
+// batchState is where a sent batch stands.
+type batchState uint8
+
+const (
+	batchOut     batchState = iota // an attempt is out
+	batchAcked                     // acknowledged; finishes after the batches before it
+	batchFailed                    // its last attempt failed; decided once it is the oldest
+	batchBackoff                   // to go again after a pause
+	batchReady                     // to go again in the connection's next request
+	batchRestamp                   // to go again renumbered under a new epoch
+)
+
+// outBatch is one partition's batch, from when it is taken from the
+// partition until it is acknowledged or given up.
 type outBatch struct {
 	pb    *partBuf
 	recs  []pending
-	bytes []byte
-	base  int64
-	err   error
-	// The producer state the batch is built with (pid 0: none), taken
-	// with the records.
+	size  int    // the records' recordSize
+	bytes []byte // built by the drain goroutine; kept for resends
+	// stamp is what the batch must carry, built what its bytes carry
+	// (builtOK): they differ once a new epoch renumbers the batch, which
+	// is then built again.
+	stamp    stamp
+	built    stamp
+	builtOK  bool
+	state    batchState
+	attempts int
+	base     int64
+	err      error
+	timer    *time.Timer // the backoff before a resend
+}
+
+// stamp is a batch's idempotent producer state; pid 0 for none.
+type stamp struct {
 	pid   int64
 	epoch int16
 	seq   int32
@@ -324,130 +445,345 @@ type outBatch struct {
 // gateway's frame limit.
 const maxRequestBytes = 16 << 20
 
-// drain sends sk's queued batches, a request at a time, until nothing is
-// queued when a request completes: what arrived while a request was out
-// goes in the next one at once, since it has waited already.
+// drain sends sk's due batches, a request at a time, while fewer than
+// MaxInFlight are out; each request's answer is awaited by a goroutine of
+// its own. One drain runs per sink, so requests are written in the order
+// their batches were numbered.
 func (p *Producer) drain(sk *sink) {
+	defer p.wg.Done()
 	for {
 		pid, pidErr := p.producerID()
 		p.mu.Lock()
-		batches := p.gatherLocked(sk, pid, pidErr)
+		if !sk.due || len(sk.queue) == 0 || sk.out >= p.opts.MaxInFlight {
+			sk.sending = false
+			p.mu.Unlock()
+			return
+		}
+		batches, again := p.gatherLocked(sk, pid, pidErr)
+		if len(sk.queue) == 0 {
+			sk.due = false
+		}
+		if len(batches) == 0 {
+			if !again {
+				sk.sending = false
+				p.mu.Unlock()
+				return
+			}
+			p.mu.Unlock()
+			continue // a partition waits for a new producer id
+		}
+		sk.out++
 		p.mu.Unlock()
 		// Built outside the lock: copying a request's records holds no
 		// Produce call up (a producer would fall behind its callers
 		// whenever this goroutine lost its CPU while holding the lock).
-		buildBatches(batches)
-		var err error
-		if len(batches) > 0 {
-			err = p.sendBatches(sk, batches)
-		}
-		p.mu.Lock()
-		for i := range batches {
-			b := &batches[i]
-			if b.err == nil {
-				b.err = err
-			}
-			pb := b.pb
-			switch {
-			case b.err == nil:
-				pb.seq += int32(len(b.recs))
-			case pb.pid > 0:
-				// The partition's sequence is unknown after a
-				// failure: the next epoch starts it again at 0, and
-				// the last epoch asks for a new producer id.
-				pb.epoch, pb.seq = pb.epoch+1, 0
-				if pb.epoch == math.MaxInt16 {
-					pb.epoch = -1
-					p.pid.renew.Store(true)
-				}
-			}
-			p.finishLocked(b.recs, b.base, b.err)
-		}
-		if len(sk.queue) == 0 {
-			sk.inflight = false
-			p.mu.Unlock()
-			return
-		}
-		if sk.timer != nil {
-			sk.timer.Stop()
-			sk.timer = nil
-		}
-		p.mu.Unlock()
+		p.buildBatches(batches)
+		p.send(sk, batches)
 	}
 }
 
 // gatherLocked takes one batch from each queued partition of sk, up to
-// maxRequestBytes, with the partition's producer state, so that it is
-// built (buildBatches) carrying the sequence that follows the last
-// acknowledged one, whatever failed before.
-func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) []outBatch {
-	var out []outBatch
+// maxRequestBytes: the one to resend when a partition has one, else its
+// next batch, numbered after the partition's last. again reports a
+// partition that waits for a new producer id (producerID gets one).
+func (p *Producer) gatherLocked(sk *sink, pid int64, pidErr error) (out []*outBatch, again bool) {
 	size := 0
 	keep := sk.queue[:0]
 	for _, pb := range sk.queue {
-		if pb.empty() {
-			pb.queued = false
-			continue
-		}
 		if size >= maxRequestBytes {
 			keep = append(keep, pb)
 			continue
 		}
-		var recs []pending
-		if len(pb.full) > 0 {
-			recs, pb.full = pb.full[0], pb.full[1:]
-		} else {
-			recs, pb.recs, pb.openBytes = pb.recs, nil, 0
-		}
-		if pb.empty() {
-			pb.queued = false
-		} else {
+		ob, wait := p.takeLocked(pb, pid, pidErr)
+		if wait {
+			again = true
 			keep = append(keep, pb)
+			continue
 		}
-		ob := outBatch{pb: pb, recs: recs, base: -1}
-		if p.idempotent() {
-			if pidErr != nil {
-				ob.err = pidErr
-				out = append(out, ob)
-				continue
-			}
-			if pb.epoch < 0 {
-				pb.pid, pb.epoch, pb.seq = pid, 0, 0
-			}
+		if ob != nil {
+			out = append(out, ob)
+			size += ob.size
 		}
-		ob.pid, ob.epoch, ob.seq = pb.pid, pb.epoch, pb.seq
-		for _, pr := range recs {
-			size += recordSize(pr.rec)
+		// What it cannot send now (stalled, or its window full) comes
+		// back to the queue when one of its batches finishes.
+		if ob != nil && !pb.empty() {
+			keep = append(keep, pb)
+		} else {
+			pb.queued = false
 		}
-		out = append(out, ob)
 	}
 	clear(sk.queue[len(keep):])
 	sk.queue = keep
-	return out
+	return out, again
 }
 
-// buildBatches builds each gathered batch in its partition's builder and
-// buffer: only the sink's drain goroutine uses them, and the partition's
-// previous batch is acknowledged by now (one request per sink is out), so
-// its buffer is free again.
-func buildBatches(batches []outBatch) {
-	for i := range batches {
-		ob := &batches[i]
-		if ob.err != nil {
+// takeLocked returns the batch pb sends in the next request, if any.
+func (p *Producer) takeLocked(pb *partBuf, pid int64, pidErr error) (ob *outBatch, wait bool) {
+	if h := pb.head(); h != nil && (h.state == batchReady || h.state == batchRestamp) {
+		if h.state == batchRestamp {
+			if pidErr != nil {
+				// No attempt of pb is out (a restamp waits for that):
+				// its batches fail with the reason.
+				for pb.head() != nil {
+					p.popLocked(pb, -1, pidErr)
+				}
+				return p.takeLocked(pb, pid, pidErr)
+			}
+			if !p.newEpochLocked(pb, pid) {
+				return nil, true
+			}
+		}
+		h.state, h.err = batchOut, nil
+		h.attempts++
+		return h, false
+	}
+	if pb.empty() || pb.stalled() || len(pb.unacked) >= p.opts.MaxInFlight {
+		return nil, false
+	}
+	if p.idempotent() && pidErr == nil {
+		switch {
+		case pb.epoch < 0:
+			pb.pid, pb.epoch, pb.seq = pid, 0, 0
+		case pb.gap:
+			if !p.newEpochLocked(pb, pid) {
+				return nil, true
+			}
+		}
+	}
+	if p.idempotent() && pidErr != nil {
+		for !pb.empty() {
+			p.finishLocked(pb.takeRecs(), -1, pidErr)
+		}
+		return nil, false
+	}
+	recs := pb.takeRecs()
+	ob = &outBatch{pb: pb, recs: recs, state: batchOut, attempts: 1, base: -1}
+	for _, pr := range recs {
+		ob.size += recordSize(pr.rec)
+	}
+	if n := len(pb.free); n > 0 {
+		ob.bytes, pb.free = pb.free[n-1], pb.free[:n-1]
+	}
+	if p.idempotent() {
+		ob.stamp = stamp{pb.pid, pb.epoch, pb.seq}
+		pb.seq = addSeq(pb.seq, len(recs))
+	}
+	pb.unacked = append(pb.unacked, ob)
+	return ob, false
+}
+
+// newEpochLocked starts pb's next epoch (a new producer id once the
+// epochs are used up) and numbers its unfinished batches from 0, in
+// order. It reports false when pb needs a producer id other than pid:
+// producerID then asks for one.
+func (p *Producer) newEpochLocked(pb *partBuf, pid int64) bool {
+	switch {
+	case pb.epoch < math.MaxInt16-1:
+		pb.epoch++
+	case pid != pb.pid:
+		pb.pid, pb.epoch = pid, 0
+	default:
+		p.pid.renew.Store(true)
+		return false
+	}
+	pb.seq, pb.gap = 0, false
+	for _, ob := range pb.unacked {
+		ob.stamp = stamp{pb.pid, pb.epoch, pb.seq}
+		ob.attempts = 0
+		pb.seq = addSeq(pb.seq, len(ob.recs))
+	}
+	return true
+}
+
+// addSeq advances a sequence by n records, wrapping past MaxInt32 to 0 as
+// Kafka's sequences do.
+func addSeq(seq int32, n int) int32 {
+	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
+}
+
+// buildBatches builds each gathered batch that its bytes do not already
+// carry, in its partition's builder: only the sink's drain goroutine uses
+// it, and a batch is built only while no attempt of it is out.
+func (p *Producer) buildBatches(batches []*outBatch) {
+	for _, ob := range batches {
+		if ob.builtOK && ob.built == ob.stamp {
 			continue
 		}
-		pb := ob.pb
-		pb.b.Reset()
+		b := &ob.pb.b
+		b.Reset()
 		for _, pr := range ob.recs {
-			pb.b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
+			b.Add(pr.rec.Timestamp.UnixMilli(), pr.rec.Key, pr.rec.Value, pr.rec.Headers)
 		}
-		pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = -1, -1, -1
-		if ob.pid > 0 {
-			pb.b.ProducerID, pb.b.ProducerEpoch, pb.b.BaseSequence = ob.pid, ob.epoch, ob.seq
+		b.ProducerID, b.ProducerEpoch, b.BaseSequence = -1, -1, -1
+		if st := ob.stamp; st.pid > 0 {
+			b.ProducerID, b.ProducerEpoch, b.BaseSequence = st.pid, st.epoch, st.seq
 		}
-		ob.bytes, ob.err = pb.b.AppendBatch(pb.out[:0])
-		pb.out = ob.bytes
+		ob.bytes, ob.err = b.AppendBatch(ob.bytes[:0])
+		ob.built, ob.builtOK = ob.stamp, ob.err == nil
 	}
+}
+
+// send writes batches in one ProduceMany and hands the answer, when one
+// comes, to complete.
+func (p *Producer) send(sk *sink, batches []*outBatch) {
+	req := wire.ProduceMany{Acks: p.opts.Acks, TimeoutMs: int32(p.opts.Timeout / time.Millisecond)}
+	req.Partitions = make([]wire.ManyPart, 0, len(batches))
+	for _, ob := range batches {
+		if ob.err == nil {
+			req.Partitions = append(req.Partitions, wire.ManyPart{TopicID: ob.pb.key.id, Partition: ob.pb.key.p, Records: ob.bytes})
+		}
+	}
+	if len(req.Partitions) == 0 {
+		p.complete(sk, batches, nil, nil)
+		return
+	}
+	c := p.conn(sk)
+	corr, ch, err := c.sendProduceMany(&req)
+	if err != nil || p.opts.Acks == 0 {
+		p.complete(sk, batches, nil, err)
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout+5*time.Second)
+		r, err := c.await(ctx, corr, ch)
+		cancel()
+		var out wire.ProduceManyResponse
+		if err == nil {
+			err = out.Decode(&r)
+			if err == nil && len(out.Partitions) != len(req.Partitions) {
+				err = fmt.Errorf("%w: %d results for %d partitions", wire.ErrMalformed, len(out.Partitions), len(req.Partitions))
+			}
+		}
+		p.complete(sk, batches, &out, err)
+	}()
+}
+
+// complete records a request's outcome on each of its batches (out nil:
+// no answer, as with acks 0 or a failed write), finishes what it can and
+// sends what waited for the request.
+func (p *Producer) complete(sk *sink, batches []*outBatch, out *wire.ProduceManyResponse, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sk.out--
+	i := 0
+	for _, ob := range batches {
+		// A batch with an error here could not be built and was not sent.
+		switch {
+		case ob.err != nil:
+		case err != nil:
+			ob.err = err
+		case out != nil:
+			if res := &out.Partitions[i]; res.Code != 0 {
+				ob.err = &Error{Code: res.Code, Message: res.Message, LeaderHint: res.LeaderHint}
+			} else {
+				ob.base = res.BaseOffset
+			}
+			i++
+		}
+		ob.state = batchAcked
+		if ob.err != nil {
+			ob.state = batchFailed
+		}
+	}
+	for _, ob := range batches {
+		p.resolveLocked(ob.pb)
+	}
+	if len(sk.queue) > 0 {
+		sk.due = true // they waited for this request already
+	}
+	p.startLocked(sk)
+}
+
+// resolveLocked finishes pb's oldest batches while their outcome is
+// known, in order, and decides what a failed one does: go again (at once
+// when the batch before it was just acknowledged, since its failure was
+// likely that batch's gap, else after a backoff), or be given up.
+func (p *Producer) resolveLocked(pb *partBuf) {
+	progress := false
+	for h := pb.head(); h != nil; h = pb.head() {
+		if h.state == batchAcked {
+			p.popLocked(pb, h.base, nil)
+			progress = true
+			continue
+		}
+		if h.state != batchFailed {
+			break
+		}
+		gapRefused := errors.Is(h.err, kerr.OutOfOrderSequenceNumber)
+		if gapRefused && pb.gap {
+			// Neither it nor any batch behind it was written (the
+			// store refused the gap the given-up batch left): once
+			// none is out, they go again under the next epoch.
+			if !pb.anyOut() {
+				h.state = batchRestamp
+			}
+			break
+		}
+		if !p.mu.closed && p.opts.Acks != 0 && h.attempts <= p.opts.Retries && resendable(h.err) {
+			if progress || gapRefused {
+				h.state = batchReady
+			} else {
+				h.state = batchBackoff
+				p.backoffLocked(h)
+			}
+			break
+		}
+		p.popLocked(pb, -1, h.err)
+		if pb.pid > 0 {
+			pb.gap = true
+		}
+	}
+	if h := pb.head(); (h != nil && (h.state == batchReady || h.state == batchRestamp)) ||
+		(!pb.empty() && !pb.stalled() && len(pb.unacked) < p.opts.MaxInFlight) {
+		pb.sink.enqueue(pb)
+		pb.sink.due = true
+	}
+}
+
+// backoffLocked makes ob ready to go again after a pause that doubles with
+// each attempt, from 50ms up to 1s.
+func (p *Producer) backoffLocked(ob *outBatch) {
+	d := min(50*time.Millisecond<<min(ob.attempts-1, 5), time.Second)
+	p.wg.Add(1)
+	ob.timer = time.AfterFunc(d, func() {
+		defer p.wg.Done()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if ob.state != batchBackoff {
+			return
+		}
+		ob.state = batchReady
+		if p.mu.closed {
+			ob.state = batchFailed
+		}
+		p.resolveLocked(ob.pb)
+		p.startLocked(ob.pb.sink)
+	})
+}
+
+// resendable reports whether a batch that failed with err may go again.
+// Besides retriable codes, that is a lost connection or answer: with
+// idempotence the resend is acknowledged as a duplicate if the first did
+// land.
+func resendable(err error) bool {
+	var ne net.Error
+	return retriable(err) || errors.Is(err, kerr.OutOfOrderSequenceNumber) ||
+		errors.Is(err, ErrClosed) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne)
+}
+
+// popLocked finishes pb's oldest batch.
+func (p *Producer) popLocked(pb *partBuf, base int64, err error) {
+	ob := pb.unacked[0]
+	n := copy(pb.unacked, pb.unacked[1:])
+	pb.unacked[n] = nil
+	pb.unacked = pb.unacked[:n]
+	if ob.bytes != nil && len(pb.free) <= p.opts.MaxInFlight {
+		pb.free = append(pb.free, ob.bytes[:0])
+	}
+	p.finishLocked(ob.recs, base, err)
 }
 
 func (p *Producer) idempotent() bool { return !p.opts.NotIdempotent && p.opts.Acks != 0 }
@@ -510,67 +846,6 @@ func (p *Producer) finishLocked(recs []pending, base int64, err error) {
 	}
 }
 
-// sendBatches sends batches in one ProduceMany, resending the partitions
-// that failed with a retriable error; with idempotence a resend carries
-// the same sequence, so it cannot duplicate. Each batch's outcome goes to
-// its base and err; the error returned is one for the whole request.
-func (p *Producer) sendBatches(sk *sink, batches []outBatch) error {
-	todo := make([]*outBatch, 0, len(batches))
-	for i := range batches {
-		if batches[i].err == nil {
-			todo = append(todo, &batches[i])
-		}
-	}
-	req := wire.ProduceMany{Acks: p.opts.Acks, TimeoutMs: int32(p.opts.Timeout / time.Millisecond)}
-	backoff := 50 * time.Millisecond
-	for attempt := 0; len(todo) > 0; attempt++ {
-		req.Partitions = req.Partitions[:0]
-		for _, b := range todo {
-			req.Partitions = append(req.Partitions, wire.ManyPart{TopicID: b.pb.key.id, Partition: b.pb.key.p, Records: b.bytes})
-		}
-		c := p.conn(sk)
-		corr, ch, err := c.sendProduceMany(&req)
-		if p.opts.Acks == 0 || err != nil {
-			if err != nil && attempt < p.opts.Retries && p.opts.Acks != 0 {
-				time.Sleep(backoff)
-				backoff = min(2*backoff, time.Second)
-				continue // a new connection next time
-			}
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), p.opts.Timeout+5*time.Second)
-		r, err := c.await(ctx, corr, ch)
-		cancel()
-		var out wire.ProduceManyResponse
-		if err == nil {
-			err = out.Decode(&r)
-			if err == nil && len(out.Partitions) != len(todo) {
-				err = fmt.Errorf("%w: %d results for %d partitions", wire.ErrMalformed, len(out.Partitions), len(todo))
-			}
-		}
-		retry := todo[:0]
-		for i, b := range todo {
-			b.err = err
-			if err == nil {
-				if res := &out.Partitions[i]; res.Code != 0 {
-					b.err = &Error{Code: res.Code, Message: res.Message, LeaderHint: res.LeaderHint}
-				} else {
-					b.base = res.BaseOffset
-				}
-			}
-			if b.err != nil && attempt < p.opts.Retries && (retriable(b.err) || errors.Is(b.err, context.DeadlineExceeded)) {
-				retry = append(retry, b)
-			}
-		}
-		todo = retry
-		if len(todo) > 0 {
-			time.Sleep(backoff)
-			backoff = min(2*backoff, time.Second)
-		}
-	}
-	return nil
-}
-
 // conn is sk's connection, dialed on first use (and again once it died);
 // the Client's when dialing fails, so a producer works as long as its
 // Client does.
@@ -602,6 +877,9 @@ func (p *Producer) conn(sk *sink) *conn {
 func (p *Producer) Flush(ctx context.Context) error {
 	p.mu.Lock()
 	for _, sk := range p.mu.sinks {
+		if len(sk.queue) > 0 {
+			sk.due = true
+		}
 		p.startLocked(sk)
 	}
 	if p.mu.outstanding == 0 {
@@ -650,20 +928,39 @@ func (p *Producer) ProduceSync(ctx context.Context, recs ...*Record) error {
 }
 
 // Close flushes (bounded by ctx) and stops the producer; it does not close
-// the Client.
+// the Client. Records still queued are sent once, without retries.
 func (p *Producer) Close(ctx context.Context) error {
 	err := p.Flush(ctx)
 	p.mu.Lock()
 	p.mu.closed = true
-	p.mu.Unlock()
-	p.wg.Wait()
-	p.mu.Lock()
-	var conns []*conn
 	for _, sk := range p.mu.sinks {
 		if sk.timer != nil {
 			sk.timer.Stop()
 			sk.timer = nil
 		}
+		if len(sk.queue) > 0 {
+			sk.due = true
+		}
+	}
+	// A batch backing off gives up now (resolveLocked retries nothing
+	// once closed); one whose timer already fired does in the timer.
+	for _, pb := range p.mu.parts {
+		for _, ob := range pb.unacked {
+			if ob.state == batchBackoff && ob.timer.Stop() {
+				ob.state = batchFailed
+				p.wg.Done()
+			}
+		}
+		p.resolveLocked(pb)
+	}
+	for _, sk := range p.mu.sinks {
+		p.startLocked(sk)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	var conns []*conn
+	for _, sk := range p.mu.sinks {
 		if sk.c != nil && sk.c != p.cl.c {
 			conns = append(conns, sk.c)
 		}
