@@ -94,7 +94,7 @@ func newNativeProducer(ctx context.Context, cfg *Config, id int, topic string, l
 	_, _ = rand.Read(p.filler)
 	p.natCl = cl
 	p.nat = client.NewProducer(cl, client.ProducerOptions{Acks: acks, AcksSet: true, Linger: cfg.Linger, LingerSet: true, BatchBytes: cfg.BatchBytes,
-		Compression: codec, NotIdempotent: !cfg.Idempotent, MaxBufferedBytes: cfg.BufferBytes})
+		Compression: codec, NotIdempotent: !cfg.Idempotent, MaxBufferedBytes: cfg.BufferBytes, MaxInFlight: cfg.MaxInflight})
 	p.natDone = p.nativeAcknowledged
 	p.natLog = log
 	return p, nil

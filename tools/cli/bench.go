@@ -127,7 +127,7 @@ signal exits at once.`,
 	f.BoolVar(&cfg.Idempotent, "idempotent", cfg.Idempotent, "idempotent producer (only with --acks all)")
 	f.DurationVar(&cfg.Linger, "linger", cfg.Linger, "producer linger (linger.ms)")
 	f.IntVar(&cfg.BatchBytes, "batch-size", cfg.BatchBytes, "largest record batch in bytes (batch.size)")
-	f.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "produce requests in flight per broker, non-idempotent producers")
+	f.IntVar(&cfg.MaxInflight, "max-inflight", cfg.MaxInflight, "produce requests in flight per broker (kgo, non-idempotent producers) or per connection (native, at most 5 when idempotent)")
 	f.IntVar(&cfg.BufferBytes, "buffer-memory", cfg.BufferBytes, "bytes each producer may hold unacknowledged (buffer.memory)")
 	f.StringVar(&cfg.Compression, "compression", cfg.Compression, "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&cfg.BrokerPID, "broker-pid", 0, "local broker process to sample CPU and RSS of (/proc)")
