@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -56,14 +57,56 @@ func ParsePartitionSpec(s string, sc *iceberg.Schema) (iceberg.PartitionSpec, er
 
 // tableProps are the properties of the tables AeroStream creates.
 func tableProps(topic string) iceberg.Properties {
-	return iceberg.Properties{
+	p := iceberg.Properties{
 		// A conflicting commit must come back to the committer, which
 		// re-reads the offsets; iceberg-go's retry would replay the
 		// append on top of the other writer's rows.
-		"commit.retry.num-retries":        "0",
-		"write.parquet.compression-codec": "zstd",
-		"aerostream.topic":                topic,
+		"commit.retry.num-retries": "0",
+		"aerostream.topic":         topic,
 	}
+	maps.Copy(p, writeProps)
+	return p
+}
+
+// writeProps make the Parquet encoding cheap, since it shares the CPU with
+// produce: zstd at its fastest level, and no dictionary on the columns
+// whose values are nearly all distinct.
+var writeProps = iceberg.Properties{
+	"write.parquet.compression-codec": "zstd",
+	"write.parquet.compression-level": "1",
+
+	noDictionary + MetaColumn + ".offset":    "false",
+	noDictionary + MetaColumn + ".timestamp": "false",
+	noDictionary + MetaColumn + ".key":       "false",
+	noDictionary + "value":                   "false",
+}
+
+// noDictionary turns dictionary encoding off for the column (its Parquet
+// path) that follows.
+const noDictionary = "write.parquet.dict-encoding-enabled.column."
+
+// withWriteProps sets on tbl those of writeProps it lacks (a table created
+// before they were chosen); a value someone set is left alone.
+func withWriteProps(ctx context.Context, tbl *table.Table) (*table.Table, error) {
+	have := tbl.Properties()
+	missing := iceberg.Properties{}
+	for k, v := range writeProps {
+		if _, ok := have[k]; !ok {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return tbl, nil
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(missing); err != nil {
+		return nil, fmt.Errorf("table %s: set write properties: %w", tbl.Identifier(), err)
+	}
+	out, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: set write properties: %w", tbl.Identifier(), err)
+	}
+	return out, nil
 }
 
 // ensureTable loads name in ns, creating the namespace and the table (with
@@ -71,8 +114,11 @@ func tableProps(topic string) iceberg.Properties {
 func ensureTable(ctx context.Context, cat catalog.Catalog, ns, name, topic string, sc *iceberg.Schema, spec string) (*table.Table, error) {
 	ident := table.Identifier{ns, name}
 	tbl, err := cat.LoadTable(ctx, ident)
-	if err == nil || !errors.Is(err, catalog.ErrNoSuchTable) {
-		return tbl, err
+	if err == nil {
+		return withWriteProps(ctx, tbl)
+	}
+	if !errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, err
 	}
 	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
