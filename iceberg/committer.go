@@ -182,6 +182,9 @@ func (c *committer) session(ctx context.Context) error {
 		refresher, _    = mode.(SchemaRefresher)
 		lastRefreshWarn time.Time
 		pause           = time.NewTimer(0)
+		recBuf          []byte // a partition's fetched bytes, reused from step to step
+		recCount        = c.m.met.records.WithLabelValues(c.topic)
+		byteCount       = c.m.met.bytes.WithLabelValues(c.topic)
 	)
 	defer pause.Stop()
 	defer func() {
@@ -344,7 +347,9 @@ func (c *committer) session(ctx context.Context) error {
 			if pr.Records.Size() == 0 {
 				continue
 			}
-			buf, err := pr.Records.ReadAll(nil)
+			// Rows copy what they keep, so the buffer serves every step.
+			recBuf, err = pr.Records.ReadAll(recBuf[:0])
+			buf := recBuf
 			if err != nil {
 				res.Release()
 				return fmt.Errorf("partition %d: read records: %w", pr.Partition, err)
@@ -371,6 +376,7 @@ func (c *committer) session(ctx context.Context) error {
 					res.Release()
 					return fmt.Errorf("partition %d: %w", pr.Partition, err)
 				}
+				var batchRows, batchBytes int64
 				for j := range recs {
 					r := &recs[j]
 					if r.Offset < ps.read {
@@ -385,8 +391,8 @@ func (c *committer) session(ctx context.Context) error {
 							n += int64(len(h.Key) + len(h.Value))
 						}
 						pendingBytes += n
-						c.m.met.records.WithLabelValues(c.topic).Inc()
-						c.m.met.bytes.WithLabelValues(c.topic).Add(float64(n))
+						batchRows++
+						batchBytes += n
 						if minTs < 0 || r.Timestamp < minTs {
 							minTs = r.Timestamp
 						}
@@ -426,6 +432,8 @@ func (c *committer) session(ctx context.Context) error {
 						return fmt.Errorf("partition %d offset %d: %w", r.Partition, r.Offset, err)
 					}
 				}
+				recCount.Add(float64(batchRows))
+				byteCount.Add(float64(batchBytes))
 				ps.read = b.Next()
 				if rows.Rows() >= stepRows {
 					if err := flush(); err != nil {
