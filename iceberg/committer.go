@@ -30,11 +30,15 @@ const (
 // into rows and hands them to the data file writer (stream.go), then
 // pauses before the next read, so that on a busy topic each step is a
 // bounded slice of work between produce requests rather than a wakeup
-// per produce. A step that filled its fetch does not pause: the table is
-// behind and catches up at full speed.
+// per produce. Every step also rests at least its work time over
+// restShare, and the writer encodes one step's rows before the next are
+// built (rowMemory, stream.go): a table that is behind catches up on at
+// most two thirds of a core, leaving the rest to produce, rather than
+// holding both cores of a small machine.
 const (
 	stepRows     = 32 << 10
 	maxStepPause = 250 * time.Millisecond
+	restShare    = 2
 )
 
 // committer translates one topic into its table (and its DLQ table).
@@ -132,7 +136,8 @@ func (c *committer) session(ctx context.Context) error {
 		dlqOff Offsets
 	)
 	mem := memory.DefaultAllocator
-	rows, err := mode.NewBuilder(tbl.Schema(), mem)
+	rowMem := &rowMemory{Allocator: mem} // stream.go
+	rows, err := mode.NewBuilder(tbl.Schema(), rowMem)
 	if err != nil {
 		return err
 	}
@@ -204,6 +209,9 @@ func (c *committer) session(ctx context.Context) error {
 		if err := stream.send(ctx, rec); err != nil {
 			return fmt.Errorf("write data files: %w", err)
 		}
+		// One stage at a time: the next rows are built once the writer
+		// has encoded these.
+		rowMem.waitWritten(ctx, maxStepPause)
 		return nil
 	}
 	readOffsets := func() Offsets {
@@ -298,6 +306,7 @@ func (c *committer) session(ctx context.Context) error {
 			}
 			return fmt.Errorf("fetch: %w", err)
 		}
+		busyFrom := time.Now()
 		fetched := 0
 		for i := range res.Partitions {
 			fetched += res.Partitions[i].Records.Size()
@@ -447,14 +456,17 @@ func (c *committer) session(ctx context.Context) error {
 		if err := flush(); err != nil {
 			return err
 		}
+		var rest time.Duration
 		if fetched > 0 && fetched < fetchMaxBytes/2 {
-			if d := min(stepPause, time.Until(deadline)); d > 0 {
-				pause.Reset(d)
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-pause.C:
-				}
+			rest = stepPause
+		}
+		rest = max(rest, time.Since(busyFrom)/restShare)
+		if d := min(rest, time.Until(deadline)); d > 0 {
+			pause.Reset(d)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-pause.C:
 			}
 		}
 	}

@@ -3,8 +3,11 @@ package iceberg
 import (
 	"context"
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -118,4 +121,52 @@ func (s *fileStream) abort() {
 			return
 		}
 	}
+}
+
+// rowMemory is the allocator of the rows the committer builds. It counts
+// the bytes still held, so that the committer can tell when the writer has
+// encoded and released what it was sent, and wait for that before it
+// builds more: translation then runs one stage at a time, on at most one
+// core, and leaves the other to produce instead of competing with it.
+type rowMemory struct {
+	memory.Allocator
+	held atomic.Int64
+	// floor is what was held when the last wait ended: with nothing in
+	// flight, the builder's own buffers (none right after a Build).
+	floor int64
+}
+
+func (m *rowMemory) Allocate(n int) []byte {
+	m.held.Add(int64(n))
+	return m.Allocator.Allocate(n)
+}
+
+func (m *rowMemory) Reallocate(n int, b []byte) []byte {
+	m.held.Add(int64(n - len(b)))
+	return m.Allocator.Reallocate(n, b)
+}
+
+func (m *rowMemory) Free(b []byte) {
+	m.held.Add(-int64(len(b)))
+	m.Allocator.Free(b)
+}
+
+// writtenPoll is how often waitWritten looks at what is held: short beside
+// the milliseconds a step takes to encode.
+const writtenPoll = time.Millisecond
+
+// waitWritten waits until the rows sent to the writer are released
+// (what is held is back at the floor), or for limit at most: a writer that
+// keeps a buffer longer, or leaves it to the garbage collector, slows
+// translation by limit once, then the floor rises to what it holds.
+func (m *rowMemory) waitWritten(ctx context.Context, limit time.Duration) {
+	if m.held.Load() > m.floor {
+		t := time.NewTicker(writtenPoll)
+		end := time.Now().Add(limit)
+		for m.held.Load() > m.floor && time.Now().Before(end) && ctx.Err() == nil {
+			<-t.C
+		}
+		t.Stop()
+	}
+	m.floor = m.held.Load()
 }
