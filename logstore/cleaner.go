@@ -356,7 +356,17 @@ func (c *cleaner) clean(ctx context.Context, sh *shard, cand *candidate, now tim
 	if ratio < minRatio && !lagged {
 		return nil
 	}
+	start, read0, written0 := time.Now(), c.read.Load(), c.written.Load()
 	err := c.cleanSegments(ctx, sh, cand, firstDirty, now)
+	if read := c.read.Load() - read0; err == nil && read > 0 {
+		// log_mib_per_sec is the rate Kafka's cleaner logs ("MB of log
+		// processed", per second of the whole cleaning), so the two
+		// compare; read_bytes counts the dirty part twice (map, rewrite).
+		secs := time.Since(start).Seconds()
+		c.log.Info("log cleaner cleaned a partition", "topic", cand.key.topic, "partition", cand.key.id,
+			"log_bytes", cleanBytes+dirtyBytes, "read_bytes", read, "written_bytes", c.written.Load()-written0,
+			"seconds", secs, "log_mib_per_sec", float64(cleanBytes+dirtyBytes)/(1<<20)/secs)
+	}
 	if errors.Is(err, errSegmentGone) {
 		return nil // retention or an eviction got there first; next pass
 	}
