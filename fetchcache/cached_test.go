@@ -212,3 +212,36 @@ func TestVerifyAcross(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyAheadNextBundle: a chunk of the next segment's bundle, which
+// readahead finds by a List and whose log end is not known yet, has its
+// whole batches checked as it lands, as a chunk of a bundle read by its
+// record has.
+func TestVerifyAheadNextBundle(t *testing.T) {
+	const chunk = 16 << 10
+	s := buildSegment(t, 0, 6*chunk, 99)
+	mem := objstore.NewMemBucket()
+	rec := putBundle(t, mem, bundleKey("vn", 0), s)
+	c := newCache(t, mem, Options{ChunkSize: chunk, MaxBytes: 4 << 20})
+	nx := &object{key: rec.ObjectKey, idxKey: IndexKey(rec.ObjectKey)}
+	nx.setSize(rec.ObjectSize, chunk, 0) // as nextObject makes it
+	x, err := c.fetchIndex(context.Background(), nx, false)
+	if err != nil || !bytes.Equal(x, s.index) {
+		t.Fatalf("index: %v", err)
+	}
+	c.idx.add(nx.idxKey, x, int64(len(x)))
+	// The run from the first index entry in chunk 1 to its last whole batch.
+	wantFrom, ok := entryAtOrAfter(s.index, chunk)
+	if !ok || wantFrom >= 2*chunk {
+		t.Fatal("no index entry in chunk 1")
+	}
+	wantTo := wantFrom
+	for _, b := range s.batches {
+		if int64(b.pos) == wantTo && b.pos+b.len <= 2*chunk {
+			wantTo += int64(b.len)
+		}
+	}
+	if from, to := c.verifyAhead(nx, 1, s.log[chunk:2*chunk]); from != wantFrom || to != wantTo {
+		t.Fatalf("checked [%d, %d) of chunk 1, want [%d, %d)", from, to, wantFrom, wantTo)
+	}
+}

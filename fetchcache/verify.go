@@ -30,19 +30,27 @@ import (
 // verifyAhead checks the whole batches of chunk k of o that lie inside
 // it, from the first index entry at or after the chunk's start, and
 // returns the object positions [from, to) of the run it found good, empty
-// when it checked nothing: no index in memory, no entry inside the chunk,
-// or a log end not known yet. It stops at the first batch that fails or
-// runs past the chunk; reads check those themselves.
+// when it checked nothing: no index in memory, or no entry inside the
+// chunk. It stops at the first batch that fails or runs past the chunk;
+// reads check those themselves.
 func (c *Cache) verifyAhead(o *object, k int64, data []byte) (from, to int64) {
-	if c.opts.SkipVerify || o.idxKey == "" || o.end <= 0 {
+	if c.opts.SkipVerify || o.idxKey == "" {
 		return 0, 0
 	}
 	x, ok := c.idx.get(o.idxKey, nil)
 	if !ok {
 		return 0, 0
 	}
+	// A bundle found by a List (next.go), whose readahead brings a
+	// replay's first chunks of every segment, has no log end known yet:
+	// past the log lie its index and trailer, which fail the checks, and
+	// no read goes past the log's end.
+	logEnd := o.end
+	if logEnd <= 0 {
+		logEnd = o.size
+	}
 	start := k * c.chunkSize
-	end := min(start+int64(len(data)), o.end)
+	end := min(start+int64(len(data)), logEnd)
 	pos, ok := entryAtOrAfter(x, start)
 	if !ok || pos >= end {
 		return 0, 0
