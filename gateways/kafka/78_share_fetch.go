@@ -23,12 +23,15 @@ import (
 // and are applied first. Share sessions: epoch 0 opens one (its
 // partitions are those named), later requests send the next epoch and add
 // or forget partitions, -1 closes it and releases what the member holds.
+// A named partition stays in the session whatever its error, as in
+// Kafka, and is resolved again on each fetch.
 // Errors: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 // UNKNOWN_TOPIC_ID, NOT_LEADER_OR_FOLLOWER (with the leader) for a
 // partition another gateway leads, INVALID_RECORD_STATE for an
 // acknowledgement of a record the member does not hold, INVALID_REQUEST
 // for malformed acknowledgement batches. With nothing to hand out the
-// request waits up to MaxWaitMs for new records or released ones.
+// request waits up to MaxWaitMs for new records or released ones, even
+// with no partition it can serve, unless it names one that fails.
 //
 // Version notes: v2 acquire mode (batch-optimized, the default, may go
 // past MaxRecords to the end of a batch; record-limit does not) and renew
@@ -46,6 +49,13 @@ type sharePartReq struct {
 	tp   tp
 	acks []ackBatch
 	err  error
+}
+
+// sharePartID is a partition as a share session keys it: by topic id, so
+// a partition whose topic id does not resolve still has its place.
+type sharePartID struct {
+	id        [16]byte
+	partition int32
 }
 
 // resolveShareParts resolves topic ids and leadership for the partitions
@@ -91,8 +101,9 @@ func (g *Gateway) shareAcknowledge(ctx context.Context, group, member string, r 
 
 // shareSessionUpdate applies a request's epoch to the member's share
 // session: 0 opens one, -1 closes it (after the acknowledgements), other
-// epochs must be the one expected. It returns the session's partitions.
-func (g *Gateway) shareSessionUpdate(conn *session, group, member string, epoch int32, add, forget []sharePartReq, fetch bool) (map[tp][16]byte, error) {
+// epochs must be the one expected. It returns the session's partitions,
+// unresolved.
+func (g *Gateway) shareSessionUpdate(conn *session, group, member string, epoch int32, add, forget []sharePartReq, fetch bool) ([]sharePartReq, error) {
 	s := g.shares
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +113,7 @@ func (g *Gateway) shareSessionUpdate(conn *session, group, member string, epoch 
 	case epoch == 0 && !fetch:
 		return nil, fmt.Errorf("%w: a share acknowledgement cannot open a session", kerr.InvalidShareSessionEpoch)
 	case epoch == 0:
-		ss = &shareSession{parts: map[tp]bool{}, conn: conn}
+		ss = &shareSession{parts: map[sharePartID]bool{}, conn: conn}
 		s.mu.sessions[key] = ss
 		if conn.shareSessions == nil {
 			conn.shareSessions = map[[2]string]bool{}
@@ -120,19 +131,19 @@ func (g *Gateway) shareSessionUpdate(conn *session, group, member string, epoch 
 			ss.epoch = 1
 		}
 	}
-	out := map[tp][16]byte{}
+	var out []sharePartReq
 	if fetch && epoch != -1 {
 		for _, r := range forget {
-			delete(ss.parts, r.tp)
+			delete(ss.parts, sharePartID{r.id, r.tp.partition})
 		}
+		// Every named partition joins, even one that fails here (Kafka's
+		// share session does the same): the client will not name it again.
 		for _, r := range add {
-			if r.err == nil {
-				ss.parts[r.tp] = true
-			}
+			ss.parts[sharePartID{r.id, r.tp.partition}] = true
 		}
 	}
 	for k := range ss.parts {
-		out[k] = [16]byte{}
+		out = append(out, sharePartReq{id: k.id, tp: tp{partition: k.partition}})
 	}
 	return out, nil
 }
@@ -183,7 +194,6 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 		}
 	}
 	g.resolveShareParts(ctx, md, named)
-	g.resolveShareParts(ctx, md, forgotten)
 	if req.ShareSessionEpoch == 0 {
 		for _, r := range named {
 			if len(r.acks) > 0 {
@@ -193,21 +203,24 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 	}
 
 	// Acknowledgements first, so records released here can be fetched.
-	outs := map[tp]*sharePartOut{}
-	order := []tp{}
-	out := func(k tp, id [16]byte) *sharePartOut {
+	outs := map[sharePartID]*sharePartOut{}
+	order := []sharePartID{}
+	out := func(r sharePartReq) *sharePartOut {
+		k := sharePartID{r.id, r.tp.partition}
 		o := outs[k]
 		if o == nil {
-			o = &sharePartOut{id: id}
+			o = &sharePartOut{id: r.id, tp: r.tp}
 			outs[k] = o
 			order = append(order, k)
 		}
 		return o
 	}
+	namedErr := false
 	for _, r := range named {
-		o := out(r.tp, r.id)
+		o := out(r)
 		if r.err != nil {
 			o.err = r.err
+			namedErr = true
 			continue
 		}
 		if len(r.acks) > 0 {
@@ -223,6 +236,18 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 		return g.shareFetchResponse(resp, outs, order), nil
 	}
 
+	// The session's partitions resolve afresh on every fetch, so one that
+	// failed before is served once this gateway leads it.
+	g.resolveShareParts(ctx, md, parts)
+	serve := parts[:0]
+	for _, r := range parts {
+		if r.err != nil {
+			out(r).err = r.err
+			continue
+		}
+		serve = append(serve, r)
+	}
+
 	maxRecords := int(req.MaxRecords)
 	if maxRecords <= 0 {
 		maxRecords = defaultShareMaxRecords
@@ -235,16 +260,12 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 	for {
 		wake := g.shares.woken()
 		got := 0
-		for k := range parts {
+		for _, r := range serve {
 			if got >= maxRecords || maxBytes <= 0 {
 				break
 			}
-			t, ok := md.Topic(k.topic)
-			if !ok {
-				continue
-			}
-			sp, err := g.shares.partition(ctx, group, k.topic, k.partition)
-			o := out(k, t.ID)
+			o := out(r)
+			sp, err := g.shares.partition(ctx, group, r.tp.topic, r.tp.partition)
 			if err != nil {
 				o.err = err
 				continue
@@ -263,10 +284,14 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 				}
 			}
 		}
-		if got > 0 || !time.Now().Before(deadline) || len(parts) == 0 {
+		// A new error in what the request named is news to answer at
+		// once; an empty session, or one whose partitions fail as they did
+		// before, waits MaxWaitMs like any other fetch with nothing to
+		// give, or its client asks again at once, for ever.
+		if got > 0 || namedErr || !time.Now().Before(deadline) {
 			break
 		}
-		if err := g.waitShareData(ctx, group, parts, wake, deadline); err != nil {
+		if err := g.waitShareData(ctx, group, serve, wake, deadline); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -278,22 +303,33 @@ func (g *Gateway) handleShareFetch(ctx context.Context, rc *reqCtx) (kmsg.Respon
 
 // waitShareData waits until records are released in this gateway, new
 // records arrive in a session partition, or the deadline.
-func (g *Gateway) waitShareData(ctx context.Context, group string, parts map[tp][16]byte, wake <-chan struct{}, deadline time.Time) error {
+func (g *Gateway) waitShareData(ctx context.Context, group string, parts []sharePartReq, wake <-chan struct{}, deadline time.Time) error {
 	// Under read_committed, records past the last stable offset are not
 	// data yet: the store's wait wakes when it moves.
 	freq := &ring.FetchRequest{MinBytes: 1, MaxBytes: 1, MaxWait: time.Until(deadline), IsolationLevel: g.shareIsolation(group)}
-	for k := range parts {
-		sp := g.shares.loaded(shareKey{group, k.topic, k.partition})
+	for _, r := range parts {
+		sp := g.shares.loaded(shareKey{group, r.tp.topic, r.tp.partition})
 		if sp == nil {
 			continue
 		}
 		sp.mu.Lock()
 		end := sp.mu.end
 		sp.mu.Unlock()
-		freq.Partitions = append(freq.Partitions, ring.FetchPartition{Topic: k.topic, Partition: k.partition, Offset: end, MaxBytes: 1})
+		freq.Partitions = append(freq.Partitions, ring.FetchPartition{Topic: r.tp.topic, Partition: r.tp.partition, Offset: end, MaxBytes: 1})
 	}
-	if len(freq.Partitions) == 0 || freq.MaxWait <= 0 {
+	if freq.MaxWait <= 0 {
 		return nil
+	}
+	if len(freq.Partitions) == 0 {
+		// Nothing here to watch: wait out the deadline all the same.
+		t := time.NewTimer(freq.MaxWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-wake:
+		case <-ctx.Done():
+		}
+		return ctx.Err()
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -319,6 +355,7 @@ func (g *Gateway) waitShareData(ctx context.Context, group string, parts map[tp]
 // sharePartOut is one partition's part of a share response.
 type sharePartOut struct {
 	id      [16]byte
+	tp      tp
 	ackErr  error
 	err     error
 	records []byte
@@ -335,7 +372,7 @@ func (g *Gateway) shareLeader(ctx context.Context, topic string, p int32) (int32
 }
 
 // shareFetchResponse fills the response's partitions, in request order.
-func (g *Gateway) shareFetchResponse(resp *kmsg.ShareFetchResponse, outs map[tp]*sharePartOut, order []tp) *kmsg.ShareFetchResponse {
+func (g *Gateway) shareFetchResponse(resp *kmsg.ShareFetchResponse, outs map[sharePartID]*sharePartOut, order []sharePartID) *kmsg.ShareFetchResponse {
 	ctx := context.Background()
 	byTopic := map[[16]byte]int{}
 	endpoints := map[int32]bool{}
@@ -350,14 +387,14 @@ func (g *Gateway) shareFetchResponse(resp *kmsg.ShareFetchResponse, outs map[tp]
 			byTopic[o.id] = i
 		}
 		rp := kmsg.NewShareFetchResponseTopicPartition()
-		rp.Partition = k.partition
+		rp.Partition = o.tp.partition
 		if o.err != nil {
 			rp.ErrorCode, rp.ErrorMessage = errorCode(o.err), errorMessage(o.err)
 		}
 		if o.ackErr != nil {
 			rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = errorCode(o.ackErr), errorMessage(o.ackErr)
 		}
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = g.shareLeader(ctx, k.topic, k.partition)
+		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = g.shareLeader(ctx, o.tp.topic, o.tp.partition)
 		if rp.ErrorCode == kerr.NotLeaderForPartition.Code && rp.CurrentLeader.LeaderID >= 0 {
 			endpoints[rp.CurrentLeader.LeaderID] = true
 		}

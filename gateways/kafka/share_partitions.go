@@ -381,9 +381,11 @@ type shareKey struct {
 
 // shareSession is a member's share fetch session (KIP-932's share
 // sessions): the partitions it fetches and the epoch it must send next.
+// It holds every partition the client named, servable here or not, as the
+// client's mirror of the session does; each fetch resolves them afresh.
 type shareSession struct {
 	epoch int32
-	parts map[tp]bool
+	parts map[sharePartID]bool
 	conn  *session // the connection that opened it
 }
 
