@@ -251,6 +251,21 @@ func pipelineRun(t *testing.T, e *env, n int) (*frameProxy, func()) {
 	}
 }
 
+// gate holds appends until released; a test that fails first releases
+// them in its cleanup, before the gateway's, which waits for them.
+type gate struct {
+	C    chan struct{}
+	once sync.Once
+}
+
+func (g *gate) release() { g.once.Do(func() { close(g.C) }) }
+
+func newGate(t *testing.T) *gate {
+	g := &gate{C: make(chan struct{})}
+	t.Cleanup(g.release)
+	return g
+}
+
 // TestProducerPipelineKeepsOrderThroughFailures: an idempotent producer
 // with several requests out on one connection, where the gateway fails a
 // partition's batch without writing it while the batches behind it are
@@ -263,12 +278,12 @@ func TestProducerPipelineKeepsOrderThroughFailures(t *testing.T) {
 		fb.Backend = o.Backend
 		o.Backend = fb
 	})
-	release := make(chan struct{})
+	hold := newGate(t)
 	var gapAt, dupAt int // the calls that failed a batch unwritten, and a written one
 	fb.each = func(ctx context.Context, n int, parts []ring.ProducePart, produce func([]ring.ProducePart)) {
 		if n == 1 {
 			select {
-			case <-release:
+			case <-hold.C:
 			case <-ctx.Done():
 			}
 		}
@@ -292,7 +307,7 @@ func TestProducerPipelineKeepsOrderThroughFailures(t *testing.T) {
 	}
 	fp, finish := pipelineRun(t, e, 400)
 	fp.waitOut(t, 3)
-	close(release)
+	hold.release()
 	finish()
 	fb.mu.Lock()
 	defer fb.mu.Unlock()
@@ -311,18 +326,18 @@ func TestProducerResendsAfterConnectionLoss(t *testing.T) {
 		fb.Backend = o.Backend
 		o.Backend = fb
 	})
-	release := make(chan struct{})
+	hold := newGate(t)
 	fb.each = func(_ context.Context, n int, parts []ring.ProducePart, produce func([]ring.ProducePart)) {
 		if n == 2 {
 			// Held past the cut: the batch lands, its answer is lost.
-			<-release
+			<-hold.C
 		}
 		produce(parts)
 	}
 	fp, finish := pipelineRun(t, e, 400)
 	fp.waitOut(t, 3)
 	fp.cut()
-	close(release)
+	hold.release()
 	finish()
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
