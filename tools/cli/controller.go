@@ -106,6 +106,7 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 	for _, name := range loaded.UnknownEnv {
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
+	warnTrustedController(logger, cfg)
 	start := time.Now()
 	// Opening reads the Raft state from disk, which a bad disk can make
 	// slow; a signal meanwhile stops the process then, not after.

@@ -190,6 +190,9 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	for _, name := range loaded.UnknownEnv {
 		d.logger.Warn("environment variable sets no config key", "name", name)
 	}
+	if kind.controller {
+		warnTrustedController(d.logger, cfg)
+	}
 	logstore.RaiseFileLimit(d.logger) // before anything opens files: it sizes the log file cache
 	if err := d.open(ctx); err != nil {
 		return err
@@ -198,6 +201,16 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		return err
 	}
 	return d.wait(ctx, stop)
+}
+
+// warnTrustedController logs, at every start, that the controller's
+// unauthenticated client API is reachable beyond loopback on the operator's
+// word alone (auth.controller_network_trusted), so the trust stays visible.
+func warnTrustedController(logger *slog.Logger, cfg config.Config) {
+	if cfg.ControllerTrustedExposure() {
+		logger.Warn("listeners.controller is PLAINTEXT beyond loopback with security on, allowed by auth.controller_network_trusted: its client API takes no credential, so the network must admit only the cluster's own hosts to it",
+			"listener", cfg.Listeners.Controller)
+	}
 }
 
 // checkDaemon refuses, before anything is bound, a configuration that

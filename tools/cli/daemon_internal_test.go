@@ -216,4 +216,8 @@ func TestControllerRefusesExposureWithSecurity(t *testing.T) {
 	if err := checkDaemon(serveCmd, cfg); err == nil || !strings.Contains(err.Error(), "listeners.controller") {
 		t.Fatalf("checkDaemon = %v, want the controller listener refused", err)
 	}
+	cfg.Auth.ControllerNetworkTrusted = true
+	if err := checkDaemon(serveCmd, cfg); err != nil {
+		t.Fatalf("controller on a network stated trusted: %v", err)
+	}
 }

@@ -39,6 +39,11 @@ type Auth struct {
 	OAuthAudience       string `toml:"oauth_audience" help:"an aud every JWT must carry; empty = not checked"`
 	OAuthPrincipalClaim string `toml:"oauth_principal_claim" help:"JWT claim that names the user (the principal is User:<claim>)"`
 	OAuthGroupsClaim    string `toml:"oauth_groups_claim" help:"JWT claim that lists the user's groups (an array, or names separated by spaces), for Group:NAME role bindings; empty = groups come only from aerostream user set-groups"`
+	// ControllerNetworkTrusted is the operator's statement that the
+	// network restricts who reaches a PLAINTEXT listeners.controller (a
+	// Kubernetes NetworkPolicy, a firewall), since that API takes no
+	// credential; it is false by default so the refusal stays the default.
+	ControllerNetworkTrusted bool `toml:"controller_network_trusted" help:"with security on, allow a PLAINTEXT listeners.controller beyond loopback because the network itself admits only the cluster's own hosts to it (a NetworkPolicy, a firewall); its API takes no credential, so anyone else who reaches it is trusted; logged as a warning at start"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
@@ -121,25 +126,44 @@ func (c *Config) SecurityOn() bool {
 		IsSASL(ListenerProtocol(c.Listeners.Native)) || c.Auth.HTTPAuthentication == HTTPAuthRequired
 }
 
-// CheckControllerExposure refuses, for a process that serves the
-// controller, a PLAINTEXT listeners.controller beyond loopback once
-// security is on. That client API creates and deletes topics, users,
-// ACLs and roles with no credential; on loopback only who can already
-// run commands on the machine reaches it, as the CLI does, and SSL://
-// requires a client certificate signed by tls.ca_file.
-func (c *Config) CheckControllerExposure() error {
+// controllerExposed reports whether, with security on, listeners.controller
+// is PLAINTEXT on an address beyond loopback. That client API creates and
+// deletes topics, users, ACLs and roles with no credential; on loopback
+// only who can already run commands on the machine reaches it, as the CLI
+// does, and SSL:// requires a client certificate signed by tls.ca_file.
+func (c *Config) controllerExposed() (addr string, exposed bool) {
 	p, addr, err := SplitListener(c.Listeners.Controller)
 	if !c.SecurityOn() || err != nil || p != Plaintext || addr == "" {
-		return nil
+		return addr, false
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil // Validate's address check reports it
+		return addr, false // Validate's address check reports it
 	}
 	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return addr, false
+	}
+	return addr, true
+}
+
+// CheckControllerExposure refuses, for a process that serves the
+// controller, a PLAINTEXT listeners.controller beyond loopback once
+// security is on, unless auth.controller_network_trusted says the network
+// restricts who reaches it.
+func (c *Config) CheckControllerExposure() error {
+	addr, exposed := c.controllerExposed()
+	if !exposed || c.Auth.ControllerNetworkTrusted {
 		return nil
 	}
-	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller must listen on loopback: its client API (topics, users, ACLs, roles, configs) takes no credential, so anyone who reached %s could delete topics or grant themselves everything; bind it to 127.0.0.1 or make it SSL:// (mutual TLS with tls.ca_file)", c.Listeners.Controller, addr)
+	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller must listen on loopback: its client API (topics, users, ACLs, roles, configs) takes no credential, so anyone who reached %s could delete topics or grant themselves everything; bind it to 127.0.0.1, make it SSL:// (mutual TLS with tls.ca_file), or, if the network admits only the cluster's own hosts to it, set auth.controller_network_trusted = true", c.Listeners.Controller, addr)
+}
+
+// ControllerTrustedExposure reports whether CheckControllerExposure passes
+// only because of auth.controller_network_trusted, which the process then
+// logs as a warning at start.
+func (c *Config) ControllerTrustedExposure() bool {
+	_, exposed := c.controllerExposed()
+	return exposed && c.Auth.ControllerNetworkTrusted
 }
 
 // IsTLS reports whether protocol runs over TLS.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,5 +153,58 @@ func TestControllerExposure(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("%s: the refusal %q does not say what to do", tc.controller, err)
 		}
+	}
+}
+
+// TestControllerExposureTrustedAsTheChartRenders: the [listeners] and
+// [auth] of the Helm chart's aerostream.toml with sasl.enabled and the
+// authorizer (deploy/helm/aerostream/templates/configmap.yaml) start,
+// with the trust flagged for the warning; without
+// controller_network_trusted the same file is refused.
+func TestControllerExposureTrustedAsTheChartRenders(t *testing.T) {
+	const chart = `
+[listeners]
+kafka = "SASL_PLAINTEXT://0.0.0.0:9092"
+native = "0.0.0.0:9091"
+http = "0.0.0.0:9001"
+controller = "0.0.0.0:8001"
+ring = "0.0.0.0:7001"
+schema_registry = ""
+
+[auth]
+sasl_mechanisms = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
+authorizer = true
+super_users = ["User:admin"]
+bootstrap_user = "admin"
+`
+	for _, tc := range []struct {
+		trust   string
+		refused bool
+	}{{"controller_network_trusted = true\n", false}, {"", true}} {
+		p := filepath.Join(t.TempDir(), "aerostream.toml")
+		if err := os.WriteFile(p, []byte(chart+tc.trust), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(Options{File: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = l.Config.CheckControllerExposure()
+		if (err != nil) != tc.refused {
+			t.Errorf("trust %q: CheckControllerExposure = %v, want refused %v", tc.trust, err, tc.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "auth.controller_network_trusted") {
+			t.Errorf("the refusal %q does not name the key that states the trust", err)
+		}
+		if got := l.Config.ControllerTrustedExposure(); got == tc.refused {
+			t.Errorf("trust %q: ControllerTrustedExposure = %v, want %v", tc.trust, got, !tc.refused)
+		}
+	}
+	// The key does not loosen anything without security on, and is not
+	// flagged there either.
+	c := Default()
+	c.Listeners.Controller, c.Auth.ControllerNetworkTrusted = "0.0.0.0:8001", true
+	if c.CheckControllerExposure() != nil || c.ControllerTrustedExposure() {
+		t.Errorf("without security: check %v, flagged %v", c.CheckControllerExposure(), c.ControllerTrustedExposure())
 	}
 }
