@@ -60,6 +60,17 @@ expect s3-tls-sasl "HTTPS probes" 'scheme: HTTPS'
 expect gcs "the key file path" 'service_account_path = "/etc/aerostream/gcs/service-account.json"'
 expect azure "the shared key from the Secret" 'AEROSTREAM_TIERED_STORAGE_AZURE_ACCESS_KEY'
 expect iceberg "the [iceberg] section" '^    \[iceberg\]$'
+# With SASL the controllers' PLAINTEXT port 8001 is trusted only behind
+# the chart's NetworkPolicy (tools/config CheckControllerExposure refuses
+# it otherwise); without SASL neither renders.
+expect s3-tls-sasl "the controller's network stated trusted" '^    controller_network_trusted = true$'
+expect s3-tls-sasl "the controller NetworkPolicy" '^kind: NetworkPolicy$'
+expect s3-tls-sasl "port 8001 admitted from the stores" '^              app.kubernetes.io/component: store$'
+absent() { # file, what, grep -E pattern
+  if grep -qE -- "$3" "$out/$1.yaml"; then echo "test-deploy: $1: $2 (matches /$3/)" >&2; exit 1; fi
+}
+absent default "no controller trust without SASL" 'controller_network_trusted'
+absent default "no NetworkPolicy without SASL" '^kind: NetworkPolicy$'
 
 echo "== deploy/k8s"
 kubeconform deploy/k8s/*.yaml
@@ -87,4 +98,12 @@ refuse 'sasl.enabled needs' --set sasl.enabled=true
 refuse 'go together' --set tiering.s3.accessKeyId=x
 refuse 'the chart writes [tiered_storage] itself' --set config.tiered_storage.uploaders=4
 refuse 'iceberg.catalog rest needs' --set iceberg.enabled=true --set iceberg.catalog=rest
+refuse 'controller.networkPolicy.enabled=false with sasl.enabled' --set sasl.enabled=true --set sasl.password=x --set controller.networkPolicy.enabled=false
+
+echo "== sasl without the NetworkPolicy, the network trusted by the user"
+trusted=(--set sasl.enabled=true --set sasl.password=x --set controller.networkPolicy.enabled=false --set controller.networkTrusted=true)
+"$HELM" template aerostream "$chart" --namespace aerostream --kube-version 1.30.0 "${trusted[@]}" > "$out/trusted.yaml"
+kubeconform "$out/trusted.yaml"
+expect trusted "the controller's network stated trusted" '^    controller_network_trusted = true$'
+absent trusted "no NetworkPolicy once disabled" '^kind: NetworkPolicy$'
 echo "test-deploy: PASS"

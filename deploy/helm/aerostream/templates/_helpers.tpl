@@ -73,6 +73,13 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if and $t.enabled (or $t.existingSecret (and (eq $t.provider "s3") $t.s3.accessKeyId) (and (eq $t.provider "gcs") $t.gcs.serviceAccountJson) (and (eq $t.provider "azure") $t.azure.accessKey)) -}}true{{- end -}}
 {{- end -}}
 
+{{/* Whether the controllers' PLAINTEXT client API needs the network
+trusted: security is on (sasl.enabled, which carries sasl.authorizer) and
+the chart's controller listener has no SSL. */}}
+{{- define "aerostream.controllerNeedsTrust" -}}
+{{- if .Values.sasl.enabled -}}true{{- end -}}
+{{- end -}}
+
 {{/* Checks that fail the render with a reason rather than start pods that cannot work. */}}
 {{- define "aerostream.validate" -}}
 {{- $t := .Values.tiering -}}
@@ -98,6 +105,9 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if has $section (list "listeners" "tiered_storage" "tls" "auth" "iceberg") -}}
 {{- fail (printf "config.%s: the chart writes [%s] itself; set its keys through the chart's values or extraEnv (AEROSTREAM_* variables)" $section $section) -}}
 {{- end -}}
+{{- end -}}
+{{- if and (include "aerostream.controllerNeedsTrust" .) (not .Values.controller.networkPolicy.enabled) (not .Values.controller.networkTrusted) -}}
+{{- fail "controller.networkPolicy.enabled=false with sasl.enabled: the controllers' client API (port 8001) is PLAINTEXT and takes no credential, so they refuse to start on it unless only the chart's pods can reach it; keep the NetworkPolicy, or set controller.networkTrusted=true if you restrict port 8001 yourself" -}}
 {{- end -}}
 {{- if lt (int .Values.controller.replicas) 1 -}}{{- fail "controller.replicas must be at least 1" -}}{{- end -}}
 {{- end -}}
