@@ -46,6 +46,11 @@ type Config struct {
 	// (compaction, snapshot expiry) between its commits; default ten
 	// commit intervals.
 	MaintainInterval time.Duration
+	// Maintain tunes that maintenance (target file size, small files,
+	// snapshots kept); zero values take maintain.go's defaults, and its
+	// Logger and Budget are the committer's. No server setting exposes
+	// it: the file-size measurement scales it with the commit interval.
+	Maintain MaintainOptions
 	// S3 reaches an s3:// warehouse.
 	S3 S3
 }

@@ -263,7 +263,9 @@ func (c *committer) session(ctx context.Context) error {
 					// carries the offsets forward.
 					// Half an interval of compaction at most: the rest
 					// waits for the next run rather than delay commits.
-					if tbl, err = Maintain(ctx, tbl, MaintainOptions{Logger: c.log, Budget: cfg.CommitInterval / 2}); err != nil {
+					mo := cfg.Maintain
+					mo.Logger, mo.Budget = c.log, cfg.CommitInterval/2
+					if tbl, err = Maintain(ctx, tbl, mo); err != nil {
 						return fmt.Errorf("maintain %s: %w", c.topic, err)
 					}
 					lastMaint = now
