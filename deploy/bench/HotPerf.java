@@ -3,8 +3,9 @@
 // each send to its acknowledgement in us (p50, p99, p99.9, max), for
 // compaction.sh; ProducerPerformance prints whole milliseconds only.
 // Run from source: java -cp 'LIB/*' HotPerf.java BS TOPIC RATE SECS [GO]
-// With GO, a path, it connects, then waits for that file to exist before
-// it starts, so that the JVM's start is not in the measured window.
+// It first sends for WARM_SECS unmeasured. With GO, a path, it then waits
+// for that file to exist before it starts, so that the JVM's start is not
+// in the measured window.
 import java.util.Arrays;
 import java.util.Properties;
 import java.util.concurrent.locks.LockSupport;
@@ -13,6 +14,23 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 public class HotPerf {
+	static final int WARM_SECS = 3;
+
+	// send sends n records at rate, each one's send-to-ack latency in lat.
+	static void send(KafkaProducer<byte[], byte[]> pr, String topic, byte[] value, int rate, int n, long[] lat, int[] failed) {
+		long start = System.nanoTime();
+		for (int i = 0; i < n; i++) {
+			long due = start + (long) i * 1_000_000_000L / rate, now;
+			while ((now = System.nanoTime()) < due) LockSupport.parkNanos(due - now);
+			final int k = i;
+			final long sent = System.nanoTime();
+			pr.send(new ProducerRecord<>(topic, 0, null, value), (m, e) -> {
+				if (e != null) failed[0]++;
+				lat[k] = (System.nanoTime() - sent) / 1000;
+			});
+		}
+	}
+
 	public static void main(String[] args) throws Exception {
 		String bs = args[0], topic = args[1];
 		int rate = Integer.parseInt(args[2]), n = rate * Integer.parseInt(args[3]);
@@ -27,21 +45,17 @@ public class HotPerf {
 		long start;
 		try (KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
 			pr.partitionsFor(topic); // metadata before the clock starts
+			// The send path compiled before the clock starts: a cold JIT
+			// stalls the first second's sends by tens of ms on 2 cores.
+			send(pr, topic, value, rate, rate * WARM_SECS, new long[rate * WARM_SECS], failed);
+			pr.flush();
+			failed[0] = 0;
 			if (args.length > 4) {
 				System.err.println("HotPerf: ready");
 				while (!new java.io.File(args[4]).exists()) Thread.sleep(10);
 			}
 			start = System.nanoTime();
-			for (int i = 0; i < n; i++) {
-				long due = start + (long) i * 1_000_000_000L / rate, now;
-				while ((now = System.nanoTime()) < due) LockSupport.parkNanos(due - now);
-				final int k = i;
-				final long sent = System.nanoTime();
-				pr.send(new ProducerRecord<>(topic, 0, null, value), (m, e) -> {
-					if (e != null) failed[0]++;
-					lat[k] = (System.nanoTime() - sent) / 1000;
-				});
-			}
+			send(pr, topic, value, rate, n, lat, failed);
 			pr.flush();
 		}
 		double s = (System.nanoTime() - start) / 1e9;
