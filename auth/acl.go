@@ -161,8 +161,8 @@ var implies = map[string][]string{
 // off: it allows everything. It is safe for concurrent use; Set replaces
 // the ACLs atomically.
 type Authorizer struct {
-	// gen moves with every change that can turn a decision: ACLs, roles,
-	// and a user's token groups, which do not move version (Generation).
+	// gen moves with every change that can turn a decision: ACLs, roles
+	// and the groups stored with users (Generation).
 	gen atomic.Uint64
 	mu  struct {
 		sync.RWMutex
@@ -175,10 +175,10 @@ type Authorizer struct {
 		// explicit and rbac are what byType is built from.
 		explicit []ACL
 		rbac     RBAC
-		// groups maps User:NAME to its stored Group:NAME principals;
-		// tokenGroups to those its latest bearer token named.
-		groups      map[string][]string
-		tokenGroups map[string]tokenGroups
+		// groups maps User:NAME to its stored Group:NAME principals. A
+		// bearer token's groups are the session's (Request.Groups), never
+		// kept here: two sessions of a user may hold different ones.
+		groups map[string][]string
 	}
 }
 
@@ -224,16 +224,19 @@ func (z *Authorizer) Version() uint64 {
 	return z.mu.version
 }
 
-// Generation moves whenever a decision may have changed: with the ACLs
-// and roles (as Version does) and also when a bearer token names other
-// groups for a user (SetTokenGroups). A cache of decisions keyed by
-// principal is valid while it holds, and while GroupsUntil has not
-// passed. It is one atomic load, for hot paths to ask per request.
+// Generation moves whenever a decision may have changed: with the ACLs,
+// the roles and the users' stored groups. A session's cache of decisions
+// (one principal, host and token groups) is valid while it holds. It is
+// one atomic load, for hot paths to ask per request.
 func (z *Authorizer) Generation() uint64 { return z.gen.Load() }
 
 // Request is one access decision's question.
 type Request struct {
-	Principal    string // User:NAME; User:ANONYMOUS when unauthenticated
+	Principal string // User:NAME; User:ANONYMOUS when unauthenticated
+	// Groups are the Group:NAME principals the session's bearer token
+	// named (Token.Groups), beside the groups stored with the user; the
+	// caller ends the session when the token expires. Read-only.
+	Groups       []string
 	Host         string // the client's IP address
 	Operation    string
 	ResourceType string
@@ -254,12 +257,12 @@ func (z *Authorizer) Authorize(r Request) bool {
 		return true
 	}
 	acls := z.mu.byType[r.ResourceType]
-	groups := z.groupsLocked(r.Principal)
+	stored := z.mu.groups[r.Principal]
 	allowed := false
 	for i := range acls {
 		a := &acls[i]
 		if !resourceMatches(*a, r.ResourceName) ||
-			!principalMatches(a.Principal, r.Principal, groups) ||
+			!principalMatches(a.Principal, r.Principal, stored, r.Groups) ||
 			a.Host != Wildcard && a.Host != r.Host {
 			continue
 		}
@@ -276,26 +279,27 @@ func (z *Authorizer) Authorize(r Request) bool {
 	return allowed
 }
 
-// AuthorizeAny reports whether the principal may do op on some resource
-// of the type (Kafka's authorizeByResourceType, used by InitProducerId
-// for idempotent producers): an ALLOW of any pattern that no DENY of the
-// whole type (literal wildcard) cancels.
-func (z *Authorizer) AuthorizeAny(principal, host, op, resourceType string) bool {
+// AuthorizeAny reports whether r's principal may do r's operation on some
+// resource of r's type, whatever r.ResourceName says (Kafka's
+// authorizeByResourceType, used by InitProducerId for idempotent
+// producers): an ALLOW of any pattern that no DENY of the whole type
+// (literal wildcard) cancels.
+func (z *Authorizer) AuthorizeAny(r Request) bool {
 	if z == nil {
 		return true
 	}
 	z.mu.RLock()
 	defer z.mu.RUnlock()
-	if !z.mu.enabled || z.mu.super[principal] {
+	if !z.mu.enabled || z.mu.super[r.Principal] {
 		return true
 	}
-	groups := z.groupsLocked(principal)
+	stored := z.mu.groups[r.Principal]
 	allowed := false
-	for _, a := range z.mu.byType[resourceType] {
-		if !principalMatches(a.Principal, principal, groups) || a.Host != Wildcard && a.Host != host {
+	for _, a := range z.mu.byType[r.ResourceType] {
+		if !principalMatches(a.Principal, r.Principal, stored, r.Groups) || a.Host != Wildcard && a.Host != r.Host {
 			continue
 		}
-		opOK := a.Operation == op || a.Operation == OpAll
+		opOK := a.Operation == r.Operation || a.Operation == OpAll
 		if a.Permission == Deny && opOK && a.PatternType == PatternLiteral && a.ResourceName == Wildcard {
 			return false
 		}

@@ -16,10 +16,16 @@
 //     convention, not Kafka's), which a user matches through its groups;
 //   - roles (roles.go, roles_authz.go): built-in and custom roles bound to
 //     User: and Group: principals, expanded into ALLOW entries beside the
-//     ACLs, so a DENY ACL still wins; a user's groups come from the
-//     controller's state or a bearer token's claim. Listings show a
-//     binding's entries marked with the host role-binding:ROLE
-//     (BoundACL), never as ACLs.
+//     ACLs, so a DENY ACL still wins; a user's groups are those stored
+//     with the user in the controller's state plus, for a session a
+//     bearer token authenticated, those its groups claim names. The
+//     latter belong to the session, not the user: the gateway keeps them
+//     with the connection (Token.Groups, Grouped) and asks with them
+//     (Request.Groups), so two connections of one user holding tokens of
+//     different groups get different decisions, and the groups end with
+//     the session when the token expires. Listings show a binding's
+//     entries marked with the host role-binding:ROLE (BoundACL), never as
+//     ACLs.
 //
 // The gateways run the exchanges (Kafka's SaslHandshake and
 // SaslAuthenticate) and ask the Authorizer; the controller stores the

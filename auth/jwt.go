@@ -40,6 +40,9 @@ type JWTOptions struct {
 	Audience string
 	// PrincipalClaim names the claim holding the user; "" is "sub".
 	PrincipalClaim string
+	// GroupsClaim names the claim listing the user's groups (Token.Groups);
+	// "" reads none.
+	GroupsClaim string
 	// ClockSkew is allowed on exp and nbf; 0 is 30 seconds.
 	ClockSkew time.Duration
 	// HTTPClient fetches JWKSURL; nil is a client with a 10 s timeout.
@@ -48,9 +51,21 @@ type JWTOptions struct {
 	Now func() time.Time
 }
 
-// TokenValidator checks a bearer token and returns its user (without the
-// User: prefix) and when it expires.
-type TokenValidator func(ctx context.Context, token string) (user string, expires time.Time, err error)
+// Token is what a validated bearer token proves, for the session it
+// authenticates and for that session only: two connections of one user
+// may hold tokens naming other groups.
+type Token struct {
+	// User is the principal's name, without the User: prefix.
+	User string
+	// Expires is when the token, and the session it authenticated, end.
+	Expires time.Time
+	// Groups are the Group:NAME principals its groups claim names
+	// (JWTOptions.GroupsClaim), at most MaxTokenGroups; read-only.
+	Groups []string
+}
+
+// TokenValidator checks a bearer token and returns what it proves.
+type TokenValidator func(ctx context.Context, token string) (Token, error)
 
 // JWTValidator validates JWTs against a JWKS. It is safe for concurrent
 // use.
@@ -210,14 +225,15 @@ func (v *JWTValidator) key(ctx context.Context, kid string) (crypto.PublicKey, b
 	return pick()
 }
 
-// Validate checks a JWT and returns its principal's user name and expiry.
-func (v *JWTValidator) Validate(ctx context.Context, token string) (string, time.Time, error) {
-	bad := func(format string, args ...any) (string, time.Time, error) {
-		return "", time.Time{}, fmt.Errorf("%w: token: "+format, append([]any{ErrAuthentication}, args...)...)
+// Validate checks a JWT and returns its principal's user name, expiry
+// and groups.
+func (v *JWTValidator) Validate(ctx context.Context, token string) (Token, error) {
+	bad := func(format string, args ...any) (Token, error) {
+		return Token{}, fmt.Errorf("%w: token: "+format, append([]any{ErrAuthentication}, args...)...)
 	}
 	h, claims, signed, sig, err := ParseJWT(token)
 	if err != nil {
-		return "", time.Time{}, err
+		return Token{}, err
 	}
 	key, ok := v.key(ctx, h.Kid)
 	if !ok {
@@ -260,7 +276,7 @@ func (v *JWTValidator) Validate(ctx context.Context, token string) (string, time
 	if user == "" {
 		return bad("no %q claim to name the principal", v.o.PrincipalClaim)
 	}
-	return user, exp, nil
+	return Token{User: user, Expires: exp, Groups: claimGroups(claims, v.o.GroupsClaim)}, nil
 }
 
 // JWTHeader is the part of a JWT header validation reads.
@@ -332,15 +348,17 @@ const OAuthBearer = "OAUTHBEARER"
 // one of them auth=Bearer <token>.
 type oauthServer struct {
 	validate TokenValidator
-	user     string
-	expires  time.Time
+	token    Token
 	done     bool
 }
 
-func (o *oauthServer) User() string { return o.user }
+func (o *oauthServer) User() string { return o.token.User }
 
 // Expiry is when the token ends the session.
-func (o *oauthServer) Expiry() time.Time { return o.expires }
+func (o *oauthServer) Expiry() time.Time { return o.token.Expires }
+
+// Groups are the token's Group:NAME principals.
+func (o *oauthServer) Groups() []string { return o.token.Groups }
 
 func (o *oauthServer) Step(ctx context.Context, msg []byte) ([]byte, bool, error) {
 	if o.done {
@@ -351,14 +369,14 @@ func (o *oauthServer) Step(ctx context.Context, msg []byte) ([]byte, bool, error
 	if err != nil {
 		return nil, false, err
 	}
-	user, exp, err := o.validate(ctx, token)
+	tok, err := o.validate(ctx, token)
 	if err != nil {
 		return nil, false, err
 	}
-	if authz != "" && authz != user {
-		return nil, false, fmt.Errorf("%w: authorization id %q differs from the token's principal %q", ErrAuthentication, authz, user)
+	if authz != "" && authz != tok.User {
+		return nil, false, fmt.Errorf("%w: authorization id %q differs from the token's principal %q", ErrAuthentication, authz, tok.User)
 	}
-	o.user, o.expires = user, exp
+	o.token = tok
 	return nil, true, nil
 }
 

@@ -41,16 +41,16 @@ func jwksFile(t *testing.T, iss *authtest.Issuer) string {
 func TestJWTValidator(t *testing.T) {
 	iss := newIssuer(t)
 	ctx := context.Background()
-	v, err := auth.NewJWTValidator(ctx, auth.JWTOptions{JWKSFile: jwksFile(t, iss), Issuer: "https://issuer.test", Audience: "aerostream"})
+	v, err := auth.NewJWTValidator(ctx, auth.JWTOptions{JWKSFile: jwksFile(t, iss), Issuer: "https://issuer.test", Audience: "aerostream", GroupsClaim: "groups"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
 	for _, alg := range []string{"RS256", "ES256"} {
-		tok := iss.Sign(t, alg, map[string]any{"sub": "alice", "exp": now.Add(time.Hour).Unix()})
-		user, exp, err := v.Validate(ctx, tok)
-		if err != nil || user != "alice" || exp.Unix() != now.Add(time.Hour).Unix() {
-			t.Errorf("%s: %q %v %v", alg, user, exp, err)
+		tok := iss.Sign(t, alg, map[string]any{"sub": "alice", "exp": now.Add(time.Hour).Unix(), "groups": []any{"ops", "dev"}})
+		got, err := v.Validate(ctx, tok)
+		if err != nil || got.User != "alice" || got.Expires.Unix() != now.Add(time.Hour).Unix() || strings.Join(got.Groups, ",") != "Group:ops,Group:dev" {
+			t.Errorf("%s: %+v %v", alg, got, err)
 		}
 	}
 	other := newIssuer(t)
@@ -69,7 +69,7 @@ func TestJWTValidator(t *testing.T) {
 		"unsigned":       {authtest.Unsigned(map[string]any{"sub": "a", "exp": now.Add(time.Hour).Unix()}), auth.ErrMalformed},
 		"garbage":        {"a.b", auth.ErrMalformed},
 	} {
-		if _, _, err := v.Validate(ctx, tc.tok); !errors.Is(err, tc.want) {
+		if _, err := v.Validate(ctx, tc.tok); !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, tc.want)
 		}
 	}
@@ -97,17 +97,17 @@ func TestJWTValidatorURLRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	claims := map[string]any{"sub": "bob", "exp": now.Add(time.Hour).Unix()}
-	if _, _, err := v.Validate(ctx, first.Sign(t, "RS256", claims)); err != nil {
+	if _, err := v.Validate(ctx, first.Sign(t, "RS256", claims)); err != nil {
 		t.Fatal(err)
 	}
 	serving.Store(second)
 	tok := second.Sign(t, "ES256", claims)
-	if _, _, err := v.Validate(ctx, tok); err == nil {
+	if _, err := v.Validate(ctx, tok); err == nil {
 		t.Fatal("a key was fetched again within the interval")
 	}
 	now = now.Add(time.Minute)
-	if user, _, err := v.Validate(ctx, tok); err != nil || user != "bob" {
-		t.Fatalf("after the rotation: %q %v", user, err)
+	if got, err := v.Validate(ctx, tok); err != nil || got.User != "bob" {
+		t.Fatalf("after the rotation: %q %v", got.User, err)
 	}
 	if n := fetches.Load(); n != 2 {
 		t.Errorf("%d JWKS fetches, want 2", n)
@@ -182,7 +182,7 @@ func FuzzOAuthBearer(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		_, _, _, _, _ = auth.ParseJWT(string(msg))
-		if _, _, err := v.Validate(context.Background(), string(msg)); err == nil {
+		if _, err := v.Validate(context.Background(), string(msg)); err == nil {
 			t.Fatalf("fuzz input validated: %q", msg)
 		}
 		x, _ := auth.NewExchangeFor(auth.OAuthBearer, []string{auth.OAuthBearer}, auth.Verifiers{Tokens: v.Validate})

@@ -17,8 +17,9 @@ import (
 // wins over an ALLOW ACL.
 //
 // A user's groups are the ones stored with the user in the controller
-// (UserGroups) and, for a bearer token, those its groups claim names
-// (SetTokenGroups); a Group:NAME binding applies to every member.
+// (UserGroups) and, for a session a bearer token authenticated, those its
+// groups claim names (Token.Groups, asked with as Request.Groups); a
+// Group:NAME binding applies to every member.
 
 // Built-in role names.
 const (
@@ -303,16 +304,14 @@ func (r RBAC) Clone() RBAC {
 	return out
 }
 
-// MaxTokenGroupsPerUser bounds the groups taken from one token.
-const MaxTokenGroupsPerUser = 256
+// MaxTokenGroups bounds the groups taken from one token.
+const MaxTokenGroups = 256
 
-// TokenGroups returns the group names a JWT's claim lists: a JSON array
-// of strings, or one string of names separated by spaces (as OAuth's
-// scope). Names that are not valid group names are skipped. Call it on a
-// token that has been validated: it does not check the signature.
-func TokenGroups(token, claim string) []string {
-	_, claims, _, _, err := ParseJWT(token)
-	if err != nil || claim == "" {
+// claimGroups returns the Group:NAME principals a token's claim lists: a
+// JSON array of strings, or one string of names separated by spaces (as
+// OAuth's scope). Names that are not valid group names are skipped.
+func claimGroups(claims map[string]any, claim string) []string {
+	if claim == "" {
 		return nil
 	}
 	var names []string
@@ -328,8 +327,8 @@ func TokenGroups(token, claim string) []string {
 	}
 	var out []string
 	for _, n := range names {
-		if CheckGroupName(n) == nil && !slices.Contains(out, n) && len(out) < MaxTokenGroupsPerUser {
-			out = append(out, n)
+		if CheckGroupName(n) == nil && !slices.Contains(out, GroupPrefix+n) && len(out) < MaxTokenGroups {
+			out = append(out, GroupPrefix+n)
 		}
 	}
 	return out

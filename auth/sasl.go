@@ -38,6 +38,11 @@ type Verifiers struct {
 // token's exp): a session must end by then.
 type Expiring interface{ Expiry() time.Time }
 
+// Grouped is an Exchange whose proof names groups (an OAUTHBEARER token's
+// groups claim): the session it authenticates acts as their member, as
+// Request.Groups.
+type Grouped interface{ Groups() []string }
+
 // NewExchangeFor starts an exchange for mechanism, which must be one of
 // enabled.
 func NewExchangeFor(mechanism string, enabled []string, v Verifiers) (Exchange, error) {

@@ -38,6 +38,9 @@ type Principal struct {
 	// Method is how the principal was proved: "basic", "bearer", "mtls",
 	// or "" for anonymous.
 	Method string
+	// Groups are the Group:NAME principals the request's bearer token
+	// named: this request's, beside the groups stored with the user.
+	Groups []string
 }
 
 // Anonymous is the principal name of an unauthenticated request.
@@ -77,8 +80,8 @@ type AuthOptions struct {
 	// authentication; nil refuses basic.
 	Credentials auth.CredentialLookup
 	// Bearer validates a bearer token and returns its user (no User:
-	// prefix); nil refuses bearer tokens.
-	Bearer func(ctx context.Context, token string) (user string, err error)
+	// prefix) and groups; nil refuses bearer tokens.
+	Bearer auth.TokenValidator
 	// ClientCerts authenticates a request by its verified TLS client
 	// certificate (tls.client_auth): the subject's common name is the
 	// user.
@@ -207,11 +210,11 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 			if g.o.Bearer == nil {
 				return p, fmt.Errorf("%w: bearer tokens are not enabled", auth.ErrUnsupportedMechanism)
 			}
-			user, err := g.o.Bearer(r.Context(), cred)
+			tok, err := g.o.Bearer(r.Context(), cred)
 			if err != nil {
 				return p, err
 			}
-			p.Name, p.Method = "User:"+user, "bearer"
+			p.Name, p.Method, p.Groups = "User:"+tok.User, "bearer", tok.Groups
 			return p, nil
 		default:
 			return p, fmt.Errorf("%w: authorization scheme %q (want Basic or Bearer)", auth.ErrUnsupportedMechanism, scheme)
@@ -265,7 +268,7 @@ func (g *Guard) checkPassword(ctx context.Context, user, pass string) error {
 // routes). With no authorizer every principal may.
 func (g *Guard) Authorize(r *http.Request, op, resourceType, name string) bool {
 	p := PrincipalFrom(r.Context())
-	if g.o.Authorizer.Authorize(auth.Request{Principal: p.Name, Host: p.Host, Operation: op, ResourceType: resourceType, ResourceName: name}) {
+	if g.o.Authorizer.Authorize(p.request(op, resourceType, name)) {
 		return true
 	}
 	g.auditLine(p, r, op, resourceType, name, nil)
@@ -275,8 +278,13 @@ func (g *Guard) Authorize(r *http.Request, op, resourceType, name string) bool {
 // Allowed is Authorize without the audit line: for listings, which hide
 // what the principal may not see rather than refuse it.
 func (g *Guard) Allowed(r *http.Request, op, resourceType, name string) bool {
-	p := PrincipalFrom(r.Context())
-	return g.o.Authorizer.Authorize(auth.Request{Principal: p.Name, Host: p.Host, Operation: op, ResourceType: resourceType, ResourceName: name})
+	return g.o.Authorizer.Authorize(PrincipalFrom(r.Context()).request(op, resourceType, name))
+}
+
+// request is the authorizer's question for op on a resource, asked as p
+// with its token's groups.
+func (p Principal) request(op, resourceType, name string) auth.Request {
+	return auth.Request{Principal: p.Name, Groups: p.Groups, Host: p.Host, Operation: op, ResourceType: resourceType, ResourceName: name}
 }
 
 // Required reports whether the Guard refuses anonymous requests.

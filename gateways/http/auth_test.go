@@ -85,11 +85,14 @@ func newAuthEnv(t *testing.T) *authEnv {
 		z: auth.NewAuthorizer(true, []string{"User:root"})}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	g := NewGuard(AuthOptions{Required: true, Credentials: e.users.lookup, ClientCerts: true, Authorizer: e.z, Logger: logger,
-		Bearer: func(_ context.Context, token string) (string, error) {
-			if token == "good-token" {
-				return "bot", nil
+		Bearer: func(_ context.Context, token string) (auth.Token, error) {
+			switch token {
+			case "good-token":
+				return auth.Token{User: "bot", Expires: time.Now().Add(time.Hour)}, nil
+			case "ops-token": // the same user, holding a token that names ops
+				return auth.Token{User: "bot", Expires: time.Now().Add(time.Hour), Groups: []string{"Group:ops"}}, nil
 			}
-			return "", errors.New("token refused")
+			return auth.Token{}, errors.New("token refused")
 		}})
 	srv := NewServer(Options{Logger: logger, Guard: g})
 	who := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -150,6 +153,10 @@ func basic(user, pass string) func(*http.Request) {
 	return func(r *http.Request) { r.SetBasicAuth(user, pass) }
 }
 
+func bearer(tok string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+}
+
 // TestGuardAuthenticates: with authentication required, a request proves
 // who it is by basic, bearer or client certificate, or gets 401 (open
 // paths excepted); a wrong credential is audited.
@@ -188,9 +195,6 @@ func TestGuardAuthenticates(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "authentication failed") || !strings.Contains(e.logs.String(), "principal=User:alice") {
 		t.Errorf("no audit line for the wrong password:\n%s", e.logs.String())
-	}
-	bearer := func(tok string) func(*http.Request) {
-		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
 	}
 	if code, body := e.do(t, e.client, "GET", "/who", bearer("good-token")); code != 200 || body != "User:bot bearer" {
 		t.Errorf("bearer: %d %q", code, body)
@@ -242,6 +246,23 @@ func TestGuardRequireCluster(t *testing.T) {
 	}
 	if code, _ := e.do(t, e.client, "POST", "/v1/tier/gc", basic("root", "pw")); code != 200 {
 		t.Errorf("a super user runs gc: %d", code)
+	}
+}
+
+// TestGuardTokenGroupsPerRequest: two requests of one user with bearer
+// tokens naming different groups get each its own token's decision; the
+// groups of one never reach the other.
+func TestGuardTokenGroupsPerRequest(t *testing.T) {
+	e := newAuthEnv(t)
+	e.z.Set(1, []auth.ACL{{ResourceType: auth.ResourceCluster, ResourceName: auth.ClusterName, PatternType: auth.PatternLiteral,
+		Principal: "Group:ops", Host: "*", Operation: auth.OpDescribe, Permission: auth.Allow}})
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"ops-token", 200}, {"good-token", http.StatusForbidden}, {"ops-token", 200}, {"good-token", http.StatusForbidden}} {
+		if code, _ := e.do(t, e.client, "GET", "/v1/tier/segments", bearer(tc.token)); code != tc.want {
+			t.Errorf("bot with %s: %d, want %d", tc.token, code, tc.want)
+		}
 	}
 }
 

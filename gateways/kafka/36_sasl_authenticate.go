@@ -27,7 +27,10 @@ import (
 // malformed message), answers SASL_AUTHENTICATION_FAILED and closes the
 // connection, as Kafka does; repeated failures from one address wait
 // longer and longer before that answer (audit.go). A re-authenticated
-// session keeps the connection's state (groups, fetch sessions).
+// session keeps the connection's state (consumer groups, fetch sessions).
+// An OAUTHBEARER token's groups claim belongs to the session: this
+// connection, not every connection of the user, is a member of those
+// groups, until a re-authentication's token names others.
 
 func init() { regKey(36, 0, 2, (*Gateway).handleSaslAuthenticate) }
 
@@ -85,12 +88,16 @@ func (g *Gateway) handleSaslAuthenticate(ctx context.Context, rc *reqCtx) (kmsg.
 	if e, ok := a.exchange.(auth.Expiring); ok {
 		tokenExpiry = e.Expiry()
 	}
+	var groups []string // and its groups are the session's
+	if gr, ok := a.exchange.(auth.Grouped); ok {
+		groups = gr.Groups()
+	}
 	a.exchange = nil
 	if a.authenticated && principal != a.principal {
 		return fail(fmt.Errorf("%w: %s, then %s", errSASLIdentity, a.principal, principal))
 	}
 	first := !a.authenticated
-	a.authenticated, a.principal, a.authMechanism = true, principal, a.mechanism
+	a.authenticated, a.principal, a.authMechanism, a.groups = true, principal, a.mechanism, groups
 	a.expires = time.Time{}
 	now := g.now()
 	if d := g.opts.Auth.ReauthAfter; d > 0 {

@@ -61,11 +61,14 @@ type connAuth struct {
 	exchange  auth.Exchange
 	// authenticated is set once the first exchange succeeded; principal
 	// and authMechanism are what it proved; expires ends the session
-	// (zero: never).
+	// (zero: never). groups are the Group:NAME principals the session's
+	// OAUTHBEARER token named: this connection's, not the user's, and
+	// replaced by each re-authentication's token.
 	authenticated bool
 	principal     string
 	authMechanism string
 	expires       time.Time
+	groups        []string
 }
 
 func (g *Gateway) now() time.Time {
@@ -101,6 +104,16 @@ func (s *session) principal() string {
 		return s.auth.principal
 	}
 	return "User:" + gateways.Anonymous.Name
+}
+
+// request is the authorizer's question for op on a resource, asked as
+// this connection's session: its principal and its token's groups.
+func (s *session) request(op, rt, name string) auth.Request {
+	r := auth.Request{Principal: s.principal(), Host: s.clientHost(), Operation: op, ResourceType: rt, ResourceName: name}
+	if s.auth.authenticated {
+		r.Groups = s.auth.groups
+	}
+	return r
 }
 
 // clientHost is the client's IP address, as ACL hosts name it.

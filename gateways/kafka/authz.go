@@ -35,7 +35,7 @@ type authorizer struct {
 }
 
 func (a authorizer) can(op, rt, name string) bool {
-	ok := a.z.Authorize(auth.Request{Principal: a.rc.s.principal(), Host: a.rc.s.clientHost(), Operation: op, ResourceType: rt, ResourceName: name})
+	ok := a.z.Authorize(a.rc.s.request(op, rt, name))
 	if !ok {
 		a.g.audit(a.rc, op, rt, name, nil)
 	}
@@ -45,7 +45,7 @@ func (a authorizer) can(op, rt, name string) bool {
 // quiet asks without auditing: for filtering listings, where hiding is the
 // answer, not a refusal.
 func (a authorizer) quiet(op, rt, name string) bool {
-	return a.z.Authorize(auth.Request{Principal: a.rc.s.principal(), Host: a.rc.s.clientHost(), Operation: op, ResourceType: rt, ResourceName: name})
+	return a.z.Authorize(a.rc.s.request(op, rt, name))
 }
 
 func (a authorizer) topic(op, name string) bool { return a.can(op, auth.ResourceTopic, name) }
@@ -557,8 +557,7 @@ func (g *Gateway) authorized(ctx context.Context, rc *reqCtx) (kmsg.Response, er
 		}
 		// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or
 		// WRITE on some topic (Kafka 3.0+).
-		p, h := rc.s.principal(), rc.s.clientHost()
-		if !a.quiet(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName) && !a.z.AuthorizeAny(p, h, auth.OpWrite, auth.ResourceTopic) {
+		if !a.quiet(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName) && !a.z.AuthorizeAny(rc.s.request(auth.OpWrite, auth.ResourceTopic, "")) {
 			g.audit(rc, auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName, nil)
 			r.ErrorCode = codeCluster
 			return r, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,7 +38,8 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 	z := auth.NewAuthorizer(true, []string{"User:admin"})
 	sec := newMemSecurity(z)
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
-	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience, Now: clock.Now})
+	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience,
+		GroupsClaim: "groups", Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +91,50 @@ func TestOAuthBearerWithFranzGo(t *testing.T) {
 		if err := cl.Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Errorf("%s token: err = %v, want SASL_AUTHENTICATION_FAILED", name, err)
 		}
+	}
+}
+
+// TestOAuthGroupsPerConnection: two franz-go clients of one user whose
+// tokens name different groups get each its own token's decisions,
+// whichever authenticated last: a token's groups are its connection's,
+// not the user's.
+func TestOAuthGroupsPerConnection(t *testing.T) {
+	e := newOAuthEnv(t)
+	ctx := testCtx(t)
+	admin := newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: e.token(t, "RS256", "admin", time.Hour, nil)}.AsMechanism()))
+	adm := kadm.NewClient(admin)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	acl := kadm.NewACLs().Allow("Group:ops").Topics("orders").Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := adm.CreateACLs(ctx, acl); err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	alice := func(groups ...string) *kgo.Client {
+		tok := e.token(t, "ES256", "alice", time.Hour, map[string]any{"groups": groups})
+		return newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()), kgo.RecordRetries(1),
+			kgo.ProducerBatchCompression(kgo.NoCompression()))
+	}
+	produce := func(cl *kgo.Client) error {
+		return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte("v")}).FirstErr()
+	}
+	ops := alice("ops")
+	if err := produce(ops); err != nil {
+		t.Fatalf("alice with ops produces: %v", err)
+	}
+	dev := alice("dev") // authenticates after ops
+	if err := produce(dev); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice with dev produces: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce(ops); err != nil {
+		t.Errorf("alice with ops, after a dev token authenticated: %v", err)
+	}
+	ops2 := alice("ops") // and ops last again
+	if err := produce(ops2); err != nil {
+		t.Errorf("alice's second ops client: %v", err)
+	}
+	if err := produce(dev); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice with dev, after an ops token authenticated: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
 }
 

@@ -25,9 +25,11 @@ import (
 //
 // The hot path asks once per connection: a decision on a topic id is
 // kept in the session until the authorizer's generation moves (ACLs,
-// roles, or the groups a bearer token names for the user: those move no
-// ACL version) or the token groups it was made with lapse, so a producer
-// pays a map lookup per partition, not an ACL walk per batch.
+// roles, users' stored groups), so a producer pays a map lookup per
+// partition, not an ACL walk per batch. The cache is the connection's,
+// as the groups its OAUTHBEARER token named are (connSASL.groups): they
+// are asked with, never stored in the authorizer, and end with the
+// connection when the token expires.
 //
 // An opcode without a rule below (one added later) is refused to all but
 // super users and principals with ALL on the cluster: default deny holds
@@ -68,13 +70,13 @@ const maxDecisions = 4096
 // connAuthz is a connection's authorization state, owned by its read
 // goroutine.
 type connAuthz struct {
-	// principal and host are who asks (User:NAME) and from where; set at
-	// the first question after the connection authenticated.
+	// principal and host are who asks (User:NAME) and from where, and
+	// groups its token's groups; set at the first question after the
+	// connection authenticated.
 	principal, host string
-	// gen is the authorizer's generation the decisions were made at;
-	// until, when set, is when the token groups they were made with lapse.
+	groups          []string
+	// gen is the authorizer's generation the decisions were made at.
 	gen       uint64
-	until     time.Time
 	decisions map[topicOp]bool
 }
 
@@ -85,12 +87,12 @@ func (s *session) authzFrame(corr uint32) *gateways.Response {
 	z := s.g.z
 	a := &s.authz
 	if a.principal == "" {
-		a.principal, a.host = "User:"+s.conn.Principal().Name, s.clientHost()
+		a.principal, a.host, a.groups = "User:"+s.conn.Principal().Name, s.clientHost(), s.sasl.groups
 	}
-	if g := z.Generation(); g != a.gen || a.decisions == nil || !a.until.IsZero() && !time.Now().Before(a.until) {
+	if g := z.Generation(); g != a.gen || a.decisions == nil {
 		// The generation is read first: a change after it moves it again
 		// and the next frame starts over.
-		a.gen, a.until, a.decisions = g, z.GroupsUntil(a.principal), make(map[topicOp]bool, len(a.decisions))
+		a.gen, a.decisions = g, make(map[topicOp]bool, len(a.decisions))
 	}
 	if !reviewed[s.op] && !s.can(auth.OpAll, auth.ResourceCluster, auth.ClusterName) {
 		return s.fail(s.op, corr, s.denied(auth.OpAll, auth.ResourceCluster, auth.ClusterName), -1)
@@ -105,7 +107,8 @@ func (a *connAuthz) authenticated() {
 }
 
 func (s *session) request(op, rt, name string) auth.Request {
-	return auth.Request{Principal: s.authz.principal, Host: s.authz.host, Operation: op, ResourceType: rt, ResourceName: name}
+	a := &s.authz
+	return auth.Request{Principal: a.principal, Groups: a.groups, Host: a.host, Operation: op, ResourceType: rt, ResourceName: name}
 }
 
 // can decides op on a resource, auditing a refusal; true when the
@@ -175,7 +178,7 @@ func (s *session) groupErr(op, group string) error {
 func (s *session) mayInitProducerID() bool {
 	z := s.g.z
 	if z == nil || s.quiet(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName) ||
-		z.AuthorizeAny(s.authz.principal, s.authz.host, auth.OpWrite, auth.ResourceTopic) {
+		z.AuthorizeAny(s.request(auth.OpWrite, auth.ResourceTopic, "")) {
 		return true
 	}
 	s.g.auditDenied(s.authz.principal, s.authz.host, auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName)
@@ -199,12 +202,15 @@ func deniedErr(principal, op, rt, name string) error {
 }
 
 // subAuthz is what a subscription's goroutine needs to ask again when the
-// ACLs change under a long-lived stream: who asks, and the authorizer's
-// generation (and token groups' lapse) its topics were last allowed at.
+// ACLs change under a long-lived stream: who asks (with its token's
+// groups), the authorizer's generation its topics were last allowed at,
+// and when the token that authenticated the connection expires (zero:
+// never), which ends the stream as it ends the connection's requests.
 type subAuthz struct {
 	principal, host string
+	groups          []string
 	gen             uint64
-	until           time.Time
+	expires         time.Time
 }
 
 // recheck asks again whether the subscription may still READ its topics,
@@ -212,25 +218,27 @@ type subAuthz struct {
 // refuse the next Fetch.
 func (s *session) recheck(sub *subscription) error {
 	z := s.g.z
+	a := &sub.authz
+	if !a.expires.IsZero() && !s.g.now().Before(a.expires) {
+		return fmt.Errorf("%w: the OAUTHBEARER token expired at %s: reconnect with a fresh one", ErrSASLFailed, a.expires.UTC().Format(time.RFC3339))
+	}
 	if z == nil {
 		return nil
 	}
-	a := &sub.authz
 	v := z.Generation()
-	if v == a.gen && (a.until.IsZero() || time.Now().Before(a.until)) {
+	if v == a.gen {
 		return nil
 	}
-	until := z.GroupsUntil(a.principal)
 	for i, p := range sub.parts {
 		if i > 0 && sub.parts[i-1].Topic == p.Topic {
 			continue
 		}
-		if !z.Authorize(auth.Request{Principal: a.principal, Host: a.host, Operation: auth.OpRead, ResourceType: auth.ResourceTopic, ResourceName: p.Topic}) {
+		if !z.Authorize(auth.Request{Principal: a.principal, Groups: a.groups, Host: a.host, Operation: auth.OpRead, ResourceType: auth.ResourceTopic, ResourceName: p.Topic}) {
 			s.g.auditDenied(a.principal, a.host, auth.OpRead, auth.ResourceTopic, p.Topic)
 			return deniedErr(a.principal, auth.OpRead, auth.ResourceTopic, p.Topic)
 		}
 	}
-	a.gen, a.until = v, until
+	a.gen = v
 	return nil
 }
 

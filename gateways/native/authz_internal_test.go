@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/gateways/native/wire"
@@ -36,7 +35,9 @@ func BenchmarkTopicDecision(b *testing.B) {
 	z.Set(1, acls)
 	t := &Topic{Name: "bench", ID: [16]byte{1}}
 	b.Run("kept", func(b *testing.B) {
-		s := &session{g: &Gateway{z: z}, authz: connAuthz{principal: "User:alice", host: "127.0.0.1", gen: z.Generation(), decisions: map[topicOp]bool{}}}
+		s := &session{g: &Gateway{z: z}, authz: connAuthz{principal: "User:alice", host: "127.0.0.1", groups: []string{"Group:dev"},
+			gen: z.Generation(), decisions: map[topicOp]bool{}}}
+		b.ReportAllocs()
 		for range b.N {
 			if z.Generation() != s.authz.gen || !s.canTopic(t, opWrite) {
 				b.Fatal("refused")
@@ -53,18 +54,21 @@ func BenchmarkTopicDecision(b *testing.B) {
 	})
 }
 
-// TestDecisionsFollowTokenGroups: a bearer token's groups move no ACL
-// version, yet the decisions a connection keeps follow them: a newer
-// token of the user naming other groups, and the lapse of the groups the
-// decisions were made with, both drop the kept decisions.
-func TestDecisionsFollowTokenGroups(t *testing.T) {
+// TestDecisionsAreTheConnections: two connections of one user whose
+// tokens name different groups each decide, and keep decisions, by their
+// own token's groups; groups stored with the user reach both, as a moved
+// generation.
+func TestDecisionsAreTheConnections(t *testing.T) {
 	z := auth.NewAuthorizer(true, nil)
 	z.Set(1, []auth.ACL{{ResourceType: auth.ResourceTopic, ResourceName: "orders", PatternType: auth.PatternLiteral,
 		Principal: "Group:ops", Host: "*", Operation: auth.OpWrite, Permission: auth.Allow}})
-	s := &session{g: &Gateway{z: z, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		authz: connAuthz{principal: "User:alice", host: "127.0.0.1"}, op: wire.OpProduce}
+	g := &Gateway{z: z, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	conn := func(groups ...string) *session {
+		return &session{g: g, authz: connAuthz{principal: "User:alice", host: "127.0.0.1", groups: groups}, op: wire.OpProduce}
+	}
+	ops, dev := conn("Group:ops"), conn("Group:dev")
 	orders := &Topic{Name: "orders", ID: [16]byte{7}}
-	step := func(want bool, why string) {
+	step := func(s *session, want bool, why string) {
 		t.Helper()
 		for range 2 { // the second ask is answered from the kept decision
 			if resp := s.authzFrame(1); resp != nil {
@@ -75,14 +79,12 @@ func TestDecisionsFollowTokenGroups(t *testing.T) {
 			}
 		}
 	}
-	step(false, "no groups")
-	z.SetTokenGroups("alice", []string{"ops"}, time.Now().Add(time.Hour))
-	step(true, "a token naming ops")
-	z.SetTokenGroups("alice", []string{"dev"}, time.Now().Add(time.Hour))
-	step(false, "a newer token naming dev only")
-	until := time.Now().Add(20 * time.Millisecond)
-	z.SetTokenGroups("alice", []string{"ops"}, until)
-	step(true, "a short-lived token naming ops")
-	time.Sleep(time.Until(until) + time.Millisecond)
-	step(false, "after that token's groups lapsed")
+	step(ops, true, "the connection whose token names ops")
+	step(dev, false, "the connection whose token names dev")
+	step(ops, true, "the ops connection, after the dev one asked")
+	z.SetRBAC(2, auth.RBAC{UserGroups: map[string][]string{"alice": {"ops"}}})
+	step(dev, true, "the dev connection, once ops is stored with alice")
+	z.SetRBAC(3, auth.RBAC{})
+	step(dev, false, "the dev connection, once alice's stored groups are gone")
+	step(ops, true, "the ops connection, whose token still names ops")
 }

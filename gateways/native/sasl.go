@@ -46,8 +46,11 @@ type connSASL struct {
 	exchange      auth.Exchange
 	authenticated bool
 	// expires is an OAUTHBEARER token's exp: the native protocol has no
-	// re-authentication, so the connection ends with its token.
+	// re-authentication, so the connection ends with its token. groups
+	// are the Group:NAME principals that token named: this connection's,
+	// not the user's.
 	expires time.Time
+	groups  []string
 }
 
 func (g *Gateway) now() time.Time {
@@ -122,6 +125,9 @@ func (s *session) saslAuthenticate(ctx context.Context, corr uint32, r *wire.Rea
 		user := a.exchange.User()
 		if e, ok := a.exchange.(auth.Expiring); ok {
 			a.expires = e.Expiry()
+		}
+		if gr, ok := a.exchange.(auth.Grouped); ok {
+			a.groups = gr.Groups()
 		}
 		a.authenticated, a.exchange = true, nil
 		s.conn.SetPrincipal(gateways.Principal{Mechanism: a.mechanism, Name: user})

@@ -244,3 +244,63 @@ func TestOAuthBearerWithSDK(t *testing.T) {
 		t.Errorf("an expired token: err = %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 }
+
+// TestOAuthGroupsPerConnection: two connections of one user whose
+// OAUTHBEARER tokens name different groups get each its own token's
+// decisions, whichever authenticated last: the groups are the
+// connection's, not the user's.
+func TestOAuthGroupsPerConnection(t *testing.T) {
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, iss.JWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience, GroupsClaim: "groups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := auth.NewAuthorizer(true, []string{"User:admin"})
+	z.Set(1, allow("Group:ops", auth.ResourceTopic, auth.PatternLiteral, "orders", auth.OpWrite))
+	e := newEnv(t, func(o *native.Options) {
+		o.Auth = native.AuthOptions{SASL: true, Mechanisms: []string{auth.OAuthBearer}, Tokens: v.Validate}
+	}, authzOpts(z, &logBuf{}))
+	ctx := saslCtx(t)
+	dial := func(sub string, groups ...string) *client.Client {
+		tok := iss.Sign(t, "RS256", map[string]any{"sub": sub, "exp": time.Now().Add(time.Hour).Unix(), "groups": groups})
+		cl, err := client.Dial(ctx, e.addr, client.Options{SASL: oauth.Auth{Token: tok}.AsMechanism()})
+		if err != nil {
+			t.Fatalf("%s %v dials: %v", sub, groups, err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	if _, err := dial("admin").CreateTopic(ctx, "orders", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(cl *client.Client) error {
+		pr := client.NewProducer(cl, client.ProducerOptions{NotIdempotent: true})
+		defer pr.Close(ctx)
+		return pr.ProduceSync(ctx, &client.Record{Topic: "orders", Value: []byte("v")})
+	}
+	ops := dial("alice", "ops")
+	if err := produce(ops); err != nil {
+		t.Fatalf("alice with ops produces: %v", err)
+	}
+	dev := dial("alice", "dev") // authenticates after ops
+	if err := produce(dev); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice with dev produces: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce(ops); err != nil {
+		t.Errorf("alice with ops, after a dev token authenticated: %v", err)
+	}
+	ops2 := dial("alice", "ops") // and ops last again
+	if err := produce(dev); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice with dev, after an ops token authenticated: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	if err := produce(ops2); err != nil {
+		t.Errorf("alice's second ops connection: %v", err)
+	}
+}

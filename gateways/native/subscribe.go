@@ -80,7 +80,7 @@ func (s *session) subscribe(ctx context.Context, corr uint32, r *wire.Reader) (*
 		sub.maxBytes = 16 << 20
 	}
 	sub.credit.Store(m.CreditBytes)
-	sub.authz = subAuthz{principal: s.authz.principal, host: s.authz.host, gen: s.authz.gen, until: s.authz.until}
+	sub.authz = subAuthz{principal: s.authz.principal, host: s.authz.host, groups: s.authz.groups, gen: s.authz.gen, expires: s.sasl.expires}
 	for _, p := range m.Partitions {
 		t, err := s.topicByID(ctx, p.TopicID)
 		if err == nil {

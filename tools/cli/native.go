@@ -273,7 +273,6 @@ func nativeListenerSecurity(cfg config.Config, api any, logger *slog.Logger) (na
 		return o, nil, err
 	}
 	o.Authorizer = z
-	o.Tokens = withTokenGroups(cfg, o.Tokens, z) // security_cmd_role.go
 	return o, refresh, nil
 }
 

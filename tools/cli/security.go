@@ -81,7 +81,6 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 		return nil, err
 	}
 	s.opts.Authorizer, s.refresh = z, refresh
-	s.opts.Tokens = withTokenGroups(cfg, s.opts.Tokens, z)
 	return s, nil
 }
 
@@ -377,13 +376,7 @@ func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.
 	if err != nil {
 		return nil, err
 	}
-	tokens = withTokenGroups(cfg, tokens, z)
-	if tokens != nil {
-		o.Bearer = func(ctx context.Context, token string) (string, error) {
-			user, _, err := tokens(ctx, token)
-			return user, err
-		}
-	}
+	o.Bearer = tokens
 	if o.Required && o.Credentials == nil && !o.ClientCerts && o.Bearer == nil {
 		return nil, fmt.Errorf("%s: authentication is required (auth.http_authentication) but this process reaches no user store and takes no client certificates", key)
 	}
@@ -488,7 +481,9 @@ func internalKafkaOpts(cfg config.Config, environ []string) ([]kgo.Opt, error) {
 }
 
 // tokenValidator validates the JWTs of OAUTHBEARER and HTTP bearer tokens
-// against auth.oauth_*; nil when no JWKS is configured.
+// against auth.oauth_*, reading each token's groups from
+// auth.oauth_groups_claim for the session it authenticates; nil when no
+// JWKS is configured.
 func tokenValidator(cfg config.Config) (auth.TokenValidator, error) {
 	a := cfg.Auth
 	if a.OAuthJWKSFile == "" && a.OAuthJWKSURL == "" {
@@ -497,7 +492,7 @@ func tokenValidator(cfg config.Config) (auth.TokenValidator, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v, err := auth.NewJWTValidator(ctx, auth.JWTOptions{JWKSFile: a.OAuthJWKSFile, JWKSURL: a.OAuthJWKSURL,
-		Issuer: a.OAuthIssuer, Audience: a.OAuthAudience, PrincipalClaim: a.OAuthPrincipalClaim})
+		Issuer: a.OAuthIssuer, Audience: a.OAuthAudience, PrincipalClaim: a.OAuthPrincipalClaim, GroupsClaim: a.OAuthGroupsClaim})
 	if err != nil {
 		return nil, fmt.Errorf("auth.oauth_jwks: %w", err)
 	}

@@ -8,13 +8,11 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/controller"
-	"github.com/aerostream/aerostream/tools/config"
 )
 
 // `aerostream role` manages role-based access on top of the ACLs: the
@@ -310,23 +308,6 @@ func newRoleCmd(env Env) *cobra.Command {
 
 	cmd.AddCommand(list, describe, create, del, bind, unbind, bindings)
 	return cmd
-}
-
-// withTokenGroups wraps a token validator so that each token it accepts
-// tells z the groups its auth.oauth_groups_claim lists, for Group: role
-// bindings; without an authorizer or a claim it is tokens itself.
-func withTokenGroups(cfg config.Config, tokens auth.TokenValidator, z *auth.Authorizer) auth.TokenValidator {
-	claim := cfg.Auth.OAuthGroupsClaim
-	if tokens == nil || z == nil || claim == "" {
-		return tokens
-	}
-	return func(ctx context.Context, token string) (string, time.Time, error) {
-		user, exp, err := tokens(ctx, token)
-		if err == nil {
-			z.SetTokenGroups(user, auth.TokenGroups(token, claim), exp)
-		}
-		return user, exp, err
-	}
 }
 
 // checkGroupNames validates group names before anything is dialled.

@@ -3,11 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/auth/authtest"
 	"github.com/aerostream/aerostream/tools/config"
 )
@@ -54,31 +55,31 @@ func TestRoleScopeFlags(t *testing.T) {
 	}
 }
 
-// TestTokenGroupsReachTheAuthorizer: a bearer token accepted through
-// withTokenGroups makes its user a member of the groups its
-// auth.oauth_groups_claim lists, so a Group: binding applies.
-func TestTokenGroupsReachTheAuthorizer(t *testing.T) {
+// TestTokenValidatorReadsGroups: the validator serve builds from
+// auth.oauth_* gives each token the groups its auth.oauth_groups_claim
+// lists, as Group: principals for the session it authenticates; without
+// the claim a token names none.
+func TestTokenValidatorReadsGroups(t *testing.T) {
 	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
 	if err != nil {
 		t.Fatal(err)
 	}
-	z := auth.NewAuthorizer(true, nil)
-	z.SetAll(1, nil, auth.RBAC{Bindings: []auth.RoleBinding{{Role: auth.RoleReader, Principal: "Group:ops"}}})
-	accept := func(context.Context, string) (string, time.Time, error) { return "tom", time.Now().Add(time.Hour), nil }
-	cfg := config.Default()
-	v := withTokenGroups(cfg, accept, z)
-	read := auth.Request{Principal: "User:tom", Host: "127.0.0.1", Operation: auth.OpRead, ResourceType: auth.ResourceTopic, ResourceName: "t"}
-	if z.Authorize(read) {
-		t.Fatal("tom reads before any token")
-	}
-	if _, _, err := v(context.Background(), iss.Sign(t, "RS256", map[string]any{"sub": "tom", "groups": []string{"ops"}})); err != nil {
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwks, iss.JWKS(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !z.Authorize(read) {
-		t.Error("tom's token names ops, bound reader, and tom may not read")
-	}
-	cfg.Auth.OAuthGroupsClaim = ""
-	if withTokenGroups(cfg, accept, z) == nil || withTokenGroups(cfg, nil, z) != nil {
-		t.Error("without a claim the validator is passed through as is")
+	cfg := config.Default()
+	cfg.Auth.OAuthJWKSFile, cfg.Auth.OAuthGroupsClaim = jwks, "groups"
+	tok := iss.Sign(t, "RS256", map[string]any{"sub": "tom", "exp": time.Now().Add(time.Hour).Unix(), "groups": []string{"ops", "dev"}})
+	for _, tc := range []struct{ claim, want string }{{"groups", "Group:ops,Group:dev"}, {"", ""}} {
+		cfg.Auth.OAuthGroupsClaim = tc.claim
+		v, err := tokenValidator(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := v(context.Background(), tok)
+		if err != nil || got.User != "tom" || strings.Join(got.Groups, ",") != tc.want {
+			t.Errorf("claim %q: %+v %v, want groups %q", tc.claim, got, err, tc.want)
+		}
 	}
 }

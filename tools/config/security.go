@@ -38,7 +38,7 @@ type Auth struct {
 	OAuthIssuer         string `toml:"oauth_issuer" help:"the iss every JWT must carry; empty = not checked"`
 	OAuthAudience       string `toml:"oauth_audience" help:"an aud every JWT must carry; empty = not checked"`
 	OAuthPrincipalClaim string `toml:"oauth_principal_claim" help:"JWT claim that names the user (the principal is User:<claim>)"`
-	OAuthGroupsClaim    string `toml:"oauth_groups_claim" help:"JWT claim that lists the user's groups (an array, or names separated by spaces), for Group:NAME role bindings; empty = groups come only from aerostream user set-groups"`
+	OAuthGroupsClaim    string `toml:"oauth_groups_claim" help:"JWT claim that lists groups (an array, or names separated by spaces) the session the token authenticates is a member of, for Group:NAME ACLs and role bindings; empty = groups come only from aerostream user set-groups"`
 	// ControllerNetworkTrusted is the operator's statement that the
 	// network restricts who reaches a PLAINTEXT listeners.controller (a
 	// Kubernetes NetworkPolicy, a firewall), since that API takes no
