@@ -28,6 +28,10 @@ type ClientOptions struct {
 	// listener serves mutual TLS: give it a client certificate of the
 	// cluster CA and that CA. An empty ServerName is the dialled host.
 	TLS *tls.Config
+	// ClusterSecret, when set, signs every request with the cluster
+	// credential (clusterauth.go), which controllers with
+	// Options.ClusterSecret require.
+	ClusterSecret []byte
 }
 
 // Client speaks the client API to a controller cluster. It starts with the
@@ -236,6 +240,9 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	if len(c.opts.ClusterSecret) > 0 {
+		signRequest(c.opts.ClusterSecret, hreq, body, time.Now())
+	}
 	hc := c.hc
 	if isWrite {
 		hc = c.hcw
@@ -276,6 +283,9 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 	}
 	if eb.Error.Code == wireCode(ErrNotLeader) {
 		return &NotLeaderError{LeaderID: eb.LeaderID, LeaderAddr: eb.LeaderAddr}
+	}
+	if eb.Error.Code == wireCode(ErrUnauthenticated) {
+		return fmt.Errorf("controller %s: %w", target, eb.Error)
 	}
 	return eb.Error
 }

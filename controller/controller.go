@@ -52,6 +52,11 @@ type Options struct {
 	// voter dials the others with (Raft, joining, AddVoter's checks): the
 	// node certificate and the same CA.
 	TLS, PeerTLS *tls.Config
+	// ClusterSecret, when set, is the cluster credential (clusterauth.go):
+	// the client API and Raft refuse whoever does not prove it, and this
+	// voter proves it to the others. Every node and client of the cluster
+	// holds the same secret, of at least MinClusterSecretBytes.
+	ClusterSecret []byte
 	// Advertise is the host:port other controllers and clients reach this
 	// one at; empty means the listener's address, with an unspecified host
 	// (":8001", "0.0.0.0:8001") replaced by the machine's hostname.
@@ -117,6 +122,8 @@ type Controller struct {
 	http  *http.Server
 	peers *Client // reaches other controllers directly, for AddVoter
 	addr  string  // advertised
+	// clusterAuth checks the cluster credential; nil without a secret.
+	clusterAuth *clusterAuth
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -179,7 +186,13 @@ func Open(opts Options) (_ *Controller, err error) {
 	if opts.TLS != nil && opts.PeerTLS == nil {
 		return nil, fmt.Errorf("%w: TLS without PeerTLS: a voter serving TLS dials the others with it", ErrInvalidRequest)
 	}
-	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, ClientOptions{Logger: opts.Logger, TLS: opts.PeerTLS}), failed: make(chan struct{})}
+	if len(opts.ClusterSecret) > 0 {
+		if err := CheckClusterSecret(opts.ClusterSecret); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		}
+	}
+	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, peerOptions(opts)), failed: make(chan struct{}),
+		clusterAuth: newClusterAuth(opts.ClusterSecret, log)}
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}
@@ -238,9 +251,9 @@ func Open(opts Options) (_ *Controller, err error) {
 	if deps == nil {
 		// From here on a failed start must also stop the transport's
 		// goroutines: Raft is not there yet to do it.
-		c.mux = newMux(opts.Listener, tcpAddr(c.addr), opts.TLS, log, c.fail)
+		c.mux = newMux(opts.Listener, tcpAddr(c.addr), opts.TLS, c.clusterAuth, log, c.fail)
 		trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream:  streamLayer{chanListener: c.mux.raft, tls: opts.PeerTLS},
+			Stream:  streamLayer{chanListener: c.mux.raft, tls: opts.PeerTLS, secret: opts.ClusterSecret},
 			MaxPool: 3,
 			Timeout: 10 * time.Second,
 			Logger:  hlog,
@@ -629,7 +642,7 @@ func newClusterID() string {
 // accepts or the controller closes.
 func (c *Controller) join() {
 	defer c.wg.Done()
-	cl := NewClient(c.opts.Join, ClientOptions{Logger: c.opts.Logger, TLS: c.opts.PeerTLS})
+	cl := NewClient(c.opts.Join, peerOptions(c.opts))
 	defer cl.Close()
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)

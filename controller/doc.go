@@ -163,6 +163,16 @@
 // then answers only the cluster's nodes and operators holding such a
 // certificate. A plaintext HTTP client is answered 400 saying so.
 //
+// With Options.ClusterSecret the port requires the cluster credential
+// (clusterauth.go) of every client API request and Raft stream, over
+// plaintext or TLS alike: an HMAC-SHA256 under the shared secret of the
+// request (or of the stream's opening), with a timestamp and a nonce
+// accepted once, so the secret never crosses the wire and a captured
+// request cannot be replayed. Clients carry it as
+// ClientOptions.ClusterSecret; a request without it, or with another
+// secret's, is answered 401 with ErrUnauthenticated naming why, and a
+// Raft stream is closed unread.
+//
 // Writes and heartbeats are served by the leader; a follower answers HTTP
 // 421 with the NOT_LEADER code and the leader's id and address, and Client
 // retries there. CreateTopics carries a request id that the FSM records

@@ -66,6 +66,10 @@ var (
 	ErrTimeout = errors.New("controller request timed out")
 	// ErrClosed: the controller is shutting down.
 	ErrClosed = errors.New("controller closed")
+	// ErrUnauthenticated: a client API request or Raft stream without the
+	// cluster credential the controller requires (Options.ClusterSecret),
+	// or with a wrong, stale or replayed one (clusterauth.go).
+	ErrUnauthenticated = errors.New("cluster credential refused")
 )
 
 // errorCodes names each sentinel on the wire (the client API's "code").
@@ -95,6 +99,7 @@ var errorCodes = []struct {
 	{ErrTimeout, "TIMEOUT"},
 	{ErrClosed, "CLOSED"},
 	{ErrUnknownUser, "UNKNOWN_USER"},
+	{ErrUnauthenticated, "UNAUTHENTICATED"},
 }
 
 // wireCode names err's sentinel on the wire; "UNKNOWN" for none.

@@ -61,6 +61,11 @@ func (c *Controller) handler() http.Handler {
 				writeError(w, fmt.Errorf("%w: body larger than %d bytes", ErrInvalidRequest, maxRequestBytes))
 				return
 			}
+			if err := c.clusterAuth.verifyRequest(r, body); err != nil {
+				c.clusterAuth.refused(r.RemoteAddr, path, err)
+				writeError(w, err)
+				return
+			}
 			if read && path != pathCluster && r.URL.Query().Get("leader") == "1" && !c.IsLeader() {
 				writeError(w, c.notLeader())
 				return
@@ -156,6 +161,8 @@ func statusFor(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrTopicExists), errors.Is(err, ErrStaleRequest):
 		return http.StatusConflict
+	case errors.Is(err, ErrUnauthenticated):
+		return http.StatusUnauthorized
 	case wireCode(err) != "UNKNOWN":
 		return http.StatusBadRequest
 	}

@@ -23,7 +23,9 @@ import (
 // With Options.TLS the listener serves mutual TLS: the handshake comes
 // first, and the marker byte and HTTP travel inside it, so Raft and the
 // client API are both encrypted and both open only to holders of a
-// certificate of the cluster CA.
+// certificate of the cluster CA. With Options.ClusterSecret the marker
+// byte is followed by the cluster credential, and an HTTP request carries
+// it in its Authorization header (clusterauth.go).
 const raftStreamByte = 0xAF
 
 // sniffTimeout bounds how long a new connection may stay silent before its
@@ -40,6 +42,9 @@ type mux struct {
 	// byte is read, so the marker byte and the client API both travel
 	// inside it.
 	tls *tls.Config
+	// auth, when set, requires a Raft stream to open with the cluster
+	// credential after its marker byte (clusterauth.go).
+	auth *clusterAuth
 
 	raft *chanListener
 	api  *chanListener
@@ -56,8 +61,8 @@ type mux struct {
 
 // newMux starts accepting on ln; onFail is told if the accept loop dies
 // other than by close.
-func newMux(ln net.Listener, advertise net.Addr, tlsCfg *tls.Config, log *slog.Logger, onFail func(error)) *mux {
-	m := &mux{ln: ln, advertise: advertise, tls: tlsCfg, log: log, onFail: onFail, closed: make(chan struct{})}
+func newMux(ln net.Listener, advertise net.Addr, tlsCfg *tls.Config, auth *clusterAuth, log *slog.Logger, onFail func(error)) *mux {
+	m := &mux{ln: ln, advertise: advertise, tls: tlsCfg, auth: auth, log: log, onFail: onFail, closed: make(chan struct{})}
 	m.mu.conns = map[net.Conn]struct{}{}
 	m.raft = newChanListener(advertise, m.closed)
 	m.api = newChanListener(ln.Addr(), m.closed)
@@ -135,6 +140,21 @@ func (m *mux) sniff(raw net.Conn) {
 		raw.Close()
 		return
 	}
+	if b[0] == raftStreamByte && m.auth != nil {
+		var hello [raftHelloLen]byte
+		_, err := io.ReadFull(c, hello[:])
+		if err == nil {
+			err = m.auth.verifyRaftHello(hello[:])
+		} else {
+			err = fmt.Errorf("%w: the Raft stream did not open with the cluster credential: %v", ErrUnauthenticated, err)
+		}
+		if err != nil {
+			m.auth.refused(raw.RemoteAddr().String(), "raft", err)
+			m.untrack(raw)
+			raw.Close()
+			return
+		}
+	}
 	_ = raw.SetDeadline(time.Time{})
 	if b[0] == raftStreamByte {
 		// Raft's handler goroutines block reading until the peer hangs
@@ -189,7 +209,8 @@ func (m *mux) close() {
 // of a voter with TLS on completes the server side.
 type streamLayer struct {
 	*chanListener
-	tls *tls.Config // nil: plaintext
+	tls    *tls.Config // nil: plaintext
+	secret []byte      // the cluster credential's; nil: none
 }
 
 var _ raft.StreamLayer = streamLayer{}
@@ -209,7 +230,11 @@ func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{raftStreamByte}); err != nil {
+	open := []byte{raftStreamByte}
+	if len(s.secret) > 0 {
+		open = append(open, raftHello(s.secret, time.Now())...)
+	}
+	if _, err := c.Write(open); err != nil {
 		c.Close()
 		return nil, err
 	}

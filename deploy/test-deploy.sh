@@ -60,16 +60,20 @@ expect s3-tls-sasl "HTTPS probes" 'scheme: HTTPS'
 expect gcs "the key file path" 'service_account_path = "/etc/aerostream/gcs/service-account.json"'
 expect azure "the shared key from the Secret" 'AEROSTREAM_TIERED_STORAGE_AZURE_ACCESS_KEY'
 expect iceberg "the [iceberg] section" '^    \[iceberg\]$'
-# With SASL the controllers' PLAINTEXT port 8001 is trusted only behind
-# the chart's NetworkPolicy (tools/config CheckControllerExposure refuses
-# it otherwise); without SASL neither renders.
-expect s3-tls-sasl "the controller's network stated trusted" '^    controller_network_trusted = true$'
+# With SASL the controllers require the cluster secret on port 8001
+# (auth.controller_secret_file), which every pod mounts from a Secret the
+# chart makes, and a NetworkPolicy admits only the chart's pods; without
+# SASL neither renders.
+expect s3-tls-sasl "the cluster secret's file for every role" 'AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE'
+expect s3-tls-sasl "the cluster secret mounted" 'mountPath: /etc/aerostream/cluster,'
+expect s3-tls-sasl "the cluster Secret" '^  name: aerostream-cluster$'
 expect s3-tls-sasl "the controller NetworkPolicy" '^kind: NetworkPolicy$'
 expect s3-tls-sasl "port 8001 admitted from the stores" '^              app.kubernetes.io/component: store$'
 absent() { # file, what, grep -E pattern
   if grep -qE -- "$3" "$out/$1.yaml"; then echo "test-deploy: $1: $2 (matches /$3/)" >&2; exit 1; fi
 }
-absent default "no controller trust without SASL" 'controller_network_trusted'
+absent s3-tls-sasl "no network trust stated: the secret guards the port" 'controller_network_trusted'
+absent default "no cluster secret without SASL" 'AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE'
 absent default "no NetworkPolicy without SASL" '^kind: NetworkPolicy$'
 
 echo "== deploy/k8s"
@@ -98,12 +102,12 @@ refuse 'sasl.enabled needs' --set sasl.enabled=true
 refuse 'go together' --set tiering.s3.accessKeyId=x
 refuse 'the chart writes [tiered_storage] itself' --set config.tiered_storage.uploaders=4
 refuse 'iceberg.catalog rest needs' --set iceberg.enabled=true --set iceberg.catalog=rest
-refuse 'controller.networkPolicy.enabled=false with sasl.enabled' --set sasl.enabled=true --set sasl.password=x --set controller.networkPolicy.enabled=false
 
-echo "== sasl without the NetworkPolicy, the network trusted by the user"
-trusted=(--set sasl.enabled=true --set sasl.password=x --set controller.networkPolicy.enabled=false --set controller.networkTrusted=true)
-"$HELM" template aerostream "$chart" --namespace aerostream --kube-version 1.30.0 "${trusted[@]}" > "$out/trusted.yaml"
-kubeconform "$out/trusted.yaml"
-expect trusted "the controller's network stated trusted" '^    controller_network_trusted = true$'
-absent trusted "no NetworkPolicy once disabled" '^kind: NetworkPolicy$'
+echo "== sasl without the NetworkPolicy, the cluster secret from the user's Secret"
+own=(--set sasl.enabled=true --set sasl.password=x --set controller.networkPolicy.enabled=false --set controller.clusterSecret.existingSecret=my-cluster-secret)
+"$HELM" template aerostream "$chart" --namespace aerostream --kube-version 1.30.0 "${own[@]}" > "$out/own.yaml"
+kubeconform "$out/own.yaml"
+expect own "the user's Secret mounted" 'secretName: my-cluster-secret'
+absent own "no cluster Secret of the chart's" '^  name: aerostream-cluster$'
+absent own "no NetworkPolicy once disabled" '^kind: NetworkPolicy$'
 echo "test-deploy: PASS"

@@ -48,6 +48,7 @@ var sentinelPackages = []struct {
 		"ErrIneligibleReplica":        controller.ErrIneligibleReplica,
 		"ErrTooManyPartitions":        controller.ErrTooManyPartitions,
 		"ErrUnknownUser":              controller.ErrUnknownUser,
+		"ErrUnauthenticated":          controller.ErrUnauthenticated,
 	}},
 	{"../../logstore/ring", map[string]error{
 		"ErrProtocol":             ring.ErrProtocol,

@@ -163,6 +163,7 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 		NodeID:                  cc.NodeID,
 		TLS:                     links.ctlServer,
 		PeerTLS:                 links.ctlClient,
+		ClusterSecret:           links.ctlSecret,
 		Dir:                     filepath.Join(cfg.DataDir, "raft"),
 		Listener:                ln,
 		Advertise:               cc.Advertise,
@@ -317,6 +318,8 @@ type clientFlags struct {
 	timeout time.Duration
 	// What --controller SSL:// presents and trusts (internaltls.go).
 	tlsCert, tlsKey, tlsCA string
+	// secretFile holds the cluster secret the controllers require.
+	secretFile string
 }
 
 // addControllerFlag adds --controller and --timeout to a client command.
@@ -326,6 +329,7 @@ func addControllerFlag(cmd *cobra.Command) *clientFlags {
 	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "with --controller SSL://: PEM client certificate signed by the cluster CA (default $AEROSTREAM_TLS_CERT_FILE)")
 	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "with --controller SSL://: PEM key of --tls-cert (default $AEROSTREAM_TLS_KEY_FILE)")
 	cmd.PersistentFlags().StringVar(&f.tlsCA, "tls-ca", "", "with --controller SSL://: PEM CA bundle the controller's certificate is verified against (default $AEROSTREAM_TLS_CA_FILE)")
+	cmd.PersistentFlags().StringVar(&f.secretFile, "controller-secret-file", "", "file holding the cluster secret, when the controllers require one (auth.controller_secret_file; default $AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE)")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 15*time.Second, "give up when no controller leader answers for this long")
 	return f
 }
@@ -337,10 +341,15 @@ func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) 
 	if err != nil {
 		return nil, err
 	}
+	secret, err := readClusterSecret("--controller-secret-file", orEnv(f.secretFile, "auth.controller_secret_file"))
+	if err != nil {
+		return nil, err
+	}
 	if err := dialAny(ctx, list); err != nil {
 		return nil, err
 	}
-	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, TLS: tc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
+	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, TLS: tc, ClusterSecret: secret,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
 }
 
 // controllerDialTimeout bounds the wait for a connection to a controller

@@ -148,3 +148,43 @@ func TestStoreJoinsController(t *testing.T) {
 		t.Fatalf("controller exit %d:\n%s", code, cp.logText())
 	}
 }
+
+// TestClusterSecret: a controller given auth.controller_secret_file
+// refuses a CLI without the secret, or with another one, each with one
+// line naming the problem, logs the refusal and carries on; a store
+// given the same file registers, and the CLI holding it (by flag or by
+// the key's environment variable) creates a topic the store then holds.
+func TestClusterSecret(t *testing.T) {
+	dir := t.TempDir()
+	secret, wrong, short := filepath.Join(dir, "secret"), filepath.Join(dir, "wrong"), filepath.Join(dir, "short")
+	for p, v := range map[string]string{secret: strings.Repeat("5e", 32) + "\n", wrong: strings.Repeat("a7", 32), short: "changeme"} {
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctl := freeAddr(t)
+	cp := start(t, nil, "controller", "--data-dir", filepath.Join(dir, "c"), "--controller-listen", ctl, "--controller.bootstrap",
+		"--auth.controller_secret_file", secret)
+	cp.waitFor(t, `msg=running .*controller_addr=`)
+	sp := start(t, nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", "127.0.0.1:0",
+		"--controller.join", ctl, "--controller.node_id", "7", "--kafka-listen", "", "--native-listen", "", "--http-listen", "",
+		"--auth.controller_secret_file", secret)
+	sp.waitFor(t, `msg="registered with the controller"`)
+
+	c := "--controller=" + ctl
+	wantOneLineFailure(t, run(t, nil, "topic", c, "list"), "cluster credential refused: the request carries no credential")
+	cp.waitFor(t, `refused a client without a valid cluster credential`)
+	wantOneLineFailure(t, run(t, nil, "topic", c, "--controller-secret-file", wrong, "list"), "holds another cluster secret")
+	wantOneLineFailure(t, run(t, nil, "topic", c, "--controller-secret-file", short, "list"), "want at least 32")
+	wantOK(t, run(t, nil, "topic", c, "--controller-secret-file", secret, "create", "events", "-p", "2"), "created events")
+	for i := 0; i < 2; i++ {
+		sp.waitFor(t, `msg="created partition".* node=7 topic=events`)
+	}
+	wantOK(t, run(t, []string{"AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE=" + secret}, "topic", c, "list"), "events\n")
+	if code := sp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("store exit %d:\n%s", code, sp.logText())
+	}
+	if code := cp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("controller exit %d:\n%s", code, cp.logText())
+	}
+}

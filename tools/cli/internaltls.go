@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -23,9 +24,13 @@ import (
 // certificate against tls.ca_file, so only the cluster's nodes (and
 // operators holding a certificate of its CA) reach a store's shards, Raft
 // or the controller's client API. A nil config is plaintext.
+//
+// ctlSecret is the cluster secret of auth.controller_secret_file, which the
+// controller requires of its clients and they present (nil: none).
 type internalTLS struct {
 	ringServer, ringClient *tls.Config
 	ctlServer, ctlClient   *tls.Config
+	ctlSecret              []byte
 }
 
 // newInternalTLS loads the [tls] files the internal links need, so a bad
@@ -50,7 +55,28 @@ func newInternalTLS(cfg config.Config, logger *slog.Logger) (internalTLS, error)
 			return t, fmt.Errorf("listeners.controller: %w", err)
 		}
 	}
+	if t.ctlSecret, err = readClusterSecret("auth.controller_secret_file", cfg.Auth.ControllerSecretFile); err != nil {
+		return t, err
+	}
 	return t, nil
+}
+
+// readClusterSecret reads the cluster secret from path (key names where it
+// came from, for the error); "" is none. Surrounding whitespace, as echo
+// and editors leave, is not part of it.
+func readClusterSecret(key, path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	b = bytes.TrimSpace(b)
+	if err := controller.CheckClusterSecret(b); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", key, path, err)
+	}
+	return b, nil
 }
 
 // ringDial dials other stores' rings over mutual TLS; nil, the dialers'
@@ -65,9 +91,10 @@ func (t internalTLS) ringDial(timeout time.Duration, logger *slog.Logger) kmeta.
 }
 
 // controllerClient is a client of the controllers at addrs, over mutual
-// TLS when the controller link is.
+// TLS when the controller link is, presenting the cluster secret when
+// there is one.
 func (t internalTLS) controllerClient(addrs []string, logger *slog.Logger) *controller.Client {
-	return controller.NewClient(addrs, controller.ClientOptions{Logger: logger, TLS: t.ctlClient})
+	return controller.NewClient(addrs, controller.ClientOptions{Logger: logger, TLS: t.ctlClient, ClusterSecret: t.ctlSecret})
 }
 
 // controllers parses --controller: the addresses, and the TLS to reach

@@ -43,7 +43,10 @@ type Auth struct {
 	// network restricts who reaches a PLAINTEXT listeners.controller (a
 	// Kubernetes NetworkPolicy, a firewall), since that API takes no
 	// credential; it is false by default so the refusal stays the default.
-	ControllerNetworkTrusted bool `toml:"controller_network_trusted" help:"with security on, allow a PLAINTEXT listeners.controller beyond loopback because the network itself admits only the cluster's own hosts to it (a NetworkPolicy, a firewall); its API takes no credential, so anyone else who reaches it is trusted; logged as a warning at start"`
+	ControllerNetworkTrusted bool `toml:"controller_network_trusted" help:"with security on, allow a PLAINTEXT listeners.controller beyond loopback without auth.controller_secret_file because the network itself admits only the cluster's own hosts to it (a NetworkPolicy, a firewall); anyone else who reaches it is trusted; logged as a warning at start"`
+	// ControllerSecretFile holds the cluster credential the controller's
+	// client API and Raft streams require (controller/clusterauth.go).
+	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
@@ -127,13 +130,14 @@ func (c *Config) SecurityOn() bool {
 }
 
 // controllerExposed reports whether, with security on, listeners.controller
-// is PLAINTEXT on an address beyond loopback. That client API creates and
-// deletes topics, users, ACLs and roles with no credential; on loopback
-// only who can already run commands on the machine reaches it, as the CLI
-// does, and SSL:// requires a client certificate signed by tls.ca_file.
+// is PLAINTEXT on an address beyond loopback without the cluster secret.
+// That client API creates and deletes topics, users, ACLs and roles; with
+// no secret it takes no credential, and on loopback only who can already
+// run commands on the machine reaches it, as the CLI does, while SSL://
+// requires a client certificate signed by tls.ca_file.
 func (c *Config) controllerExposed() (addr string, exposed bool) {
 	p, addr, err := SplitListener(c.Listeners.Controller)
-	if !c.SecurityOn() || err != nil || p != Plaintext || addr == "" {
+	if !c.SecurityOn() || err != nil || p != Plaintext || addr == "" || c.Auth.ControllerSecretFile != "" {
 		return addr, false
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -148,14 +152,15 @@ func (c *Config) controllerExposed() (addr string, exposed bool) {
 
 // CheckControllerExposure refuses, for a process that serves the
 // controller, a PLAINTEXT listeners.controller beyond loopback once
-// security is on, unless auth.controller_network_trusted says the network
-// restricts who reaches it.
+// security is on, unless auth.controller_secret_file gives it a credential
+// or auth.controller_network_trusted says the network restricts who
+// reaches it.
 func (c *Config) CheckControllerExposure() error {
 	addr, exposed := c.controllerExposed()
 	if !exposed || c.Auth.ControllerNetworkTrusted {
 		return nil
 	}
-	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller must listen on loopback: its client API (topics, users, ACLs, roles, configs) takes no credential, so anyone who reached %s could delete topics or grant themselves everything; bind it to 127.0.0.1, make it SSL:// (mutual TLS with tls.ca_file), or, if the network admits only the cluster's own hosts to it, set auth.controller_network_trusted = true", c.Listeners.Controller, addr)
+	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller without auth.controller_secret_file must listen on loopback: its client API (topics, users, ACLs, roles, configs) then takes no credential, so anyone who reached %s could delete topics or grant themselves everything; give every node the cluster secret (auth.controller_secret_file), bind it to 127.0.0.1, make it SSL:// (mutual TLS with tls.ca_file), or, if the network admits only the cluster's own hosts to it, set auth.controller_network_trusted = true", c.Listeners.Controller, addr)
 }
 
 // ControllerTrustedExposure reports whether CheckControllerExposure passes

@@ -142,6 +142,10 @@ func TestControllerExposure(t *testing.T) {
 		{":8001", func(c *Config) { c.Listeners.Kafka = "SASL_SSL://127.0.0.1:9093" }, true},
 		{"10.0.0.1:8001", func(c *Config) { c.Listeners.Native = "SASL_PLAINTEXT://127.0.0.1:9091" }, true},
 		{"PLAINTEXT://[::]:8001", func(c *Config) { c.Auth.HTTPAuthentication = HTTPAuthRequired }, true},
+		// The cluster secret gives the API a credential.
+		{"0.0.0.0:8001", func(c *Config) {
+			c.Auth.Authorizer, c.Auth.ControllerSecretFile = true, "/etc/aerostream/cluster-secret"
+		}, false},
 	} {
 		c := Default()
 		c.Listeners.Controller = tc.controller
@@ -158,9 +162,10 @@ func TestControllerExposure(t *testing.T) {
 
 // TestControllerExposureTrustedAsTheChartRenders: the [listeners] and
 // [auth] of the Helm chart's aerostream.toml with sasl.enabled and the
-// authorizer (deploy/helm/aerostream/templates/configmap.yaml) start,
-// with the trust flagged for the warning; without
-// controller_network_trusted the same file is refused.
+// authorizer (deploy/helm/aerostream/templates/configmap.yaml) start with
+// the cluster secret the chart gives every pod, or with
+// controller_network_trusted, flagged for the warning; with neither the
+// same file is refused.
 func TestControllerExposureTrustedAsTheChartRenders(t *testing.T) {
 	const chart = `
 [listeners]
@@ -178,9 +183,13 @@ super_users = ["User:admin"]
 bootstrap_user = "admin"
 `
 	for _, tc := range []struct {
-		trust   string
-		refused bool
-	}{{"controller_network_trusted = true\n", false}, {"", true}} {
+		trust            string
+		refused, flagged bool
+	}{
+		{"controller_secret_file = \"/etc/aerostream/cluster/cluster-secret\"\n", false, false},
+		{"controller_network_trusted = true\n", false, true},
+		{"", true, false},
+	} {
 		p := filepath.Join(t.TempDir(), "aerostream.toml")
 		if err := os.WriteFile(p, []byte(chart+tc.trust), 0o600); err != nil {
 			t.Fatal(err)
@@ -196,8 +205,8 @@ bootstrap_user = "admin"
 		if err != nil && !strings.Contains(err.Error(), "auth.controller_network_trusted") {
 			t.Errorf("the refusal %q does not name the key that states the trust", err)
 		}
-		if got := l.Config.ControllerTrustedExposure(); got == tc.refused {
-			t.Errorf("trust %q: ControllerTrustedExposure = %v, want %v", tc.trust, got, !tc.refused)
+		if got := l.Config.ControllerTrustedExposure(); got != tc.flagged {
+			t.Errorf("trust %q: ControllerTrustedExposure = %v, want %v", tc.trust, got, tc.flagged)
 		}
 	}
 	// The key does not loosen anything without security on, and is not

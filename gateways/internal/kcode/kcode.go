@@ -87,6 +87,10 @@ var shared = []Row{
 	{controller.ErrNotLeader, kerr.LeaderNotAvailable},
 	{controller.ErrTimeout, kerr.LeaderNotAvailable},
 	{controller.ErrClosed, kerr.LeaderNotAvailable},
+	// The controller refused this gateway's cluster credential
+	// (auth.controller_secret_file): a misconfigured node, which retrying
+	// does not mend; its log names the problem.
+	{controller.ErrUnauthenticated, kerr.ClusterAuthorizationFailed},
 }
 
 // tail maps what is left of a request cut short; last, so that an error

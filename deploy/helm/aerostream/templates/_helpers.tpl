@@ -73,11 +73,15 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if and $t.enabled (or $t.existingSecret (and (eq $t.provider "s3") $t.s3.accessKeyId) (and (eq $t.provider "gcs") $t.gcs.serviceAccountJson) (and (eq $t.provider "azure") $t.azure.accessKey)) -}}true{{- end -}}
 {{- end -}}
 
-{{/* Whether the controllers' PLAINTEXT client API needs the network
-trusted: security is on (sasl.enabled, which carries sasl.authorizer) and
-the chart's controller listener has no SSL. */}}
-{{- define "aerostream.controllerNeedsTrust" -}}
+{{/* Whether the controllers require the cluster secret: security is on
+(sasl.enabled, which carries sasl.authorizer), so port 8001 must not take
+calls from whoever reaches it. */}}
+{{- define "aerostream.clusterSecretOn" -}}
 {{- if .Values.sasl.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "aerostream.clusterSecret" -}}
+{{- .Values.controller.clusterSecret.existingSecret | default (printf "%s-cluster" (include "aerostream.fullname" .)) -}}
 {{- end -}}
 
 {{/* Checks that fail the render with a reason rather than start pods that cannot work. */}}
@@ -105,9 +109,6 @@ the chart's controller listener has no SSL. */}}
 {{- if has $section (list "listeners" "tiered_storage" "tls" "auth" "iceberg") -}}
 {{- fail (printf "config.%s: the chart writes [%s] itself; set its keys through the chart's values or extraEnv (AEROSTREAM_* variables)" $section $section) -}}
 {{- end -}}
-{{- end -}}
-{{- if and (include "aerostream.controllerNeedsTrust" .) (not .Values.controller.networkPolicy.enabled) (not .Values.controller.networkTrusted) -}}
-{{- fail "controller.networkPolicy.enabled=false with sasl.enabled: the controllers' client API (port 8001) is PLAINTEXT and takes no credential, so they refuse to start on it unless only the chart's pods can reach it; keep the NetworkPolicy, or set controller.networkTrusted=true if you restrict port 8001 yourself" -}}
 {{- end -}}
 {{- if lt (int .Values.controller.replicas) 1 -}}{{- fail "controller.replicas must be at least 1" -}}{{- end -}}
 {{- end -}}
@@ -148,6 +149,10 @@ securityContext:
 - name: AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD
   valueFrom: {secretKeyRef: {name: {{ include "aerostream.saslSecret" . }}, key: password}}
 {{- end }}
+{{- if include "aerostream.clusterSecretOn" . }}
+- name: AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE
+  value: /etc/aerostream/cluster/cluster-secret
+{{- end }}
 {{- if and .Values.iceberg.enabled .Values.iceberg.restCredentialSecret }}
 - name: AEROSTREAM_ICEBERG_REST_CREDENTIAL
   valueFrom: {secretKeyRef: {name: {{ .Values.iceberg.restCredentialSecret }}, key: credential}}
@@ -173,6 +178,10 @@ securityContext:
 - name: gcs
   secret: {secretName: {{ include "aerostream.bucketSecret" . }}, items: [{key: service-account.json, path: service-account.json}]}
 {{- end }}
+{{- if include "aerostream.clusterSecretOn" . }}
+- name: cluster-secret
+  secret: {secretName: {{ include "aerostream.clusterSecret" . }}, items: [{key: cluster-secret, path: cluster-secret}]}
+{{- end }}
 {{- end -}}
 
 {{- define "aerostream.volumeMounts" -}}
@@ -184,6 +193,9 @@ securityContext:
 {{- end }}
 {{- if and (include "aerostream.bucketCredentials" .) (eq .Values.tiering.provider "gcs") }}
 - {name: gcs, mountPath: /etc/aerostream/gcs, readOnly: true}
+{{- end }}
+{{- if include "aerostream.clusterSecretOn" . }}
+- {name: cluster-secret, mountPath: /etc/aerostream/cluster, readOnly: true}
 {{- end }}
 {{- end -}}
 

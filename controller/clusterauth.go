@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The cluster credential. With Options.ClusterSecret set, every client API
+// request and every Raft stream must prove it holds the same secret, or is
+// refused: stores, gateways, the CLI and the other voters carry it
+// (ClientOptions.ClusterSecret), anyone else who reaches the port gets
+// ErrUnauthenticated. The secret itself never crosses the wire, so a
+// plaintext listener does not give it away: a request carries an HMAC-SHA256
+// under it of its method, path, body, a timestamp and a random nonce
+//
+//	Authorization: AeroStream-HMAC-SHA256 t=<unix seconds>,n=<32 hex>,s=<64 hex>
+//
+// and a Raft stream opens with the marker byte, then the timestamp, nonce
+// and an HMAC of those. The controller accepts a timestamp within
+// clusterAuthSkew of its clock and each nonce once, so a captured request
+// or stream opening cannot be replayed. What plaintext still shows (the
+// answers, topic names, SCRAM salts) and still allows (tampering with a
+// connection in flight) needs SSL://; the two combine.
+
+// ClusterAuthScheme is the Authorization scheme of a signed request.
+const ClusterAuthScheme = "AeroStream-HMAC-SHA256"
+
+// MinClusterSecretBytes is the shortest cluster secret accepted: 32
+// random bytes' worth of hex or base64 is more than enough, and a short
+// one is likely a placeholder.
+const MinClusterSecretBytes = 32
+
+const (
+	// clusterAuthSkew is how far a signed request's clock may be from the
+	// controller's.
+	clusterAuthSkew = 2 * time.Minute
+	// maxNonces bounds the nonces remembered within the skew window.
+	maxNonces = 1 << 20
+	// raftHelloLen is what follows the marker byte on an authenticated
+	// Raft stream: timestamp, nonce and MAC.
+	raftHelloLen = 8 + 16 + sha256.Size
+)
+
+// CheckClusterSecret refuses a secret too short to be one.
+func CheckClusterSecret(secret []byte) error {
+	if len(secret) < MinClusterSecretBytes {
+		return fmt.Errorf("the cluster secret has %d bytes, want at least %d (openssl rand -hex 32 makes one)", len(secret), MinClusterSecretBytes)
+	}
+	return nil
+}
+
+// clusterMAC is the HMAC of a request or Raft stream opening: a purpose,
+// then each field, length-prefixed so no two inputs share an encoding.
+func clusterMAC(secret []byte, fields ...string) []byte {
+	m := hmac.New(sha256.New, secret)
+	var n [4]byte
+	for _, f := range append([]string{"aerostream-controller-v1"}, fields...) {
+		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
+	return m.Sum(nil)
+}
+
+func bodyDigest(body []byte) string {
+	d := sha256.Sum256(body)
+	return string(d[:])
+}
+
+// signRequest sets r's Authorization to a signature of it with body.
+func signRequest(secret []byte, r *http.Request, body []byte, now time.Time) {
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	t := strconv.FormatInt(now.Unix(), 10)
+	mac := clusterMAC(secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce[:]), bodyDigest(body))
+	r.Header.Set("Authorization", fmt.Sprintf("%s t=%s,n=%s,s=%s", ClusterAuthScheme, t, hex.EncodeToString(nonce[:]), hex.EncodeToString(mac)))
+}
+
+// raftHello is what a Raft dialer writes after the marker byte.
+func raftHello(secret []byte, now time.Time) []byte {
+	b := make([]byte, 8+16, raftHelloLen)
+	binary.BigEndian.PutUint64(b, uint64(now.Unix()))
+	_, _ = rand.Read(b[8:24])
+	return append(b, clusterMAC(secret, "raft", string(b[:24]))...)
+}
+
+// clusterAuth checks the credential on the controller's side.
+type clusterAuth struct {
+	secret []byte
+	now    func() time.Time
+	log    *slog.Logger
+	// loggedAt is when a refusal was last logged (unix nanoseconds).
+	loggedAt atomic.Int64
+	mu       struct {
+		sync.Mutex
+		seen map[[16]byte]int64 // nonce -> unix second it may be forgotten at
+	}
+}
+
+func newClusterAuth(secret []byte, log *slog.Logger) *clusterAuth {
+	if len(secret) == 0 {
+		return nil
+	}
+	a := &clusterAuth{secret: bytes.Clone(secret), now: time.Now, log: log}
+	a.mu.seen = map[[16]byte]int64{}
+	return a
+}
+
+// noCredential names what a refused client lacks, for its error.
+const noCredential = "this controller requires the cluster credential: give the client the cluster's secret (auth.controller_secret_file; --controller-secret-file or AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE for the CLI)"
+
+// verifyRequest checks r's signature over body; nil a is a controller
+// without a secret, which takes every request.
+func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) error {
+	if a == nil {
+		return nil
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return fmt.Errorf("%w: the request carries no credential: %s", ErrUnauthenticated, noCredential)
+	}
+	scheme, params, _ := strings.Cut(h, " ")
+	if scheme != ClusterAuthScheme {
+		return fmt.Errorf("%w: authorization scheme %q, want %s: %s", ErrUnauthenticated, scheme, ClusterAuthScheme, noCredential)
+	}
+	var t, n, s string
+	for _, kv := range strings.Split(params, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		switch k {
+		case "t":
+			t = v
+		case "n":
+			n = v
+		case "s":
+			s = v
+		}
+	}
+	nonce, err1 := hex.DecodeString(n)
+	mac, err2 := hex.DecodeString(s)
+	sec, err3 := strconv.ParseInt(t, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != 16 {
+		return fmt.Errorf("%w: malformed %s credential (want t=<unix seconds>,n=<32 hex>,s=<64 hex>)", ErrUnauthenticated, ClusterAuthScheme)
+	}
+	want := clusterMAC(a.secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce), bodyDigest(body))
+	return a.accept(sec, [16]byte(nonce), mac, want)
+}
+
+// verifyRaftHello checks the opening of a Raft stream.
+func (a *clusterAuth) verifyRaftHello(b []byte) error {
+	if len(b) != raftHelloLen {
+		return fmt.Errorf("%w: a Raft stream opening of %d bytes, want %d", ErrUnauthenticated, len(b), raftHelloLen)
+	}
+	want := clusterMAC(a.secret, "raft", string(b[:24]))
+	return a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], want)
+}
+
+// accept checks a MAC, then its time and nonce: only a proven holder of
+// the secret can fill the nonce memory.
+func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac, want []byte) error {
+	if !hmac.Equal(mac, want) {
+		return fmt.Errorf("%w: the credential does not verify: this client holds another cluster secret than the controller", ErrUnauthenticated)
+	}
+	now := a.now()
+	at := time.Unix(sec, 0)
+	if d := now.Sub(at); d > clusterAuthSkew || d < -clusterAuthSkew {
+		return fmt.Errorf("%w: the credential was made at %s, %v from this controller's clock (at most %v): check the clocks (NTP)",
+			ErrUnauthenticated, at.UTC().Format(time.RFC3339), d.Round(time.Second), clusterAuthSkew)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, seen := a.mu.seen[nonce]; seen {
+		return fmt.Errorf("%w: the credential was used before (a replay)", ErrUnauthenticated)
+	}
+	if len(a.mu.seen) >= maxNonces {
+		for k, until := range a.mu.seen {
+			if until < now.Unix() {
+				delete(a.mu.seen, k)
+			}
+		}
+		if len(a.mu.seen) >= maxNonces {
+			return fmt.Errorf("%w: more than %d signed requests within %v: try again", ErrUnauthenticated, maxNonces, clusterAuthSkew)
+		}
+	}
+	// A nonce is remembered for as long as its timestamp is accepted.
+	a.mu.seen[nonce] = sec + int64(clusterAuthSkew/time.Second) + 1
+	return nil
+}
+
+// peerOptions are what a voter reaches other controllers with: its node
+// certificate and the cluster credential.
+func peerOptions(o Options) ClientOptions {
+	return ClientOptions{Logger: o.Logger, TLS: o.PeerTLS, ClusterSecret: o.ClusterSecret}
+}
+
+// refused logs a refused credential, at most once a second, so that a
+// client without one cannot flood the log; the client reads why in its
+// answer.
+func (a *clusterAuth) refused(remote, what string, err error) {
+	now := time.Now().UnixNano()
+	last := a.loggedAt.Load()
+	if now-last < int64(time.Second) || !a.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	a.log.Warn("controller: refused a client without a valid cluster credential", "remote", remote, "request", what, "err", err)
+}

@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TestClusterSecret: three voters given the cluster secret form a cluster
+// over authenticated Raft streams; the client API answers a client holding
+// the secret and refuses, each with ErrUnauthenticated naming why, one
+// without it, one with another secret, a replayed request, one signed by a
+// clock far off, logging the refusals, and carries on.
+func TestClusterSecret(t *testing.T) {
+	secret := []byte(strings.Repeat("0123456789abcdef", 4))
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	nodes := startNetCluster(t, 3, func(o *Options) { o.ClusterSecret, o.Logger = secret, logger })
+
+	cl := NewClient(addrsOf(nodes), ClientOptions{Timeout: 20 * time.Second, ClusterSecret: secret})
+	defer cl.Close()
+	mustCreate(t, cl, "orders")
+	for _, nd := range nodes {
+		waitFor(t, 10*time.Second, "the topic on every voter", func() bool { return len(mustTopics(nd.c)) == 1 })
+	}
+
+	other := bytes.Repeat([]byte("x"), MinClusterSecretBytes)
+	for _, tc := range []struct {
+		name   string
+		secret []byte
+		want   string
+	}{
+		{"no secret", nil, "carries no credential"},
+		{"another secret", other, "another cluster secret"},
+	} {
+		bad := NewClient(addrsOf(nodes), ClientOptions{Timeout: 20 * time.Second, ClusterSecret: tc.secret})
+		_, err := bad.Metadata(context.Background(), MetadataRequest{})
+		bad.Close()
+		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Metadata: %v, want ErrUnauthenticated saying %q", tc.name, err, tc.want)
+		}
+	}
+
+	// curl, a replay and a far clock, by hand.
+	post := func(sign func(r *http.Request, body []byte)) (int, string) {
+		t.Helper()
+		body := []byte("{}")
+		r, err := http.NewRequest(http.MethodPost, "http://"+nodes[0].addr+pathMetadata, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sign != nil {
+			sign(r, body)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(nil); code != http.StatusUnauthorized || !strings.Contains(body, `"UNAUTHENTICATED"`) {
+		t.Errorf("curl without the credential: %d %s", code, body)
+	}
+	var captured string
+	if code, body := post(func(r *http.Request, body []byte) {
+		signRequest(secret, r, body, time.Now())
+		captured = r.Header.Get("Authorization")
+	}); code != http.StatusOK {
+		t.Errorf("a signed request: %d %s", code, body)
+	}
+	if code, body := post(func(r *http.Request, _ []byte) { r.Header.Set("Authorization", captured) }); code != http.StatusUnauthorized || !strings.Contains(body, "used before") {
+		t.Errorf("the same request replayed: %d %s", code, body)
+	}
+	if code, body := post(func(r *http.Request, body []byte) { signRequest(secret, r, body, time.Now().Add(-time.Hour)) }); code != http.StatusUnauthorized || !strings.Contains(body, "check the clocks") {
+		t.Errorf("a request signed an hour ago: %d %s", code, body)
+	}
+	if code, body := post(func(r *http.Request, _ []byte) { signRequest(secret, r, []byte(`{"topics":["other"]}`), time.Now()) }); code != http.StatusUnauthorized || !strings.Contains(body, "another cluster secret") {
+		t.Errorf("a signature of another body: %d %s", code, body)
+	}
+
+	waitFor(t, 10*time.Second, "the refusals logged", func() bool {
+		return strings.Contains(logs.String(), "refused a client without a valid cluster credential")
+	})
+
+	// And the cluster carries on.
+	mustCreate(t, cl, "payments")
+	for _, nd := range nodes {
+		waitFor(t, 10*time.Second, "the second topic on every voter", func() bool { return len(mustTopics(nd.c)) == 2 })
+	}
+}
+
+// TestRaftStreamCredential: with the cluster secret, the mux hands Raft a
+// stream that opens with the credential (as streamLayer dials one), and
+// closes one without it, or with another secret's, unread.
+func TestRaftStreamCredential(t *testing.T) {
+	secret := bytes.Repeat([]byte("s"), MinClusterSecretBytes)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMux(ln, ln.Addr(), nil, newClusterAuth(secret, logger), logger, func(error) {})
+	defer m.close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := m.raft.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	addr := raft.ServerAddress(ln.Addr().String())
+	for _, tc := range []struct {
+		name   string
+		secret []byte
+	}{{"no secret", nil}, {"another secret", bytes.Repeat([]byte("o"), MinClusterSecretBytes)}} {
+		c, err := streamLayer{chanListener: m.raft, secret: tc.secret}.Dial(addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.secret == nil {
+			// The bare marker byte, then silence: the controller waits for
+			// the credential no longer than the peer takes to hang up.
+			_ = c.(*net.TCPConn).CloseWrite()
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		var ne net.Error
+		if err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("%s: the stream was not closed: %v", tc.name, err)
+		}
+		c.Close()
+	}
+	select {
+	case c := <-accepted:
+		c.Close()
+		t.Fatal("Raft was handed a stream without the credential")
+	default:
+	}
+	c, err := streamLayer{chanListener: m.raft, secret: secret}.Dial(addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case got := <-accepted:
+		got.Close()
+	case <-time.After(30 * time.Second):
+		t.Fatal("a stream with the credential never reached Raft")
+	}
+}
+
+// TestClusterSecretRefusals: a secret too short to be one is refused, and
+// a malformed Authorization header or Raft opening is ErrUnauthenticated.
+func TestClusterSecretRefusals(t *testing.T) {
+	if err := CheckClusterSecret([]byte("changeme")); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Errorf("a short secret: %v", err)
+	}
+	a := newClusterAuth(bytes.Repeat([]byte("k"), MinClusterSecretBytes), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, h := range []string{"Bearer abc", ClusterAuthScheme + " t=1,n=zz,s=00", ClusterAuthScheme + " garbage"} {
+		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata", nil)
+		r.Header.Set("Authorization", h)
+		if err := a.verifyRequest(r, nil); !errors.Is(err, ErrUnauthenticated) {
+			t.Errorf("%q: %v, want ErrUnauthenticated", h, err)
+		}
+	}
+	if err := a.verifyRaftHello(make([]byte, raftHelloLen)); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("a zero Raft opening: %v", err)
+	}
+	if err := a.verifyRaftHello(raftHello(a.secret, time.Now())); err != nil {
+		t.Errorf("a Raft opening made with the secret: %v", err)
+	}
+}
