@@ -138,6 +138,65 @@ func TestOAuthGroupsPerConnection(t *testing.T) {
 	}
 }
 
+// TestOAuthReauthReplacesGroups: a connection that re-authenticates
+// (KIP-368) with a token naming other groups acts with those from then
+// on: narrowed, it loses what the wider token's groups allowed, and gets
+// it back with a token naming them again.
+func TestOAuthReauthReplacesGroups(t *testing.T) {
+	e := newOAuthEnv(t)
+	ctx := testCtx(t)
+	adm := kadm.NewClient(newClient(t, e.addr, kgo.SASL(oauth.Auth{Token: e.token(t, "RS256", "admin", time.Hour, nil)}.AsMechanism())))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	acl := kadm.NewACLs().Allow("Group:ops").Topics("orders").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral)
+	if res, err := adm.CreateACLs(ctx, acl); err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("create ACLs: %v %+v", err, res)
+	}
+	rc := dialSASL(t, e.addr)
+	authenticate := func(groups ...string) {
+		t.Helper()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version, hs.Mechanism = 1, auth.OAuthBearer
+		hsr := kmsg.NewPtrSASLHandshakeResponse()
+		if err := rc.do(hs, hsr); err != nil || hsr.ErrorCode != 0 {
+			t.Fatalf("handshake: %v %d", err, hsr.ErrorCode)
+		}
+		ar := kmsg.NewPtrSASLAuthenticateRequest()
+		ar.Version = 2
+		ar.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + e.token(t, "ES256", "alice", time.Hour, map[string]any{"groups": groups}) + "\x01\x01")
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		if err := rc.do(ar, resp); err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("authenticate with %v: %v %d", groups, err, resp.ErrorCode)
+		}
+	}
+	describe := func() int16 {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = 12
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("orders")
+		req.Topics = append(req.Topics, rt)
+		resp := kmsg.NewPtrMetadataResponse()
+		if err := rc.do(req, resp); err != nil || len(resp.Topics) != 1 {
+			t.Fatalf("metadata: %v %+v", err, resp.Topics)
+		}
+		return resp.Topics[0].ErrorCode
+	}
+	authenticate("ops", "dev")
+	if code := describe(); code != 0 {
+		t.Fatalf("with ops and dev: code %d, want 0", code)
+	}
+	authenticate("dev")
+	if code := describe(); code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("re-authenticated with dev only: code %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
+	authenticate("ops")
+	if code := describe(); code != 0 {
+		t.Errorf("re-authenticated with ops again: code %d, want 0", code)
+	}
+}
+
 // TestOAuthBearerSessionLifetime: the session ends when the token does:
 // SaslAuthenticate answers the time left until its exp.
 func TestOAuthBearerSessionLifetime(t *testing.T) {
