@@ -33,6 +33,11 @@ import (
 // or stream opening cannot be replayed. What plaintext still shows (the
 // answers, topic names, SCRAM salts) and still allows (tampering with a
 // connection in flight) needs SSL://; the two combine.
+//
+// A rolling rotation needs two secrets at once: Options.OldClusterSecrets
+// are accepted beside the current one, which alone is presented, so every
+// node can take the new secret (old ones still accepted), then drop the
+// old ones, one node at a time, with the cluster up throughout.
 
 // ClusterAuthScheme is the Authorization scheme of a signed request.
 const ClusterAuthScheme = "AeroStream-HMAC-SHA256"
@@ -98,9 +103,10 @@ func raftHello(secret []byte, now time.Time) []byte {
 
 // clusterAuth checks the credential on the controller's side.
 type clusterAuth struct {
-	secret []byte
-	now    func() time.Time
-	log    *slog.Logger
+	// secrets are the current secret, then the old ones still accepted.
+	secrets [][]byte
+	now     func() time.Time
+	log     *slog.Logger
 	// loggedAt is when a refusal was last logged (unix nanoseconds).
 	loggedAt atomic.Int64
 	mu       struct {
@@ -109,11 +115,14 @@ type clusterAuth struct {
 	}
 }
 
-func newClusterAuth(secret []byte, log *slog.Logger) *clusterAuth {
+func newClusterAuth(secret []byte, old [][]byte, log *slog.Logger) *clusterAuth {
 	if len(secret) == 0 {
 		return nil
 	}
-	a := &clusterAuth{secret: bytes.Clone(secret), now: time.Now, log: log}
+	a := &clusterAuth{now: time.Now, log: log}
+	for _, s := range append([][]byte{secret}, old...) {
+		a.secrets = append(a.secrets, bytes.Clone(s))
+	}
 	a.mu.seen = map[[16]byte]int64{}
 	return a
 }
@@ -153,8 +162,10 @@ func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) error {
 	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != 16 {
 		return fmt.Errorf("%w: malformed %s credential (want t=<unix seconds>,n=<32 hex>,s=<64 hex>)", ErrUnauthenticated, ClusterAuthScheme)
 	}
-	want := clusterMAC(a.secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce), bodyDigest(body))
-	return a.accept(sec, [16]byte(nonce), mac, want)
+	digest := bodyDigest(body)
+	return a.accept(sec, [16]byte(nonce), mac, func(secret []byte) []byte {
+		return clusterMAC(secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce), digest)
+	})
 }
 
 // verifyRaftHello checks the opening of a Raft stream.
@@ -162,14 +173,23 @@ func (a *clusterAuth) verifyRaftHello(b []byte) error {
 	if len(b) != raftHelloLen {
 		return fmt.Errorf("%w: a Raft stream opening of %d bytes, want %d", ErrUnauthenticated, len(b), raftHelloLen)
 	}
-	want := clusterMAC(a.secret, "raft", string(b[:24]))
-	return a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], want)
+	return a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], func(secret []byte) []byte {
+		return clusterMAC(secret, "raft", string(b[:24]))
+	})
 }
 
-// accept checks a MAC, then its time and nonce: only a proven holder of
-// the secret can fill the nonce memory.
-func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac, want []byte) error {
-	if !hmac.Equal(mac, want) {
+// accept checks a MAC against each secret held (macUnder makes the
+// expected one), then its time and nonce: only a proven holder of a
+// secret can fill the nonce memory.
+func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac []byte, macUnder func(secret []byte) []byte) error {
+	verified := false
+	for _, secret := range a.secrets {
+		if hmac.Equal(mac, macUnder(secret)) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
 		return fmt.Errorf("%w: the credential does not verify: this client holds another cluster secret than the controller", ErrUnauthenticated)
 	}
 	now := a.now()

@@ -110,7 +110,7 @@ func TestRaftStreamCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMux(ln, ln.Addr(), nil, newClusterAuth(secret, logger), logger, func(error) {})
+	m := newMux(ln, ln.Addr(), nil, newClusterAuth(secret, nil, logger), logger, func(error) {})
 	defer m.close()
 	accepted := make(chan net.Conn, 8)
 	go func() {
@@ -169,7 +169,7 @@ func TestClusterSecretRefusals(t *testing.T) {
 	if err := CheckClusterSecret([]byte("changeme")); err == nil || !strings.Contains(err.Error(), "at least 32") {
 		t.Errorf("a short secret: %v", err)
 	}
-	a := newClusterAuth(bytes.Repeat([]byte("k"), MinClusterSecretBytes), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a := newClusterAuth(bytes.Repeat([]byte("k"), MinClusterSecretBytes), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for _, h := range []string{"Bearer abc", ClusterAuthScheme + " t=1,n=zz,s=00", ClusterAuthScheme + " garbage"} {
 		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata", nil)
 		r.Header.Set("Authorization", h)
@@ -180,7 +180,29 @@ func TestClusterSecretRefusals(t *testing.T) {
 	if err := a.verifyRaftHello(make([]byte, raftHelloLen)); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("a zero Raft opening: %v", err)
 	}
-	if err := a.verifyRaftHello(raftHello(a.secret, time.Now())); err != nil {
+	if err := a.verifyRaftHello(raftHello(a.secrets[0], time.Now())); err != nil {
 		t.Errorf("a Raft opening made with the secret: %v", err)
+	}
+}
+
+// TestClusterSecretRotation: a controller holding a new secret and the
+// old one accepts requests and Raft openings signed with either, and
+// refuses a third.
+func TestClusterSecretRotation(t *testing.T) {
+	newer, older, other := bytes.Repeat([]byte("n"), 32), bytes.Repeat([]byte("o"), 32), bytes.Repeat([]byte("x"), 32)
+	a := newClusterAuth(newer, [][]byte{older}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, tc := range []struct {
+		name   string
+		secret []byte
+		ok     bool
+	}{{"the new secret", newer, true}, {"the old secret", older, true}, {"another secret", other, false}} {
+		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata?leader=1", nil)
+		signRequest(tc.secret, r, []byte("{}"), time.Now())
+		if err := a.verifyRequest(r, []byte("{}")); (err == nil) != tc.ok {
+			t.Errorf("a request signed with %s: %v, want accepted %v", tc.name, err, tc.ok)
+		}
+		if err := a.verifyRaftHello(raftHello(tc.secret, time.Now())); (err == nil) != tc.ok {
+			t.Errorf("a Raft opening made with %s: %v, want accepted %v", tc.name, err, tc.ok)
+		}
 	}
 }

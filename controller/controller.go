@@ -57,6 +57,10 @@ type Options struct {
 	// voter proves it to the others. Every node and client of the cluster
 	// holds the same secret, of at least MinClusterSecretBytes.
 	ClusterSecret []byte
+	// OldClusterSecrets are accepted too but never presented: the secrets
+	// a rolling rotation moves away from, until every node holds the new
+	// one.
+	OldClusterSecrets [][]byte
 	// Advertise is the host:port other controllers and clients reach this
 	// one at; empty means the listener's address, with an unspecified host
 	// (":8001", "0.0.0.0:8001") replaced by the machine's hostname.
@@ -186,13 +190,15 @@ func Open(opts Options) (_ *Controller, err error) {
 	if opts.TLS != nil && opts.PeerTLS == nil {
 		return nil, fmt.Errorf("%w: TLS without PeerTLS: a voter serving TLS dials the others with it", ErrInvalidRequest)
 	}
-	if len(opts.ClusterSecret) > 0 {
-		if err := CheckClusterSecret(opts.ClusterSecret); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	if len(opts.ClusterSecret) > 0 || len(opts.OldClusterSecrets) > 0 {
+		for _, secret := range append([][]byte{opts.ClusterSecret}, opts.OldClusterSecrets...) {
+			if err := CheckClusterSecret(secret); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+			}
 		}
 	}
 	c := &Controller{opts: opts, log: log, fsm: NewFSM(log), peers: NewClient(nil, peerOptions(opts)), failed: make(chan struct{}),
-		clusterAuth: newClusterAuth(opts.ClusterSecret, log)}
+		clusterAuth: newClusterAuth(opts.ClusterSecret, opts.OldClusterSecrets, log)}
 	c.mu.lastSeen = map[int32]time.Time{}
 	c.mu.heard = map[int32]time.Time{}
 	c.mu.applied = map[int32]uint64{}

@@ -164,6 +164,7 @@ func openController(cfg config.Config, ln net.Listener, logger *slog.Logger, boo
 		TLS:                     links.ctlServer,
 		PeerTLS:                 links.ctlClient,
 		ClusterSecret:           links.ctlSecret,
+		OldClusterSecrets:       links.ctlOldSecrets,
 		Dir:                     filepath.Join(cfg.DataDir, "raft"),
 		Listener:                ln,
 		Advertise:               cc.Advertise,
@@ -341,7 +342,7 @@ func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	secret, err := readClusterSecret("--controller-secret-file", orEnv(f.secretFile, "auth.controller_secret_file"))
+	secret, _, err := readClusterSecret("--controller-secret-file", orEnv(f.secretFile, "auth.controller_secret_file"))
 	if err != nil {
 		return nil, err
 	}

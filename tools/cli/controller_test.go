@@ -153,11 +153,16 @@ func TestStoreJoinsController(t *testing.T) {
 // refuses a CLI without the secret, or with another one, each with one
 // line naming the problem, logs the refusal and carries on; a store
 // given the same file registers, and the CLI holding it (by flag or by
-// the key's environment variable) creates a topic the store then holds.
+// the key's environment variable) creates a topic the store then holds;
+// the older secret on the file's second line is still accepted.
 func TestClusterSecret(t *testing.T) {
 	dir := t.TempDir()
-	secret, wrong, short := filepath.Join(dir, "secret"), filepath.Join(dir, "wrong"), filepath.Join(dir, "short")
-	for p, v := range map[string]string{secret: strings.Repeat("5e", 32) + "\n", wrong: strings.Repeat("a7", 32), short: "changeme"} {
+	secret, older := filepath.Join(dir, "secret"), filepath.Join(dir, "older")
+	wrong, short := filepath.Join(dir, "wrong"), filepath.Join(dir, "short")
+	for p, v := range map[string]string{
+		secret: strings.Repeat("5e", 32) + "\n" + strings.Repeat("0d", 32) + "\n", // the current one, then one a rotation retires
+		older:  strings.Repeat("0d", 32), wrong: strings.Repeat("a7", 32), short: "changeme",
+	} {
 		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -181,6 +186,8 @@ func TestClusterSecret(t *testing.T) {
 		sp.waitFor(t, `msg="created partition".* node=7 topic=events`)
 	}
 	wantOK(t, run(t, []string{"AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE=" + secret}, "topic", c, "list"), "events\n")
+	// A node not yet rotated, holding the older secret, is still answered.
+	wantOK(t, run(t, nil, "topic", c, "--controller-secret-file", older, "list"), "events\n")
 	if code := sp.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("store exit %d:\n%s", code, sp.logText())
 	}

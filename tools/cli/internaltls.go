@@ -26,11 +26,14 @@ import (
 // or the controller's client API. A nil config is plaintext.
 //
 // ctlSecret is the cluster secret of auth.controller_secret_file, which the
-// controller requires of its clients and they present (nil: none).
+// controller requires of its clients and they present (nil: none);
+// ctlOldSecrets are the file's further lines, which a controller still
+// accepts during a rotation.
 type internalTLS struct {
 	ringServer, ringClient *tls.Config
 	ctlServer, ctlClient   *tls.Config
 	ctlSecret              []byte
+	ctlOldSecrets          [][]byte
 }
 
 // newInternalTLS loads the [tls] files the internal links need, so a bad
@@ -55,28 +58,40 @@ func newInternalTLS(cfg config.Config, logger *slog.Logger) (internalTLS, error)
 			return t, fmt.Errorf("listeners.controller: %w", err)
 		}
 	}
-	if t.ctlSecret, err = readClusterSecret("auth.controller_secret_file", cfg.Auth.ControllerSecretFile); err != nil {
+	if t.ctlSecret, t.ctlOldSecrets, err = readClusterSecret("auth.controller_secret_file", cfg.Auth.ControllerSecretFile); err != nil {
 		return t, err
 	}
 	return t, nil
 }
 
 // readClusterSecret reads the cluster secret from path (key names where it
-// came from, for the error); "" is none. Surrounding whitespace, as echo
-// and editors leave, is not part of it.
-func readClusterSecret(key, path string) ([]byte, error) {
+// came from, for the error); "" is none. The first non-empty line is the
+// secret; further lines are older secrets a controller still accepts, for
+// a rolling rotation. Surrounding whitespace, as echo and editors leave,
+// is not part of a secret.
+func readClusterSecret(key, path string) (secret []byte, old [][]byte, err error) {
 	if path == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, nil, fmt.Errorf("%s: %w", key, err)
 	}
-	b = bytes.TrimSpace(b)
-	if err := controller.CheckClusterSecret(b); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", key, path, err)
+	var secrets [][]byte
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			secrets = append(secrets, line)
+		}
 	}
-	return b, nil
+	if len(secrets) == 0 {
+		return nil, nil, fmt.Errorf("%s %s: the file is empty: write the cluster secret in it (openssl rand -hex 32)", key, path)
+	}
+	for _, s := range secrets {
+		if err := controller.CheckClusterSecret(s); err != nil {
+			return nil, nil, fmt.Errorf("%s %s: %w", key, path, err)
+		}
+	}
+	return secrets[0], secrets[1:], nil
 }
 
 // ringDial dials other stores' rings over mutual TLS; nil, the dialers'

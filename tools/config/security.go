@@ -46,7 +46,7 @@ type Auth struct {
 	ControllerNetworkTrusted bool `toml:"controller_network_trusted" help:"with security on, allow a PLAINTEXT listeners.controller beyond loopback without auth.controller_secret_file because the network itself admits only the cluster's own hosts to it (a NetworkPolicy, a firewall); anyone else who reaches it is trusted; logged as a warning at start"`
 	// ControllerSecretFile holds the cluster credential the controller's
 	// client API and Raft streams require (controller/clusterauth.go).
-	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same"`
+	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same; further lines hold old secrets still accepted, for a rolling rotation"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
