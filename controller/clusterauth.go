@@ -128,7 +128,7 @@ func newClusterAuth(secret []byte, old [][]byte, log *slog.Logger) *clusterAuth 
 }
 
 // noCredential names what a refused client lacks, for its error.
-const noCredential = "this controller requires the cluster credential: give the client the cluster's secret (auth.controller_secret_file; --controller-secret-file or AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE for the CLI)"
+const noCredential = "this controller requires the cluster credential: give the client the cluster's secret (auth.controller_secret_file; for the CLI --controller-secret-file or AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE, or --data-dir naming the data_dir of a serve that made its own controller.secret)"
 
 // verifyRequest checks r's signature over body; nil a is a controller
 // without a secret, which takes every request.

@@ -171,7 +171,12 @@
 // request cannot be replayed. Clients carry it as
 // ClientOptions.ClusterSecret; a request without it, or with another
 // secret's, is answered 401 with ErrUnauthenticated naming why, and a
-// Raft stream is closed unread.
+// Raft stream is closed unread. The package leaves the secret optional;
+// the processes (tools/cli) make it mandatory once security is on,
+// loopback included, since whoever else shares the host or its network
+// namespace reaches a loopback port too: serve makes one in its data_dir
+// when none is configured, and a separate controller, store or gateway
+// refuses to start without auth.controller_secret_file.
 //
 // Writes and heartbeats are served by the leader; a follower answers HTTP
 // 421 with the NOT_LEADER code and the leader's id and address, and Client

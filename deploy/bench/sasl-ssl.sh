@@ -88,8 +88,8 @@ aero_stop() { local p; p=$(cat $D/aero.pid); kill $p; while kill -0 $p 2>/dev/nu
 
 aero_setup() { # first start: alice, her ACLs and the topic, through the controller
 	aero_conf PLAINTEXT; aero_conf SASL_SSL; aero_start PLAINTEXT
-	printf 'alice-secret' | $BIN user create alice --mechanism SCRAM-SHA-256 --password-stdin --controller 127.0.0.1:${PFX}801
-	$BIN acl add --allow User:alice --operation WRITE,DESCRIBE --topic $T --controller 127.0.0.1:${PFX}801
+	printf 'alice-secret' | $BIN user create alice --mechanism SCRAM-SHA-256 --password-stdin --controller 127.0.0.1:${PFX}801 --data-dir $D/aero
+	$BIN acl add --allow User:alice --operation WRITE,DESCRIBE --topic $T --controller 127.0.0.1:${PFX}801 --data-dir $D/aero
 	$J org.apache.kafka.tools.TopicCommand --bootstrap-server $A_PLAIN --create --topic $T --partitions 8 --replication-factor 1 >/dev/null
 	aero_stop
 }

@@ -80,7 +80,7 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 	if cfg.Listeners.Controller == "" {
 		return errors.New("listeners.controller is empty: a controller serves Raft and its clients there")
 	}
-	if err := cfg.CheckControllerExposure(); err != nil {
+	if err := cfg.CheckControllerSecret(); err != nil {
 		return err
 	}
 	ln, err := listen(cfg.Listeners.Controller)
@@ -106,7 +106,6 @@ func runController(ctx context.Context, env Env, loaded *config.Loaded) (err err
 	for _, name := range loaded.UnknownEnv {
 		logger.Warn("environment variable sets no config key", "name", name)
 	}
-	warnTrustedController(logger, cfg)
 	start := time.Now()
 	// Opening reads the Raft state from disk, which a bad disk can make
 	// slow; a signal meanwhile stops the process then, not after.
@@ -319,8 +318,9 @@ type clientFlags struct {
 	timeout time.Duration
 	// What --controller SSL:// presents and trusts (internaltls.go).
 	tlsCert, tlsKey, tlsCA string
-	// secretFile holds the cluster secret the controllers require.
-	secretFile string
+	// secretFile holds the cluster secret the controllers require;
+	// dataDir is a local serve's data_dir, which holds the one it made.
+	secretFile, dataDir string
 }
 
 // addControllerFlag adds --controller and --timeout to a client command.
@@ -330,7 +330,8 @@ func addControllerFlag(cmd *cobra.Command) *clientFlags {
 	cmd.PersistentFlags().StringVar(&f.tlsCert, "tls-cert", "", "with --controller SSL://: PEM client certificate signed by the cluster CA (default $AEROSTREAM_TLS_CERT_FILE)")
 	cmd.PersistentFlags().StringVar(&f.tlsKey, "tls-key", "", "with --controller SSL://: PEM key of --tls-cert (default $AEROSTREAM_TLS_KEY_FILE)")
 	cmd.PersistentFlags().StringVar(&f.tlsCA, "tls-ca", "", "with --controller SSL://: PEM CA bundle the controller's certificate is verified against (default $AEROSTREAM_TLS_CA_FILE)")
-	cmd.PersistentFlags().StringVar(&f.secretFile, "controller-secret-file", "", "file holding the cluster secret, when the controllers require one (auth.controller_secret_file; default $AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE)")
+	cmd.PersistentFlags().StringVar(&f.secretFile, "controller-secret-file", "", "file holding the cluster secret, when the controllers require one (auth.controller_secret_file; default $AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE, else <data-dir>/controller.secret when it exists)")
+	cmd.PersistentFlags().StringVar(&f.dataDir, "data-dir", "", "data_dir of a local serve, whose <data_dir>/controller.secret is the cluster secret it made (default $AEROSTREAM_DATA_DIR, else "+config.Default().DataDir+")")
 	cmd.PersistentFlags().DurationVar(&f.timeout, "timeout", 15*time.Second, "give up when no controller leader answers for this long")
 	return f
 }
@@ -342,7 +343,7 @@ func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	secret, _, err := readClusterSecret("--controller-secret-file", orEnv(f.secretFile, "auth.controller_secret_file"))
+	secret, err := f.secret()
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +352,27 @@ func newClient(ctx context.Context, f *clientFlags) (*controller.Client, error) 
 	}
 	return controller.NewClient(list, controller.ClientOptions{Timeout: f.timeout, TLS: tc, ClusterSecret: secret,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}), nil
+}
+
+// secret is the cluster secret to present: --controller-secret-file or
+// its key's variable, else the file a serve on --data-dir made (as a
+// serve run from the same directory keeps it in ./data); nil when there is
+// none, for controllers that require none.
+func (f *clientFlags) secret() ([]byte, error) {
+	if p := orEnv(f.secretFile, "auth.controller_secret_file"); p != "" {
+		secret, _, err := readClusterSecret("--controller-secret-file", p)
+		return secret, err
+	}
+	dir := orEnv(f.dataDir, "data_dir")
+	if dir == "" {
+		dir = config.Default().DataDir
+	}
+	p := filepath.Join(dir, localSecretFile)
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	secret, _, err := readClusterSecret("--data-dir", p)
+	return secret, err
 }
 
 // controllerDialTimeout bounds the wait for a connection to a controller

@@ -1,7 +1,10 @@
 package cli_test
 
 import (
+	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -194,4 +197,85 @@ func TestClusterSecret(t *testing.T) {
 	if code := cp.stop(t, syscall.SIGTERM); code != 0 {
 		t.Fatalf("controller exit %d:\n%s", code, cp.logText())
 	}
+}
+
+// TestSecureServeMakesItsClusterSecret: serve with the authorizer on and
+// no auth.controller_secret_file makes a cluster secret in
+// <data_dir>/controller.secret (mode 0600), names it in its log, and its
+// controller on loopback refuses a call without it (401 UNAUTHENTICATED),
+// as another local process would make; the CLI finds the secret with
+// --data-dir or $AEROSTREAM_DATA_DIR, and without it is told what to set.
+// A restart reuses the same secret. A separate controller or store with
+// security on and no secret refuses to start, naming the key.
+func TestSecureServeMakesItsClusterSecret(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	ctl := freeAddr(t)
+	args := []string{"serve", "--data-dir", data, "--ring-listen", "127.0.0.1:0", "--controller-listen", ctl, "--auth.authorizer",
+		"--kafka-listen", "", "--native-listen", "", "--http-listen", "", "--schema-registry-listen", ""}
+	secretPath := filepath.Join(data, "controller.secret")
+	p := start(t, nil, args...)
+	if m := p.waitFor(t, `requires the cluster secret.* file=(\S+) created=true`); m[1] != secretPath {
+		t.Errorf("the log names %s, want %s", m[1], secretPath)
+	}
+	p.waitFor(t, `msg=running`)
+	fi, err := os.Stat(secretPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", secretPath, fi.Mode().Perm())
+	}
+	made, err := os.ReadFile(secretPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What any process of the host could send to the loopback port.
+	resp, err := http.Post("http://"+ctl+"/v1/topics/create", "application/json",
+		strings.NewReader(`{"topics":[{"name":"stolen","partitions":1,"replication_factor":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"UNAUTHENTICATED"`) ||
+		!strings.Contains(string(body), "the request carries no credential") {
+		t.Errorf("an unsigned call: %d %s, want 401 UNAUTHENTICATED", resp.StatusCode, body)
+	}
+
+	c := "--controller=" + ctl
+	// The CLI runs in a directory of its own, so ./data is not serve's.
+	r := run(t, nil, "topic", c, "list")
+	wantOneLineFailure(t, r, "the request carries no credential")
+	for _, want := range []string{"--data-dir", "--controller-secret-file", "auth.controller_secret_file"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal %q does not name %s", r.stderr, want)
+		}
+	}
+	wantOK(t, run(t, nil, "topic", c, "--data-dir", data, "create", "orders", "-p", "1"), "created orders")
+	wantOK(t, run(t, nil, "acl", "add", "--allow", "User:alice", "--operation", "READ", "--topic", "orders", c, "--data-dir", data), "User:alice")
+	wantOK(t, run(t, []string{"AEROSTREAM_DATA_DIR=" + data}, "acl", "list", c), "User:alice", "orders")
+	if r := run(t, nil, "topic", c, "--data-dir", data, "list"); r.code != 0 || r.stdout != "orders\n" {
+		t.Errorf("topic list: exit %d %q %s, want orders alone", r.code, r.stdout, r.stderr)
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exit %d:\n%s", code, p.logText())
+	}
+
+	p = start(t, nil, args...)
+	p.waitFor(t, `requires the cluster secret.* created=false`)
+	p.waitFor(t, `msg=running`)
+	if again, err := os.ReadFile(secretPath); err != nil || !bytes.Equal(again, made) {
+		t.Errorf("the secret after a restart: %v, changed %v", err, !bytes.Equal(again, made))
+	}
+	wantOK(t, run(t, nil, "topic", c, "--data-dir", data, "list"), "orders\n")
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("serve exit %d:\n%s", code, p.logText())
+	}
+
+	wantOneLineFailure(t, run(t, nil, "controller", "--data-dir", filepath.Join(dir, "c"), "--controller-listen", freeAddr(t),
+		"--controller.bootstrap", "--auth.authorizer"), "auth.controller_secret_file is not set")
+	wantOneLineFailure(t, run(t, nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", "127.0.0.1:0",
+		"--controller.join", ctl, "--auth.authorizer"), "auth.controller_secret_file is not set")
 }

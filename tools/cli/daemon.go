@@ -82,8 +82,12 @@ gateway on listeners.kafka (advertised as listeners.advertised_kafka, else
 the listen address with 127.0.0.1 for an unspecified host), tiered storage
 (tierd and the cold-read cache, on by default to a directory under the data
 dir) and the HTTP admin API on listeners.http (/v1/tier, /metrics, and
-/debug/pprof with admin.pprof). The HTTP admin API and the controller have
-no authentication and listen on loopback unless configured otherwise. The
+/debug/pprof with admin.pprof). The HTTP admin API and the controller
+listen on loopback unless configured otherwise. Once security is on
+(auth.authorizer, a SASL listener, or HTTP authentication required), the
+controller requires the cluster secret of auth.controller_secret_file, or
+without one a secret serve makes in <data_dir>/controller.secret, where
+the CLI finds it with --data-dir. The
 native-protocol gateway (gateways/native/PROTOCOL.md) listens on
 listeners.native, on the same topics and metadata as the Kafka gateway.
 
@@ -190,9 +194,6 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 	for _, name := range loaded.UnknownEnv {
 		d.logger.Warn("environment variable sets no config key", "name", name)
 	}
-	if kind.controller {
-		warnTrustedController(d.logger, cfg)
-	}
 	logstore.RaiseFileLimit(d.logger) // before anything opens files: it sizes the log file cache
 	if err := d.open(ctx); err != nil {
 		return err
@@ -201,16 +202,6 @@ func runDaemon(ctx context.Context, env Env, kind daemonKind, loaded *config.Loa
 		return err
 	}
 	return d.wait(ctx, stop)
-}
-
-// warnTrustedController logs, at every start, that the controller's
-// unauthenticated client API is reachable beyond loopback on the operator's
-// word alone (auth.controller_network_trusted), so the trust stays visible.
-func warnTrustedController(logger *slog.Logger, cfg config.Config) {
-	if cfg.ControllerTrustedExposure() {
-		logger.Warn("listeners.controller is PLAINTEXT beyond loopback with security on, allowed by auth.controller_network_trusted: its client API takes no credential, so the network must admit only the cluster's own hosts to it",
-			"listener", cfg.Listeners.Controller)
-	}
 }
 
 // checkDaemon refuses, before anything is bound, a configuration that
@@ -224,11 +215,13 @@ func checkDaemon(kind daemonKind, cfg config.Config) error {
 	if (kind.needRing && cfg.Controller.Join != "" || kind.controller && kind.inProcess) && cfg.Controller.NodeID <= 0 {
 		return fmt.Errorf("controller.node_id %d: a store's node id must be > 0", cfg.Controller.NodeID)
 	}
+	// serve makes its own cluster secret when it needs one (open); a
+	// store reaching the controllers must be given theirs.
 	if !kind.controller {
+		if cfg.Controller.Join != "" {
+			return cfg.CheckControllerSecret()
+		}
 		return nil
-	}
-	if err := cfg.CheckControllerExposure(); err != nil {
-		return err
 	}
 	if cfg.Controller.Join != "" {
 		return errors.New("controller.join is set, but serve runs its own single-voter controller; join is for aerostream controller and store")
@@ -392,8 +385,13 @@ func (d *daemon) bind() error {
 
 // open opens the daemon's state. Each slow step gives way to a signal.
 func (d *daemon) open(ctx context.Context) (err error) {
-	cfg, logger := d.cfg, d.logger
 	d.openedAt = time.Now()
+	if d.kind.controller {
+		if err := d.localClusterSecret(); err != nil {
+			return err
+		}
+	}
+	cfg, logger := d.cfg, d.logger
 	if d.links, err = newInternalTLS(cfg, logger); err != nil {
 		return err
 	}
@@ -461,6 +459,25 @@ func (d *daemon) open(ctx context.Context) (err error) {
 		d.members = cl
 	}
 	return ctx.Err()
+}
+
+// localClusterSecret gives serve's controller a cluster secret once
+// security is on and auth.controller_secret_file names none: the one in
+// <data_dir>/controller.secret, made on the first such start, which the
+// CLI finds there (clientFlags.secret). Every process is then refused
+// without it, loopback included.
+func (d *daemon) localClusterSecret() error {
+	if !d.cfg.SecurityOn() || d.cfg.Auth.ControllerSecretFile != "" {
+		return nil
+	}
+	path, created, err := ensureLocalClusterSecret(d.cfg.DataDir) // internaltls.go
+	if err != nil {
+		return err
+	}
+	d.cfg.Auth.ControllerSecretFile = path
+	d.logger.Info("the controller requires the cluster secret of its own file; the CLI finds it with --data-dir, or give it --controller-secret-file",
+		"file", path, "created", created)
+	return nil
 }
 
 // start starts the parts that serve, under a supervisor, and logs

@@ -203,21 +203,25 @@ func TestServeRefusesAGatewayIDThatClashes(t *testing.T) {
 	}
 }
 
-// TestControllerRefusesExposureWithSecurity: serve (and
-// controller) with the authorizer on will not serve the unauthenticated
-// controller API beyond loopback.
-func TestControllerRefusesExposureWithSecurity(t *testing.T) {
+// TestStoreNeedsTheClusterSecretWithSecurity: with the authorizer on, a
+// store that joins controllers needs auth.controller_secret_file, while
+// serve, which makes its own in its data_dir, passes on loopback and
+// beyond.
+func TestStoreNeedsTheClusterSecretWithSecurity(t *testing.T) {
 	cfg := config.Default()
 	cfg.Auth.Authorizer = true
-	if err := checkDaemon(serveCmd, cfg); err != nil {
-		t.Fatalf("loopback controller: %v", err)
+	for _, ctl := range []string{"127.0.0.1:8001", "0.0.0.0:8001"} {
+		cfg.Listeners.Controller = ctl
+		if err := checkDaemon(serveCmd, cfg); err != nil {
+			t.Errorf("serve, controller on %s: %v", ctl, err)
+		}
 	}
-	cfg.Listeners.Controller = "0.0.0.0:8001"
-	if err := checkDaemon(serveCmd, cfg); err == nil || !strings.Contains(err.Error(), "listeners.controller") {
-		t.Fatalf("checkDaemon = %v, want the controller listener refused", err)
+	cfg.Controller.Join = "127.0.0.1:8001"
+	if err := checkDaemon(storeCmd, cfg); err == nil || !strings.Contains(err.Error(), "auth.controller_secret_file") {
+		t.Fatalf("store: checkDaemon = %v, want auth.controller_secret_file named", err)
 	}
-	cfg.Auth.ControllerNetworkTrusted = true
-	if err := checkDaemon(serveCmd, cfg); err != nil {
-		t.Fatalf("controller on a network stated trusted: %v", err)
+	cfg.Auth.ControllerSecretFile = "/etc/aerostream/cluster-secret"
+	if err := checkDaemon(storeCmd, cfg); err != nil {
+		t.Fatalf("store with the secret: %v", err)
 	}
 }

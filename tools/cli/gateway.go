@@ -112,6 +112,9 @@ func runKafkaGateway(ctx context.Context, env Env, loaded *config.Loaded) error 
 	if len(addrs) == 0 {
 		return errors.New("controller.join is empty: a gateway gets topics and configs from the controllers")
 	}
+	if err := cfg.CheckControllerSecret(); err != nil {
+		return err
+	}
 	ln, err := listen(cfg.Listeners.Kafka)
 	if err != nil {
 		return fmt.Errorf("listeners.kafka: %w", err)

@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/aerostream/aerostream/auth"
@@ -92,6 +95,51 @@ func readClusterSecret(key, path string) (secret []byte, old [][]byte, err error
 		}
 	}
 	return secrets[0], secrets[1:], nil
+}
+
+// localSecretFile is where, in its data_dir, serve keeps the cluster
+// secret it makes for itself once security is on without
+// auth.controller_secret_file.
+const localSecretFile = "controller.secret"
+
+// ensureLocalClusterSecret returns <dataDir>/controller.secret, made with a
+// random secret on the first call (created); a later start reuses it, so
+// the CLI's copy stays good. The file is the whole credential of the
+// controller's API, so it is refused if others may read it.
+func ensureLocalClusterSecret(dataDir string) (path string, created bool, err error) {
+	path = filepath.Join(dataDir, localSecretFile)
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil:
+		if fi.Mode().Perm()&0o077 != 0 {
+			return "", false, fmt.Errorf("%s: mode %v lets other users read the cluster secret: chmod 600 %s", path, fi.Mode().Perm(), path)
+		}
+		return path, false, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", false, fmt.Errorf("the cluster secret: %w", err)
+	}
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	// Written aside and renamed, so a crash leaves no empty secret file.
+	tmp, err := os.CreateTemp(dataDir, "."+localSecretFile+"-*") // mode 0600
+	if err != nil {
+		return "", false, fmt.Errorf("the cluster secret: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(b[:]) + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("the cluster secret: %w", err)
+	}
+	return path, true, nil
 }
 
 // ringDial dials other stores' rings over mutual TLS; nil, the dialers'

@@ -339,6 +339,9 @@ func runNativeGateway(ctx context.Context, env Env, loaded *config.Loaded) error
 	if len(addrs) == 0 {
 		return errors.New("controller.join is empty: a gateway gets topics from the controllers")
 	}
+	if err := cfg.CheckControllerSecret(); err != nil {
+		return err
+	}
 	ln, err := listen(cfg.Listeners.Native)
 	if err != nil {
 		return fmt.Errorf("listeners.native: %w", err)

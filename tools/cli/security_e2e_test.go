@@ -118,11 +118,12 @@ bootstrap_user = "admin"
 	}
 	pcancel()
 	kc.Close()
-	wantOK(t, runStdin(t, "alice-secret\n", nil, "user", "create", "alice", "--password-stdin", "--controller", ctlAddr))
+	wantOK(t, runStdin(t, "alice-secret\n", nil, "user", "create", "alice", "--password-stdin", "--controller", ctlAddr,
+		"--data-dir", filepath.Join(dir, "data"))) // serve's own cluster secret is there
 	if code := get("/v1/tier/segments", "alice", "alice-secret"); code != http.StatusForbidden {
 		t.Errorf("alice without an ACL: %d, want 403", code)
 	}
-	wantOK(t, run(t, nil, "acl", "add", "--allow", "User:alice", "--operation", "DESCRIBE", "--cluster", "--controller", ctlAddr))
+	wantOK(t, run(t, nil, "acl", "add", "--allow", "User:alice", "--operation", "DESCRIBE", "--cluster", "--controller", ctlAddr, "--data-dir", filepath.Join(dir, "data")))
 	deadline := time.Now().Add(20 * time.Second)
 	for get("/v1/tier/segments", "alice", "alice-secret") == http.StatusForbidden {
 		if time.Now().After(deadline) {

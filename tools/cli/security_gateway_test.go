@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +28,14 @@ func TestSecureGatewayKafkaProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cluster secret every process of the cluster, and the CLI, holds.
+	secret := filepath.Join(dir, "cluster-secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("c3", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withSecret := []string{"AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE=" + secret}
 	ctlAddr, gwAddr := freeAddr(t), freeAddr(t)
-	srv := start(t, []string{"AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD=admin-secret", "AEROSTREAM_AUTH_BOOTSTRAP_USER=admin"},
+	srv := start(t, append([]string{"AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD=admin-secret", "AEROSTREAM_AUTH_BOOTSTRAP_USER=admin"}, withSecret...),
 		"serve", "--data-dir", filepath.Join(dir, "serve"), "--ring-listen", "127.0.0.1:0", "--controller-listen", ctlAddr,
 		"--kafka-listen", "", "--native-listen", "")
 	srv.waitFor(t, `msg=running`)
@@ -46,8 +53,11 @@ super_users = ["User:admin"]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gw := start(t, nil, "gateway", "kafka", "--config", conf, "--gateway.node_id", "1001", "--controller.join", ctlAddr,
-		"--data-dir", filepath.Join(dir, "gw"))
+	gwArgs := []string{"gateway", "kafka", "--config", conf, "--gateway.node_id", "1001", "--controller.join", ctlAddr,
+		"--data-dir", filepath.Join(dir, "gw")}
+	// With the authorizer on, a gateway without the secret does not start.
+	wantOneLineFailure(t, run(t, nil, gwArgs...), "auth.controller_secret_file is not set")
+	gw := start(t, withSecret, gwArgs...)
 	gw.waitFor(t, `msg=running`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -68,12 +78,12 @@ super_users = ["User:admin"]
 	if err := client("admin", "wrong").Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("a wrong password: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
-	wantOK(t, runStdin(t, "alice-secret\n", nil, "user", "create", "alice", "--password-stdin", "--controller", ctlAddr))
+	wantOK(t, runStdin(t, "alice-secret\n", withSecret, "user", "create", "alice", "--password-stdin", "--controller", ctlAddr))
 	alice := client("alice", "alice-secret")
 	if err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("alice without an ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	wantOK(t, run(t, nil, "acl", "add", "--allow", "User:alice", "--operation", "WRITE,DESCRIBE", "--topic", "orders", "--controller", ctlAddr))
+	wantOK(t, run(t, withSecret, "acl", "add", "--allow", "User:alice", "--operation", "WRITE,DESCRIBE", "--topic", "orders", "--controller", ctlAddr))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := alice.ProduceSync(ctx, &kgo.Record{Value: []byte("from alice")}).FirstErr()

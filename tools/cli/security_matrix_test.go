@@ -78,7 +78,7 @@ bootstrap_user = "admin"
 		t.Fatalf("users: %v %v", err, up.Error())
 	}
 	// carol's rights come through her group, by Group: ACLs.
-	wantOK(t, run(t, nil, "user", "set-groups", "carol", "--groups", "auditors", "--controller", ctlAddr), "auditors")
+	wantOK(t, run(t, []string{"AEROSTREAM_DATA_DIR=" + filepath.Join(dir, "data")}, "user", "set-groups", "carol", "--groups", "auditors", "--controller", ctlAddr), "auditors")
 	for _, n := range []string{"orders", "events", "secret"} {
 		if _, err := admin.CreateTopic(ctx, 1, 1, nil, n); err != nil {
 			t.Fatal(err)

@@ -44,7 +44,7 @@ bootstrap_user = "admin"
 	p.waitFor(t, `msg=running`)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ctl := []string{"--controller", ctlAddr}
+	ctl := []string{"--controller", ctlAddr, "--data-dir", filepath.Join(dir, "data")} // serve's own cluster secret is there
 	kclient := func(user string) *kgo.Client {
 		t.Helper()
 		cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.RecordRetries(2),

@@ -146,7 +146,6 @@ func TestKeyNames(t *testing.T) {
 		"auth.oauth_audience":                     "AEROSTREAM_AUTH_OAUTH_AUDIENCE",
 		"auth.oauth_principal_claim":              "AEROSTREAM_AUTH_OAUTH_PRINCIPAL_CLAIM",
 		"auth.oauth_groups_claim":                 "AEROSTREAM_AUTH_OAUTH_GROUPS_CLAIM",
-		"auth.controller_network_trusted":         "AEROSTREAM_AUTH_CONTROLLER_NETWORK_TRUSTED",
 		"auth.controller_secret_file":             "AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE",
 	}
 	got := map[string]string{}

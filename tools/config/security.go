@@ -1,8 +1,8 @@
 package config
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -39,14 +39,9 @@ type Auth struct {
 	OAuthAudience       string `toml:"oauth_audience" help:"an aud every JWT must carry; empty = not checked"`
 	OAuthPrincipalClaim string `toml:"oauth_principal_claim" help:"JWT claim that names the user (the principal is User:<claim>)"`
 	OAuthGroupsClaim    string `toml:"oauth_groups_claim" help:"JWT claim that lists groups (an array, or names separated by spaces) the session the token authenticates is a member of, for Group:NAME ACLs and role bindings; empty = groups come only from aerostream user set-groups"`
-	// ControllerNetworkTrusted is the operator's statement that the
-	// network restricts who reaches a PLAINTEXT listeners.controller (a
-	// Kubernetes NetworkPolicy, a firewall), since that API takes no
-	// credential; it is false by default so the refusal stays the default.
-	ControllerNetworkTrusted bool `toml:"controller_network_trusted" help:"with security on, allow a PLAINTEXT listeners.controller beyond loopback without auth.controller_secret_file because the network itself admits only the cluster's own hosts to it (a NetworkPolicy, a firewall); anyone else who reaches it is trusted; logged as a warning at start"`
 	// ControllerSecretFile holds the cluster credential the controller's
 	// client API and Raft streams require (controller/clusterauth.go).
-	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same; further lines hold old secrets still accepted, for a rolling rotation"`
+	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same; further lines hold old secrets still accepted, for a rolling rotation; required once security is on, except by serve, which then makes one in <data_dir>/controller.secret"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
@@ -129,46 +124,17 @@ func (c *Config) SecurityOn() bool {
 		IsSASL(ListenerProtocol(c.Listeners.Native)) || c.Auth.HTTPAuthentication == HTTPAuthRequired
 }
 
-// controllerExposed reports whether, with security on, listeners.controller
-// is PLAINTEXT on an address beyond loopback without the cluster secret.
-// That client API creates and deletes topics, users, ACLs and roles; with
-// no secret it takes no credential, and on loopback only who can already
-// run commands on the machine reaches it, as the CLI does, while SSL://
-// requires a client certificate signed by tls.ca_file.
-func (c *Config) controllerExposed() (addr string, exposed bool) {
-	p, addr, err := SplitListener(c.Listeners.Controller)
-	if !c.SecurityOn() || err != nil || p != Plaintext || addr == "" || c.Auth.ControllerSecretFile != "" {
-		return addr, false
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr, false // Validate's address check reports it
-	}
-	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
-		return addr, false
-	}
-	return addr, true
-}
-
-// CheckControllerExposure refuses, for a process that serves the
-// controller, a PLAINTEXT listeners.controller beyond loopback once
-// security is on, unless auth.controller_secret_file gives it a credential
-// or auth.controller_network_trusted says the network restricts who
-// reaches it.
-func (c *Config) CheckControllerExposure() error {
-	addr, exposed := c.controllerExposed()
-	if !exposed || c.Auth.ControllerNetworkTrusted {
+// CheckControllerSecret refuses, for a process that serves or reaches the
+// controller's client API, security on without the cluster secret. That
+// API creates and deletes topics, users, ACLs and roles, so it must not
+// take calls from whoever reaches its port: not beyond loopback, nor on
+// it, where another user of the host or a container sharing its network
+// reaches it too.
+func (c *Config) CheckControllerSecret() error {
+	if !c.SecurityOn() || c.Auth.ControllerSecretFile != "" {
 		return nil
 	}
-	return fmt.Errorf("listeners.controller %q: with authentication or the authorizer on, a PLAINTEXT controller without auth.controller_secret_file must listen on loopback: its client API (topics, users, ACLs, roles, configs) then takes no credential, so anyone who reached %s could delete topics or grant themselves everything; give every node the cluster secret (auth.controller_secret_file), bind it to 127.0.0.1, make it SSL:// (mutual TLS with tls.ca_file), or, if the network admits only the cluster's own hosts to it, set auth.controller_network_trusted = true", c.Listeners.Controller, addr)
-}
-
-// ControllerTrustedExposure reports whether CheckControllerExposure passes
-// only because of auth.controller_network_trusted, which the process then
-// logs as a warning at start.
-func (c *Config) ControllerTrustedExposure() bool {
-	_, exposed := c.controllerExposed()
-	return exposed && c.Auth.ControllerNetworkTrusted
+	return errors.New("auth.controller_secret_file is not set: with authentication or the authorizer on, the controller's client API (topics, users, ACLs, roles, configs) and Raft require the cluster secret, on loopback too; write one (openssl rand -hex 32 > cluster-secret; chmod 600 cluster-secret) and give every controller, store and gateway of the cluster the same auth.controller_secret_file (or AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE)")
 }
 
 // IsTLS reports whether protocol runs over TLS.

@@ -123,50 +123,43 @@ func TestHTTPAuthRequired(t *testing.T) {
 	}
 }
 
-// TestControllerExposure: once security is on, a PLAINTEXT controller
-// listener beyond loopback is refused, since its client API takes no
-// credential; loopback, SSL:// and a configuration without security pass.
-func TestControllerExposure(t *testing.T) {
+// TestControllerSecretRequired: once security is on, a process that
+// serves or reaches the controller needs auth.controller_secret_file,
+// whatever the listener: loopback and SSL:// too. Without security
+// nothing is required.
+func TestControllerSecretRequired(t *testing.T) {
 	for _, tc := range []struct {
 		controller string
 		secure     func(*Config)
 		refused    bool
 	}{
-		{"127.0.0.1:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
-		{"localhost:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
-		{"[::1]:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
-		{"PLAINTEXT://127.0.0.2:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
+		{"127.0.0.1:8001", func(c *Config) { c.Auth.Authorizer = true }, true},
+		{"localhost:8001", func(c *Config) { c.Listeners.Kafka = "SASL_SSL://127.0.0.1:9093" }, true},
+		{"[::1]:8001", func(c *Config) { c.Listeners.Native = "SASL_PLAINTEXT://127.0.0.1:9091" }, true},
+		{"SSL://0.0.0.0:8001", func(c *Config) { c.Auth.HTTPAuthentication = HTTPAuthRequired }, true},
 		{"0.0.0.0:8001", func(c *Config) {}, false},
-		{"SSL://0.0.0.0:8001", func(c *Config) { c.Auth.Authorizer = true }, false},
-		{"0.0.0.0:8001", func(c *Config) { c.Auth.Authorizer = true }, true},
-		{":8001", func(c *Config) { c.Listeners.Kafka = "SASL_SSL://127.0.0.1:9093" }, true},
-		{"10.0.0.1:8001", func(c *Config) { c.Listeners.Native = "SASL_PLAINTEXT://127.0.0.1:9091" }, true},
-		{"PLAINTEXT://[::]:8001", func(c *Config) { c.Auth.HTTPAuthentication = HTTPAuthRequired }, true},
-		// The cluster secret gives the API a credential.
-		{"0.0.0.0:8001", func(c *Config) {
+		{"127.0.0.1:8001", func(c *Config) {
 			c.Auth.Authorizer, c.Auth.ControllerSecretFile = true, "/etc/aerostream/cluster-secret"
 		}, false},
 	} {
 		c := Default()
 		c.Listeners.Controller = tc.controller
 		tc.secure(&c)
-		err := c.CheckControllerExposure()
+		err := c.CheckControllerSecret()
 		if (err != nil) != tc.refused {
 			t.Errorf("%s (security on: %v): %v, want refused %v", tc.controller, c.SecurityOn(), err, tc.refused)
 		}
-		if err != nil && !strings.Contains(err.Error(), "loopback") {
-			t.Errorf("%s: the refusal %q does not say what to do", tc.controller, err)
+		if err != nil && !strings.Contains(err.Error(), "auth.controller_secret_file") {
+			t.Errorf("%s: the refusal %q does not name the key to set", tc.controller, err)
 		}
 	}
 }
 
-// TestControllerExposureTrustedAsTheChartRenders: the [listeners] and
-// [auth] of the Helm chart's aerostream.toml with sasl.enabled and the
-// authorizer (deploy/helm/aerostream/templates/configmap.yaml) start with
-// the cluster secret the chart gives every pod, or with
-// controller_network_trusted, flagged for the warning; with neither the
-// same file is refused.
-func TestControllerExposureTrustedAsTheChartRenders(t *testing.T) {
+// TestControllerSecretAsTheChartRenders: the [listeners] and [auth] of
+// the Helm chart's aerostream.toml with sasl.enabled and the authorizer
+// (deploy/helm/aerostream/templates/configmap.yaml) start with the
+// cluster secret the chart gives every pod, and are refused without it.
+func TestControllerSecretAsTheChartRenders(t *testing.T) {
 	const chart = `
 [listeners]
 kafka = "SASL_PLAINTEXT://0.0.0.0:9092"
@@ -183,37 +176,22 @@ super_users = ["User:admin"]
 bootstrap_user = "admin"
 `
 	for _, tc := range []struct {
-		trust            string
-		refused, flagged bool
+		secret  string
+		refused bool
 	}{
-		{"controller_secret_file = \"/etc/aerostream/cluster/cluster-secret\"\n", false, false},
-		{"controller_network_trusted = true\n", false, true},
-		{"", true, false},
+		{"controller_secret_file = \"/etc/aerostream/cluster/cluster-secret\"\n", false},
+		{"", true},
 	} {
 		p := filepath.Join(t.TempDir(), "aerostream.toml")
-		if err := os.WriteFile(p, []byte(chart+tc.trust), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(chart+tc.secret), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		l, err := Load(Options{File: p})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = l.Config.CheckControllerExposure()
-		if (err != nil) != tc.refused {
-			t.Errorf("trust %q: CheckControllerExposure = %v, want refused %v", tc.trust, err, tc.refused)
+		if err := l.Config.CheckControllerSecret(); (err != nil) != tc.refused {
+			t.Errorf("%q: CheckControllerSecret = %v, want refused %v", tc.secret, err, tc.refused)
 		}
-		if err != nil && !strings.Contains(err.Error(), "auth.controller_network_trusted") {
-			t.Errorf("the refusal %q does not name the key that states the trust", err)
-		}
-		if got := l.Config.ControllerTrustedExposure(); got != tc.flagged {
-			t.Errorf("trust %q: ControllerTrustedExposure = %v, want %v", tc.trust, got, tc.flagged)
-		}
-	}
-	// The key does not loosen anything without security on, and is not
-	// flagged there either.
-	c := Default()
-	c.Listeners.Controller, c.Auth.ControllerNetworkTrusted = "0.0.0.0:8001", true
-	if c.CheckControllerExposure() != nil || c.ControllerTrustedExposure() {
-		t.Errorf("without security: check %v, flagged %v", c.CheckControllerExposure(), c.ControllerTrustedExposure())
 	}
 }
