@@ -475,7 +475,10 @@ func (d *daemon) localClusterSecret() error {
 		return err
 	}
 	d.cfg.Auth.ControllerSecretFile = path
-	d.logger.Info("the controller requires the cluster secret of its own file; the CLI finds it with --data-dir, or give it --controller-secret-file",
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs // what an operator copies, wherever the CLI runs
+	}
+	d.logger.Info("the controller requires the cluster secret serve keeps in its data_dir; the CLI finds it with --data-dir",
 		"file", path, "created", created)
 	return nil
 }
