@@ -610,6 +610,15 @@ func (d *daemon) start(ctx context.Context) error {
 	for _, a := range d.kind.absent {
 		logger.Info("not built yet, listener left closed", "part", a.part, "key", a.key)
 	}
+	if d.ctl != nil {
+		// "running" promises that a write is taken: the first one must not
+		// meet the embedded voter's election.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if !d.ctl.AwaitSoleLeadership(wctx) && wctx.Err() != nil && ctx.Err() == nil {
+			logger.Warn("the controller does not lead yet; writes wait for its election", "node_id", cfg.Controller.NodeID)
+		}
+		cancel()
+	}
 	logger.Info("running", append(attrs, "parts", strings.Join(parts, ","))...)
 	d.running = true
 	if d.admin != nil {
