@@ -17,6 +17,23 @@ import (
 // state in pebble, and waits until it leads and has its cluster id.
 func openVoter(t *testing.T) *controller.Controller {
 	t.Helper()
+	c := startVoter(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := c.ClusterInfo(context.Background())
+		if err == nil && info.State == "Leader" && info.ClusterID != "" {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no leader with a cluster id within 20s: %+v %v", info, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// startVoter is openVoter without the wait.
+func startVoter(t *testing.T) *controller.Controller {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -35,17 +52,7 @@ func openVoter(t *testing.T) *controller.Controller {
 			t.Error(err)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		info, err := c.ClusterInfo(context.Background())
-		if err == nil && info.State == "Leader" && info.ClusterID != "" {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no leader with a cluster id within 20s: %+v %v", info, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return c
 }
 
 // The controller in process, as serve's gateways and store use it.
