@@ -2,7 +2,8 @@
 # Issue 28's closing figures: produce maximum and p99 over SASL_SSL
 # (SCRAM-SHA-256) with the authorizer on, against PLAINTEXT, for AeroStream
 # and for Kafka 4.4.0 (StandardAuthorizer), in one run, with Kafka's own
-# ProducerPerformance:
+# ProducerPerformance, and the maximum again with kcat (librdkafka, whose
+# TLS is OpenSSL's rather than the JVM's):
 #   deploy/bench/sasl-ssl.sh      # both rounds; results in $D/results
 # Each step: topic $T (8 partitions, RF 1), 1 KiB records, acks=all,
 # linger.ms=5, 1 MiB batches; p99 = $RATE msg/s for $SECS s, then max =
@@ -142,10 +143,32 @@ pp() { # pp BROKER LISTENER NAME ARGS...: one ProducerPerformance run, its summa
 	echo "$b $l $name $out broker-cpu-s $(echo $t0 $t1 | awk '{printf "%.1f", ($2 - $1) / 100}') client-cpu-s $(awk '{printf "%.1f", $1 + $2}' $D/time.out)" | tee -a $D/results
 }
 
+kc() { # kc BROKER LISTENER: kcat (librdkafka, OpenSSL) sends $NMAX 1 KiB records at full speed
+	local b=$1 l=$2 bs x=() pid t0 t1 s e
+	case $b-$l in
+	aero-PLAINTEXT) bs=$A_PLAIN ;; aero-SASL_SSL) bs=$A_SASL ;;
+	kafka-PLAINTEXT) bs=$K_PLAIN ;; kafka-SASL_SSL) bs=$K_SASL ;;
+	esac
+	[ $l = SASL_SSL ] && x=(-X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-256 -X sasl.username=alice
+		-X sasl.password=alice-secret -X ssl.ca.location=$TLS/ca.pem)
+	[ $b = aero ] && pid=$(cat $D/aero.pid) || pid=$(cat $KAFKA_PEER_HOME/kafka.pid)
+	t0=$(awk '{print $14+$15}' /proc/$pid/stat)
+	s=$(date +%s.%N)
+	if ! /usr/bin/time -o $D/time.out -f '%U %S' kcat -P -b $bs -t $T "${x[@]}" -X acks=all -X linger.ms=5 -X batch.size=1048576 -l $D/records; then
+		echo "$b $l kcat-failed" | tee -a $D/results # Kafka 4.4.0 refuses its SCRAM login: no figure
+		return 0
+	fi
+	e=$(date +%s.%N)
+	t1=$(awk '{print $14+$15}' /proc/$pid/stat)
+	echo "$b $l kcat $NMAX records $(echo $s $e | awk -v n=$NMAX '{printf "%.0f", n / ($2 - $1)}') records/sec" \
+		"broker-cpu-s $(echo $t0 $t1 | awk '{printf "%.1f", ($2 - $1) / 100}') client-cpu-s $(awk '{printf "%.1f", $1 + $2}' $D/time.out)" | tee -a $D/results
+}
+
 measure() { # measure BROKER LISTENER
 	pp $1 $2 warmup --num-records 100000 --throughput -1 >/dev/null
 	pp $1 $2 p99 --num-records $((RATE * SECS)) --throughput $RATE
 	pp $1 $2 max --num-records $NMAX --throughput -1
+	kc $1 $2
 }
 
 round() { # round BROKER LISTENER... : one broker process (aero: one per listener)
@@ -163,12 +186,15 @@ round() { # round BROKER LISTENER... : one broker process (aero: one per listene
 
 rm -rf $D/aero $D/kpeer $D/tls $D/results
 certs; aero_setup; kafka_setup
+# kcat's records: 1,023 bytes and its line delimiter each.
+awk -v n=$NMAX 'BEGIN { s = sprintf("%1023s", ""); gsub(/ /, "x", s); for (i = 0; i < n; i++) print s }' >$D/records
 round aero PLAINTEXT SASL_SSL; round kafka PLAINTEXT SASL_SSL
 round kafka SASL_SSL PLAINTEXT; round aero SASL_SSL PLAINTEXT
 # The table: means over both rounds of the max runs (records/s, CPU seconds)
 # and of the rate runs (p99 ms).
 awk '{k=$1" "$2} $3=="max"{r[k]+=$7; nr[k]++; bc[k]+=$(NF-2); cc[k]+=$NF}
 	$3=="p99"{for(i=1;i<=NF;i++) if($i ~ /^99th/){p[k]+=$(i-2); np[k]++}}
-	END{for(k in r) printf "%-19s max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)  p99 at '$RATE'/s %7.1f ms\n",
-		k, r[k]/nr[k], bc[k]/nr[k], cc[k]/nr[k], p[k]/np[k]}' $D/results | sort
-[ -n "${KEEP:-}" ] || rm -rf $D/aero $D/kpeer $D/aero.log
+	$3=="kcat"{kr[k]+=$6; nk[k]++; kb[k]+=$(NF-2); kc[k]+=$NF}
+	END{for(k in r) printf "%-19s max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)  p99 at '$RATE'/s %7.1f ms  kcat max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)\n",
+		k, r[k]/nr[k], bc[k]/nr[k], cc[k]/nr[k], p[k]/np[k], nk[k] ? kr[k]/nk[k] : 0, nk[k] ? kb[k]/nk[k] : 0, nk[k] ? kc[k]/nk[k] : 0}' $D/results | sort
+[ -n "${KEEP:-}" ] || rm -rf $D/aero $D/kpeer $D/aero.log $D/records
