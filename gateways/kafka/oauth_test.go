@@ -156,19 +156,7 @@ func TestOAuthReauthReplacesGroups(t *testing.T) {
 	rc := dialSASL(t, e.addr)
 	authenticate := func(groups ...string) {
 		t.Helper()
-		hs := kmsg.NewPtrSASLHandshakeRequest()
-		hs.Version, hs.Mechanism = 1, auth.OAuthBearer
-		hsr := kmsg.NewPtrSASLHandshakeResponse()
-		if err := rc.do(hs, hsr); err != nil || hsr.ErrorCode != 0 {
-			t.Fatalf("handshake: %v %d", err, hsr.ErrorCode)
-		}
-		ar := kmsg.NewPtrSASLAuthenticateRequest()
-		ar.Version = 2
-		ar.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + e.token(t, "ES256", "alice", time.Hour, map[string]any{"groups": groups}) + "\x01\x01")
-		resp := kmsg.NewPtrSASLAuthenticateResponse()
-		if err := rc.do(ar, resp); err != nil || resp.ErrorCode != 0 {
-			t.Fatalf("authenticate with %v: %v %d", groups, err, resp.ErrorCode)
-		}
+		bearerLogin(t, rc, e.token(t, "ES256", "alice", time.Hour, map[string]any{"groups": groups}))
 	}
 	describe := func() int16 {
 		t.Helper()
@@ -202,6 +190,16 @@ func TestOAuthReauthReplacesGroups(t *testing.T) {
 func TestOAuthBearerSessionLifetime(t *testing.T) {
 	e := newOAuthEnv(t)
 	rc := dialSASL(t, e.addr)
+	resp := bearerLogin(t, rc, e.token(t, "ES256", "admin", 10*time.Minute, nil))
+	if resp.SessionLifetimeMillis != (10 * time.Minute).Milliseconds() {
+		t.Errorf("session lifetime %d ms, want the token's 600000", resp.SessionLifetimeMillis)
+	}
+}
+
+// bearerLogin runs an OAUTHBEARER SaslHandshake and SaslAuthenticate with
+// token on rc, failing the test unless both succeed.
+func bearerLogin(t *testing.T, rc *saslConn, token string) *kmsg.SASLAuthenticateResponse {
+	t.Helper()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, auth.OAuthBearer
 	hsr := kmsg.NewPtrSASLHandshakeResponse()
@@ -210,12 +208,10 @@ func TestOAuthBearerSessionLifetime(t *testing.T) {
 	}
 	ar := kmsg.NewPtrSASLAuthenticateRequest()
 	ar.Version = 2
-	ar.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + e.token(t, "ES256", "admin", 10*time.Minute, nil) + "\x01\x01")
+	ar.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + token + "\x01\x01")
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
 	if err := rc.do(ar, resp); err != nil || resp.ErrorCode != 0 {
 		t.Fatalf("authenticate: %v %d", err, resp.ErrorCode)
 	}
-	if resp.SessionLifetimeMillis != (10 * time.Minute).Milliseconds() {
-		t.Errorf("session lifetime %d ms, want the token's 600000", resp.SessionLifetimeMillis)
-	}
+	return resp
 }
