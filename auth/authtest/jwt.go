@@ -10,6 +10,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -50,6 +52,17 @@ func (i *Issuer) JWKS() []byte {
 	}}
 	b, _ := json.Marshal(set)
 	return b
+}
+
+// JWKSFile writes the JWK set to a file in t's temporary directory, as a
+// validator's auth.oauth_jwks_file names it, and returns its path.
+func (i *Issuer) JWKSFile(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, i.JWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // Sign signs claims with the key of alg (RS256 or ES256), adding the

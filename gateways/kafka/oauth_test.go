@@ -3,8 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -31,10 +29,7 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(p, iss.JWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := iss.JWKSFile(t)
 	z := auth.NewAuthorizer(true, []string{"User:admin"})
 	sec := newMemSecurity(z)
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,7 +206,11 @@ func TestSASLOverTLS(t *testing.T) {
 // connection's next request is refused (the native protocol has no
 // re-authentication), and an expired token does not get in at all.
 func TestOAuthBearerWithSDK(t *testing.T) {
-	iss, p := testIssuer(t)
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := iss.JWKSFile(t)
 	var now atomic.Int64
 	now.Store(time.Now().Unix())
 	clock := func() time.Time { return time.Unix(now.Load(), 0) }
@@ -243,7 +245,11 @@ func TestOAuthBearerWithSDK(t *testing.T) {
 // decisions, whichever authenticated last: the groups are the
 // connection's, not the user's.
 func TestOAuthGroupsPerConnection(t *testing.T) {
-	iss, p := testIssuer(t)
+	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := iss.JWKSFile(t)
 	v, err := auth.NewJWTValidator(context.Background(), auth.JWTOptions{JWKSFile: p, Issuer: iss.Name, Audience: iss.Audience, GroupsClaim: "groups"})
 	if err != nil {
 		t.Fatal(err)
@@ -289,18 +295,4 @@ func TestOAuthGroupsPerConnection(t *testing.T) {
 	if err := produce(ops2); err != nil {
 		t.Errorf("alice's second ops connection: %v", err)
 	}
-}
-
-// testIssuer is a JWT issuer and the path of its JWKS file.
-func testIssuer(t *testing.T) (*authtest.Issuer, string) {
-	t.Helper()
-	iss, err := authtest.NewIssuer("https://issuer.test", "aerostream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "jwks.json")
-	if err := os.WriteFile(p, iss.JWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return iss, p
 }
