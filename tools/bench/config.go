@@ -59,9 +59,16 @@ type Config struct {
 	// Sustainable, with Rate 0, makes the run find and hold the highest
 	// rate its consumers keep up with (see sustain.go) instead of
 	// publishing without a limit.
-	Sustainable bool          `json:"sustainable,omitempty"`
-	Duration    time.Duration `json:"-"`
-	Warmup      time.Duration `json:"-"`
+	Sustainable bool `json:"sustainable,omitempty"`
+	// BacklogBytes, when not 0, is OMB's consumer backlog: the producers
+	// publish this many payload bytes before the consumers start, then the
+	// measured phase runs from when the consumers are ready until they have
+	// drained the backlog or Duration ends. The producers go on at Rate
+	// meanwhile; with Rate 0 they stop once the backlog is written, so the
+	// measured phase is the consumers' maximum rate alone.
+	BacklogBytes int64         `json:"backlog_bytes,omitempty"`
+	Duration     time.Duration `json:"-"`
+	Warmup       time.Duration `json:"-"`
 	// Drain bounds how long consumers may take, after the producers stop,
 	// to receive what was published.
 	Drain time.Duration `json:"-"`
@@ -170,6 +177,12 @@ func (c *Config) Validate() error {
 		return bad("a sustainable rate is searched for, so it takes no target rate")
 	case c.Sustainable && (c.Producers == 0 || c.Subscriptions == 0 || c.Consumers == 0):
 		return bad("a sustainable rate needs producers and consumers")
+	case c.BacklogBytes < 0:
+		return bad("backlog cannot be negative")
+	case c.BacklogBytes > 0 && (c.Producers == 0 || c.Subscriptions == 0 || c.Consumers == 0):
+		return bad("a backlog needs producers to write it and consumers to drain it")
+	case c.BacklogBytes > 0 && c.Sustainable:
+		return bad("a backlog run drains what was written; it does not search for a sustainable rate")
 	case c.Duration <= 0:
 		return bad("duration must be positive")
 	case c.Warmup < 0 || c.Drain < 0:
@@ -244,6 +257,9 @@ func (c *Config) String() string {
 		rate = fmt.Sprintf("%.0f msg/s", c.Rate)
 	} else if c.Sustainable {
 		rate = "sustainable"
+	}
+	if c.BacklogBytes > 0 {
+		rate += fmt.Sprintf(", backlog %d B before consuming", c.BacklogBytes)
 	}
 	proto := ""
 	if c.Protocol == ProtocolNative {

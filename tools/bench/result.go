@@ -35,6 +35,9 @@ type Result struct {
 	Backlog         int64 `json:"backlog"`
 	BacklogAfterRun int64 `json:"backlog_after_drain"`
 
+	// BacklogDrain is a backlog run's outcome (Config.BacklogBytes): its
+	// measured phase is the drain.
+	BacklogDrain *BacklogDrain `json:"backlog_drain,omitempty"`
 	// Sustainable is the search's outcome, in a --sustainable run: the
 	// run was measured at its Rate.
 	Sustainable *Sustainable `json:"sustainable,omitempty"`
@@ -106,6 +109,19 @@ type Sustainable struct {
 	Held bool `json:"held"`
 }
 
+// BacklogDrain is how a backlog run went.
+type BacklogDrain struct {
+	// Bytes is the payload published before the consumers started: the
+	// backlog asked for, and what the producers had in flight when it was
+	// reached.
+	Bytes       int64   `json:"bytes"`
+	FillSeconds float64 `json:"fill_seconds"`
+	// DrainSeconds is from the consumers being ready to the backlog being
+	// read, when Drained.
+	DrainSeconds float64 `json:"drain_seconds,omitempty"`
+	Drained      bool    `json:"drained"`
+}
+
 // Interval is one progress line's figures.
 type Interval struct {
 	T      float64 `json:"t"` // seconds since the producers started
@@ -113,6 +129,9 @@ type Interval struct {
 	// Search marks a sustainable-rate search's intervals (Warmup too: not
 	// measured).
 	Search bool `json:"search,omitempty"`
+	// Fill marks a backlog run's intervals before its consumers start
+	// (Warmup too).
+	Fill bool `json:"fill,omitempty"`
 	// TargetRate is the rate the producers were held to in the interval:
 	// the configured one, or the sustainable-rate search's; 0 for none.
 	TargetRate    float64 `json:"target_rate,omitempty"`
@@ -134,6 +153,8 @@ func (iv Interval) line(showBroker bool) string {
 	switch {
 	case iv.Search:
 		phase = "srch "
+	case iv.Fill:
+		phase = "fill "
 	case iv.Warmup:
 		phase = "warm "
 	}
@@ -200,6 +221,13 @@ func (r *Result) WriteSummary(w io.Writer) error {
 			held = "NOT held through the measured phase: consumers fell behind or producers fell short"
 		}
 		fmt.Fprintf(tw, "sustainable rate\t%.0f msg/s\t%d trials\t%s\t\n", sr.Rate, len(sr.Trials), held)
+	}
+	if b := r.BacklogDrain; b != nil {
+		drain := "NOT drained in the measured phase"
+		if b.Drained {
+			drain = fmt.Sprintf("drained in %.2f s", b.DrainSeconds)
+		}
+		fmt.Fprintf(tw, "backlog drain\t%d B written in %.1f s\t%s\t\n", b.Bytes, b.FillSeconds, drain)
 	}
 	fmt.Fprintf(tw, "backlog\t%d at end\t%d after drain\t\n", r.Backlog, r.BacklogAfterRun)
 	q := r.Requests

@@ -69,13 +69,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (res *Result, err 
 
 	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress), wire: newWireCounter()}
 	defer r.close()
-	if err := r.startConsumers(ctx); err != nil {
-		return nil, err
-	}
-	if err := r.startProducers(ctx); err != nil {
-		return nil, err
-	}
-	return r.run(ctx)
+	return r.start(ctx)
 }
 
 // runNative is Run through the native protocol: topics through the native
@@ -107,7 +101,17 @@ func runNative(ctx context.Context, cfg Config, progress io.Writer) (res *Result
 	fmt.Fprintf(progress, "bench: topics ready: %v (created %d)\n", ts.names, len(ts.created))
 	r := &runner{cfg: cfg, ts: ts, progress: progress, log: newLogOnce(progress), wire: newWireCounter()}
 	defer r.close()
-	if err := r.startConsumers(ctx); err != nil {
+	return r.start(ctx)
+}
+
+// start starts the clients and runs the workload. A backlog run starts
+// its consumers only once the backlog is written (run does that).
+func (r *runner) start(ctx context.Context) (*Result, error) {
+	if r.cfg.BacklogBytes > 0 {
+		if !r.ts.allCreated() {
+			return nil, fmt.Errorf("%w: a backlog run needs topics it creates, which its consumers read from the start; drop --topic-names or name new topics", ErrConfig)
+		}
+	} else if err := r.startConsumers(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.startProducers(ctx); err != nil {
@@ -158,6 +162,13 @@ func (r *runner) startConsumers(ctx context.Context) error {
 				}
 				if cons == nil {
 					continue
+				}
+				if r.cfg.BacklogBytes > 0 && cons.cl != nil {
+					// A group's first member would read the backlog alone
+					// until the others join, then hand partitions over with
+					// their offsets uncommitted: read twice. OMB pauses its
+					// consumers the same way.
+					cons.cl.PauseFetchTopics(sub.topic)
 				}
 				r.consumers = append(r.consumers, cons)
 				r.consWG.Add(1)
@@ -336,24 +347,41 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 
 	warmupEnd := start.Add(cfg.Warmup)
-	if search != nil {
-		// The warmup starts once the search is over.
+	filling := cfg.BacklogBytes > 0
+	if search != nil || filling {
+		// The warmup starts once the search is over; a backlog run
+		// measures from when its consumers are ready.
 		warmupEnd = start.Add(100 * 365 * 24 * time.Hour)
 	}
 	end := warmupEnd.Add(cfg.Duration)
 	timer := time.NewTimer(cfg.Progress)
 	defer timer.Stop()
+	// While a backlog drains, its end is looked for between progress
+	// ticks too, so the drain time (and the consume rate) is not rounded
+	// up to a whole tick.
+	var drainPoll <-chan time.Time
+	var drainLimit int64
 	var prev, measured counts
 	var measuredDur time.Duration
-	lastTick := start
+	lastTick, tickBase := start, start
 	for k := 1; ; k++ {
-		tick := start.Add(time.Duration(k) * cfg.Progress)
+		tick := tickBase.Add(time.Duration(k) * cfg.Progress)
 		timer.Reset(time.Until(tick))
-		interrupted := false
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			interrupted = true
+		interrupted, drained := false, false
+	wait:
+		for {
+			select {
+			case <-timer.C:
+				break wait
+			case <-ctx.Done():
+				interrupted = true
+				break wait
+			case <-drainPoll:
+				if r.backlog(r.counts()) <= drainLimit {
+					drained = true
+					break wait
+				}
+			}
 		}
 		now := time.Now()
 		keep := !lastTick.Before(warmupEnd)
@@ -381,6 +409,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			EndToEndP99Ms: float64(e2eC.interval.ValueAtQuantile(99)) / 1000,
 			Errors:        cur.pubErrs - prev.pubErrs + cur.cErrs - prev.cErrs,
 			TargetRate:    cfg.Rate,
+			Fill:          filling,
 		}
 		if shared != nil {
 			iv.TargetRate = shared.Rate()
@@ -419,6 +448,48 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			res.Interrupted = true
 			fmt.Fprintln(r.progress, "bench: interrupted; reporting what was measured")
 			break
+		}
+		if drained {
+			res.BacklogDrain.DrainSeconds = now.Sub(warmupEnd).Seconds()
+			res.BacklogDrain.Drained = true
+			fmt.Fprintf(r.progress, "bench: backlog drained in %.2f s\n", res.BacklogDrain.DrainSeconds)
+			break
+		}
+		if filling && cur.ackedBytes >= cfg.BacklogBytes {
+			filling = false
+			if cfg.Rate == 0 {
+				r.stopProducers()
+			}
+			res.BacklogDrain = &BacklogDrain{Bytes: r.counts().ackedBytes, FillSeconds: now.Sub(start).Seconds()}
+			fmt.Fprintf(r.progress, "bench: backlog of %d B written in %.1f s; starting the consumers\n", res.BacklogDrain.Bytes, res.BacklogDrain.FillSeconds)
+			if err := r.startConsumers(ctx); err != nil {
+				return nil, err
+			}
+			var recs []*Recorder
+			for _, c := range r.consumers {
+				recs = append(recs, c.e2e)
+				if c.cl != nil {
+					c.cl.ResumeFetchTopics(c.sub.topic)
+				}
+			}
+			e2eC = newCollector(recs)
+			// What the producers publish meanwhile is consumed too, so the
+			// backlog counts as drained within one tick of publishing.
+			drainLimit = int64(cfg.Rate*cfg.Progress.Seconds()) * int64(cfg.Subscriptions)
+			poll := time.NewTicker(5 * time.Millisecond)
+			defer poll.Stop()
+			drainPoll = poll.C
+			// The measured phase starts now, on a fresh tick schedule, with
+			// the consumers' start-up left out of every figure.
+			now = time.Now()
+			warmupEnd, end, tickBase, k = now, now.Add(cfg.Duration), now, 0
+			prev, lastTick = r.counts(), now
+			machineLast, _ = readMachine()
+			self.sample(false)
+			if broker != nil {
+				broker.sample(false)
+			}
+			continue
 		}
 		if !tick.Before(end) {
 			break
@@ -474,7 +545,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if machineMeasuring {
 		res.Machine = machineStats(machineFirst, machineEnd, runtime.NumCPU(), res.Broker, res.Client)
 	}
-	if measured.acked == 0 && len(r.producers) > 0 {
+	if measured.acked == 0 && len(r.producers) > 0 && (cfg.BacklogBytes == 0 || cfg.Rate > 0) {
 		return res, errors.New("no message was acknowledged in the measured phase")
 	}
 	return res, nil

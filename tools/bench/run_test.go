@@ -165,6 +165,48 @@ func TestRunAssignAtMaxRate(t *testing.T) {
 	}
 }
 
+// A backlog run writes the backlog first, then measures its consumers
+// draining it alone (rate 0: no publishing while they read).
+func TestRunBacklogDrain(t *testing.T) {
+	brokers := fakeCluster(t)
+	cfg := shortConfig(brokers)
+	cfg.BacklogBytes = 2 << 20
+	cfg.Duration = time.Minute // the drain ends the run long before
+	var progress bytes.Buffer
+	res, err := Run(context.Background(), cfg, &progress)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	out := progress.String()
+	b := res.BacklogDrain
+	if b == nil || !b.Drained || b.Bytes < cfg.BacklogBytes || b.FillSeconds <= 0 || b.DrainSeconds <= 0 {
+		t.Fatalf("backlog drain %+v\n%s", b, out)
+	}
+	wantMsgs := b.Bytes / int64(cfg.MessageSize)
+	if res.Publish.Messages != 0 || res.Consume.Messages != wantMsgs {
+		t.Errorf("measured %d published, %d consumed; want none published and the %d-message backlog consumed, once",
+			res.Publish.Messages, res.Consume.Messages, wantMsgs)
+	}
+	// The drain is found between ticks: the measured phase is the drain,
+	// not rounded up to a progress interval.
+	if d := res.MeasuredSeconds - b.DrainSeconds; d < -0.01 || d > 0.01 {
+		t.Errorf("measured %.3f s, drain %.3f s: want the same", res.MeasuredSeconds, b.DrainSeconds)
+	}
+	if res.BacklogAfterRun != 0 || res.Consume.Errors != 0 {
+		t.Errorf("backlog after the run %d, consume errors %d", res.BacklogAfterRun, res.Consume.Errors)
+	}
+	if !strings.Contains(out, "fill ") || !strings.Contains(out, "backlog drained in") {
+		t.Errorf("progress lacks fill or drain lines:\n%s", out)
+	}
+
+	cfg = shortConfig(fakeCluster(t, kfake.SeedTopics(2, "kept")))
+	cfg.BacklogBytes = 1 << 20
+	cfg.TopicNames, cfg.Topics = []string{"kept"}, 0
+	if _, err := Run(context.Background(), cfg, &progress); !errors.Is(err, ErrConfig) {
+		t.Errorf("backlog over an existing topic: %v, want ErrConfig", err)
+	}
+}
+
 // A topic that existed before the run is used as it is and never deleted.
 func TestRunKeepsExistingTopics(t *testing.T) {
 	brokers := fakeCluster(t, kfake.SeedTopics(3, "kept"))
@@ -233,6 +275,9 @@ func TestValidate(t *testing.T) {
 		{"duplicate names", func(c *Config) { c.Topics = 0; c.TopicNames = []string{"a", "a"} }},
 		{"nothing to do", func(c *Config) { c.Producers = 0; c.Consumers = 0 }},
 		{"zero duration", func(c *Config) { c.Duration = 0 }},
+		{"negative backlog", func(c *Config) { c.BacklogBytes = -1 }},
+		{"backlog, no consumers", func(c *Config) { c.BacklogBytes = 1; c.Consumers = 0 }},
+		{"backlog and sustainable", func(c *Config) { c.BacklogBytes = 1; c.Sustainable = true }},
 	} {
 		cfg := DefaultConfig()
 		tc.edit(&cfg)

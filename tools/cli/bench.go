@@ -35,6 +35,13 @@ fast as the broker acknowledges). After --warmup, whose figures are
 discarded, the run measures for --duration, then waits up to --drain for
 the consumers to catch up.
 
+With --backlog-bytes the consumers start only once that much has been
+published (OMB's consumer backlog); the measured phase then runs from
+when they are ready until they have read the backlog, or --duration ends.
+At --rate 0 the producers stop once the backlog is written, so the run
+measures the maximum consume rate alone, as Kafka's ConsumerPerformance
+does over a filled topic.
+
 Each message carries its send time, so consumers measure end-to-end
 latency. A progress line goes to stderr every second; the summary goes to
 stdout and, with --json, the full result (rates, p50/p95/p99/p99.9/max
@@ -120,6 +127,7 @@ signal exits at once.`,
 	f.IntVar(&cfg.MessageSize, "message-size", cfg.MessageSize, "message payload bytes (at least 8: the send timestamp)")
 	f.Float64Var(&cfg.Rate, "rate", cfg.Rate, "target publish rate in msg/s over all producers; 0 = max")
 	f.BoolVar(&cfg.Sustainable, "sustainable", false, "with --rate 0: find and hold the highest rate the consumers keep up with (OMB's producerRate 0), not publish without limit")
+	f.Int64Var(&cfg.BacklogBytes, "backlog-bytes", 0, "OMB's consumer backlog, in payload bytes: publish this much before the consumers start, then measure them draining it; with --rate 0 the producers stop once it is written, so the consume rate is the consumers' maximum")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of the measured phase")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "load before measuring; its figures are discarded")
 	f.DurationVar(&cfg.Drain, "drain", cfg.Drain, "how long consumers may catch up after the producers stop")
