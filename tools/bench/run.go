@@ -460,6 +460,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			if cfg.Rate == 0 {
 				r.stopProducers()
 			}
+			// Acknowledgements of the fill's last sends are the fill's.
+			pubC.collect(false)
+			delayC.collect(false)
+			rttC.collect(false)
 			res.BacklogDrain = &BacklogDrain{Bytes: r.counts().ackedBytes, FillSeconds: now.Sub(start).Seconds()}
 			fmt.Fprintf(r.progress, "bench: backlog of %d B written in %.1f s; starting the consumers\n", res.BacklogDrain.Bytes, res.BacklogDrain.FillSeconds)
 			if err := r.startConsumers(ctx); err != nil {
