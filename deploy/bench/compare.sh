@@ -9,6 +9,9 @@
 #   (a) maximum throughput, twice: with the rate unlimited, and at the
 #       highest rate the consumers keep up with (`bench --sustainable`:
 #       found in short trials, then measured like a fixed rate);
+#   (d) maximum consume: the consumers alone draining a backlog of
+#       $BENCH_BACKLOG (3,000,000,000) bytes written before they start
+#       (`bench --backlog-bytes`), as ConsumerPerformance reads a filled topic;
 #   (c) broker CPU (average, % of one core) and peak RSS, sampled from
 #       /proc/<pid>/stat and /proc/<pid>/status by the bench during each
 #       measured phase.
@@ -38,7 +41,7 @@
 # still measured.
 #
 # Defaults: 10 s warmup + 30 s measured per run (after a search of a
-# minute or two for the sustainable rate), about 9 minutes a round.
+# minute or two for the sustainable rate), about 10 minutes a round.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -46,6 +49,8 @@ repo=$(cd "$here/../.." && pwd)
 duration=${BENCH_DURATION:-30s}
 warmup=${BENCH_WARMUP:-10s}
 rate=${BENCH_RATE:-50000}
+backlog=${BENCH_BACKLOG:-3000000000}
+runs=${BENCH_RUNS:-fixed max sustainable backlog} # a subset, e.g. BENCH_RUNS=backlog
 out=""
 only=""
 quiet_wait=0
@@ -142,10 +147,11 @@ wait_quiet() {
 measure() {
 	local name=$1 bootstrap=$2 pid=$3 kind r label extra
 	loadavg >"$rd/$name-load-before.txt"
-	for kind in fixed max sustainable; do
+	for kind in $runs; do
 		r=$rate label="fixed rate $rate msg/s" extra=()
 		[[ $kind == max ]] && r=0 label="maximum throughput"
 		[[ $kind == sustainable ]] && r=0 label="highest sustainable rate" extra=(--sustainable)
+		[[ $kind == backlog ]] && r=0 label="consumers draining a $backlog B backlog" extra=(--backlog-bytes "$backlog")
 		wait_quiet
 		echo "compare: $name: $label (load average $(loadavg))" >&2
 		"$bench" bench --brokers "$bootstrap" "${workload[@]}" --rate "$r" "${extra[@]}" \

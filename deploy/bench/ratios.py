@@ -82,6 +82,12 @@ ROWS = [
     ("max: messages per produce request", "max", ("requests", "msgs_per_produce_request"), "msgs", None),
     ("max: messages per fetch response", "max", ("requests", "msgs_per_fetch_response"), "msgs", None),
     ("fixed: messages per produce request", "fixed", ("requests", "msgs_per_produce_request"), "msgs", None),
+    # Consumers alone draining a backlog written before they start (bench
+    # --backlog-bytes, OMB's consumer backlog): the maximum consume rate,
+    # as ConsumerPerformance measures it over a filled topic.
+    ("backlog drain: consume rate", "backlog", ("consume", "rate_msg_s"), "msg/s", (">=", 1.2)),
+    ("backlog drain: broker CPU avg", "backlog", ("broker", "cpu_avg_percent"), "% core", None),
+    ("backlog drain: messages per fetch response", "backlog", ("requests", "msgs_per_fetch_response"), "msgs", None),
     # Noise: CPU that neither the broker nor the bench used, and the share
     # of time a runnable task waited for a CPU. High values mean another
     # workload on the machine disturbed that run.
@@ -94,7 +100,7 @@ ROWS = [
 
 def table(d):
     """The rows of one round's directory."""
-    results = {b: {run: load(d, f"{b}-{run}.json") for run in ("fixed", "max", "sustainable")} for b in BROKERS}
+    results = {b: {run: load(d, f"{b}-{run}.json") for run in ("fixed", "max", "sustainable", "backlog")} for b in BROKERS}
     rows = []
     for label, run, path, unit, target in ROWS:
         vals = {}
