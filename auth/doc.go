@@ -1,7 +1,8 @@
 // Package auth owns what security decisions are made of, independent of any
 // wire protocol:
 //
-//   - TLS server configuration (tls.go): modern cipher suites only, client
+//   - TLS server configuration (tls.go): modern cipher suites only, which
+//     Kafka's ssl.cipher.suites and ssl.enabled.protocols names narrow, client
 //     certificate policy, and a certificate that is re-read when its files
 //     change, so a renewed certificate needs no restart;
 //   - SASL mechanisms (sasl.go, scram.go, plain.go): a server-side SCRAM

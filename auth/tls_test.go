@@ -2,7 +2,9 @@ package auth
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +117,109 @@ func TestServerTLSBadFiles(t *testing.T) {
 	}
 	if _, err := ServerTLS(TLSOptions{CertFile: pki.CertFile, KeyFile: pki.KeyFile, CAFile: pki.KeyFile}); err == nil {
 		t.Error("a key as ca_file accepted")
+	}
+}
+
+// TestTLSPolicy: tls.enabled_protocols and tls.cipher_suites narrow what a
+// listener negotiates, as Kafka's ssl.enabled.protocols and
+// ssl.cipher.suites do, by the same names.
+func TestTLSPolicy(t *testing.T) {
+	pki, err := authtest.NewPKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(lo, hi uint16, suites ...uint16) *tls.Config {
+		return &tls.Config{RootCAs: pki.Pool(), ServerName: "127.0.0.1", MinVersion: lo, MaxVersion: hi, CipherSuites: suites}
+	}
+	for _, tc := range []struct {
+		name              string
+		suites, protocols []string
+		ok                map[string]*tls.Config // client -> must connect
+		refused           map[string]*tls.Config // client -> must fail
+		version, suite    uint16                 // what the first ok client gets
+	}{
+		{
+			name: "TLS 1.2 only", protocols: []string{"TLSv1.2"},
+			ok:      map[string]*tls.Config{"any": client(0, 0)},
+			refused: map[string]*tls.Config{"1.3": client(tls.VersionTLS13, 0)},
+			version: tls.VersionTLS12,
+		},
+		{
+			name: "TLS 1.3 only", protocols: []string{"TLSv1.3"},
+			ok:      map[string]*tls.Config{"any": client(0, 0)},
+			refused: map[string]*tls.Config{"1.2": client(0, tls.VersionTLS12)},
+			version: tls.VersionTLS13,
+		},
+		{
+			name: "one TLS 1.2 suite", suites: []string{"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
+			ok: map[string]*tls.Config{"any": client(0, 0)},
+			refused: map[string]*tls.Config{
+				"other suite": client(0, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
+				"1.3":         client(tls.VersionTLS13, 0),
+			},
+			version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		},
+		{
+			name:    "TLS 1.3 suites only",
+			suites:  []string{"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"},
+			ok:      map[string]*tls.Config{"any": client(0, 0)},
+			refused: map[string]*tls.Config{"1.2": client(0, tls.VersionTLS12)},
+			version: tls.VersionTLS13,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := ServerTLS(TLSOptions{CertFile: pki.CertFile, KeyFile: pki.KeyFile, CipherSuites: tc.suites, Protocols: tc.protocols})
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := serveTLS(t, cfg)
+			for name, c := range tc.ok {
+				conn, err := tls.Dial("tcp", addr, c)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				cs := conn.ConnectionState()
+				conn.Close()
+				if cs.Version != tc.version || (tc.suite != 0 && cs.CipherSuite != tc.suite) {
+					t.Errorf("%s: got %s %s", name, tls.VersionName(cs.Version), tls.CipherSuiteName(cs.CipherSuite))
+				}
+			}
+			for name, c := range tc.refused {
+				if _, err := handshake(t, addr, c); err == nil {
+					t.Errorf("%s: handshake succeeded", name)
+				}
+			}
+		})
+	}
+}
+
+// TestTLSPolicyBadNames: a name Kafka would not know, a legacy suite or
+// version, or a combination that leaves nothing usable is refused with
+// the name in the error, at start rather than at the first handshake.
+func TestTLSPolicyBadNames(t *testing.T) {
+	pki, err := authtest.NewPKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name              string
+		suites, protocols []string
+		want              string
+	}{
+		{"unknown suite", []string{"TLS_FOO"}, nil, `"TLS_FOO"`},
+		{"CBC suite", []string{"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"}, nil, "insecure cipher suite"},
+		{"OpenSSL name", []string{"ECDHE-RSA-AES128-GCM-SHA256"}, nil, `"ECDHE-RSA-AES128-GCM-SHA256"`},
+		{"one TLS 1.3 suite", []string{"TLS_AES_256_GCM_SHA384"}, nil, "all three TLS 1.3 suites"},
+		{"TLS 1.1", nil, []string{"TLSv1.2", "TLSv1.1"}, "TLS before 1.2 is insecure"},
+		{"unknown version", nil, []string{"TLSv1.4"}, `unknown protocol "TLSv1.4"`},
+		{"nothing usable", []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}, []string{"TLSv1.3"}, "no suite named is usable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ServerTLS(TLSOptions{CertFile: pki.CertFile, KeyFile: pki.KeyFile, CipherSuites: tc.suites, Protocols: tc.protocols})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("err = %v, want ErrInvalid containing %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -39,7 +39,7 @@ func tlsListener(cfg config.Config, key, addr string, ln net.Listener, logger *s
 		return ln, nil
 	}
 	tc, err := auth.ServerTLS(auth.TLSOptions{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CAFile: cfg.TLS.CAFile,
-		ClientAuth: cfg.TLS.ClientAuth, Logger: logger})
+		ClientAuth: cfg.TLS.ClientAuth, CipherSuites: cfg.TLS.CipherSuites, Protocols: cfg.TLS.EnabledProtocols, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}

@@ -307,7 +307,7 @@ func Default() Config {
 			OAuthPrincipalClaim: "sub",
 			OAuthGroupsClaim:    "groups",
 		},
-		TLS: TLS{ClientAuth: "none"},
+		TLS: TLS{ClientAuth: "none", CipherSuites: []string{}, EnabledProtocols: []string{}},
 		Controller: Controller{
 			NodeID:                    1,
 			SessionTimeoutMs:          2000,

@@ -133,6 +133,8 @@ func TestKeyNames(t *testing.T) {
 		"tls.key_file":                            "AEROSTREAM_TLS_KEY_FILE",
 		"tls.ca_file":                             "AEROSTREAM_TLS_CA_FILE",
 		"tls.client_auth":                         "AEROSTREAM_TLS_CLIENT_AUTH",
+		"tls.cipher_suites":                       "AEROSTREAM_TLS_CIPHER_SUITES",
+		"tls.enabled_protocols":                   "AEROSTREAM_TLS_ENABLED_PROTOCOLS",
 		"auth.sasl_mechanisms":                    "AEROSTREAM_AUTH_SASL_MECHANISMS",
 		"auth.authorizer":                         "AEROSTREAM_AUTH_AUTHORIZER",
 		"auth.super_users":                        "AEROSTREAM_AUTH_SUPER_USERS",

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/aerostream/aerostream/auth"
 )
 
 // TLS is the server certificate every TLS listener presents (a listener
@@ -17,6 +19,11 @@ type TLS struct {
 	CAFile   string `toml:"ca_file" help:"PEM CA bundle client certificates are verified against (client_auth); empty = the system roots"`
 	// ClientAuth takes Kafka's ssl.client.auth values.
 	ClientAuth string `toml:"client_auth" help:"client certificates on Kafka, native and HTTP TLS listeners: none, requested (verified when sent) or required (ssl.client.auth); SSL:// ring and controller listeners always require them"`
+	// CipherSuites and EnabledProtocols are Kafka's ssl.cipher.suites and
+	// ssl.enabled.protocols; Kafka's ssl.protocol names a JSSE SSLContext,
+	// which Go has no equivalent of.
+	CipherSuites     []string `toml:"cipher_suites" help:"cipher suites Kafka, native and HTTP TLS listeners accept, by IANA name as Kafka writes them (ssl.cipher.suites): the TLS 1.3 suites TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256 all together or none (TLS 1.3 off), and any ECDHE AEAD suites of TLS 1.2 (none: TLS 1.2 off); empty = all of them"`
+	EnabledProtocols []string `toml:"enabled_protocols" help:"TLS versions Kafka, native and HTTP TLS listeners accept: TLSv1.2, TLSv1.3 (ssl.enabled.protocols); empty = both"`
 }
 
 // Auth configures authentication (SASL on SASL_PLAINTEXT:// and
@@ -41,7 +48,7 @@ type Auth struct {
 	OAuthGroupsClaim    string `toml:"oauth_groups_claim" help:"JWT claim that lists groups (an array, or names separated by spaces) the session the token authenticates is a member of, for Group:NAME ACLs and role bindings; empty = groups come only from aerostream user set-groups"`
 	// ControllerSecretFile holds the cluster credential the controller's
 	// client API and Raft streams require (controller/clusterauth.go).
-	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it; every node of the cluster sets the same; further lines hold old secrets still accepted, for a rolling rotation; required once security is on, except by serve, which then makes one in <data_dir>/controller.secret"`
+	ControllerSecretFile string `toml:"controller_secret_file" help:"file holding the cluster secret (at least 32 bytes; openssl rand -hex 32): when set, controllers refuse every client API call and Raft stream that does not prove it (an HMAC, the secret never crosses the wire), and stores, gateways and the CLI present it and refuse a controller whose answers do not prove it back; every node of the cluster sets the same; further lines hold old secrets still accepted, for a rolling rotation; required once security is on, except by serve, which then makes one in <data_dir>/controller.secret"`
 }
 
 // HTTP authentication modes (auth.http_authentication).
@@ -193,6 +200,11 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 	case "none", "requested", "required":
 	default:
 		bad("tls.client_auth", "must be one of none, requested, required")
+	}
+	if lo, hi, err := auth.ParseTLSProtocols(c.TLS.EnabledProtocols); err != nil {
+		bad("tls.enabled_protocols", err.Error())
+	} else if _, _, _, err := auth.ParseCipherSuites(c.TLS.CipherSuites, lo, hi); err != nil {
+		bad("tls.cipher_suites", err.Error())
 	}
 	for _, m := range c.Auth.SASLMechanisms {
 		known := false

@@ -81,6 +81,9 @@ func TestBadSecurityValues(t *testing.T) {
 		{"tls without cert", "[listeners]\nkafka = \"SSL://h:1\"\n", "tls.cert_file"},
 		{"sasl on http", "[listeners]\nhttp = \"SASL_SSL://h:1\"\n[tls]\ncert_file=\"c\"\nkey_file=\"k\"\n", "listeners.http"},
 		{"client auth", "[tls]\nclient_auth = \"always\"\n", "tls.client_auth"},
+		{"cipher suite", "[tls]\ncipher_suites = [\"TLS_RSA_WITH_RC4_128_SHA\"]\n", `unknown or insecure cipher suite "TLS_RSA_WITH_RC4_128_SHA"`},
+		{"protocol", "[tls]\nenabled_protocols = [\"TLSv1\"]\n", "tls.enabled_protocols"},
+		{"suites and protocols", "[tls]\ncipher_suites = [\"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\"]\nenabled_protocols = [\"TLSv1.3\"]\n", "no suite named is usable"},
 		{"mechanism", "[auth]\nsasl_mechanisms = [\"GSSAPI\"]\n", `unknown mechanism "GSSAPI"`},
 		{"no mechanism", "[listeners]\nkafka = \"SASL_PLAINTEXT://h:1\"\n[auth]\nsasl_mechanisms = []\n", "at least one mechanism"},
 		{"super user", "[auth]\nsuper_users = [\"admin\"]\n", `"admin" is not a principal`},
@@ -193,5 +196,24 @@ bootstrap_user = "admin"
 		if err := l.Config.CheckControllerSecret(); (err != nil) != tc.refused {
 			t.Errorf("%q: CheckControllerSecret = %v, want refused %v", tc.secret, err, tc.refused)
 		}
+	}
+}
+
+// TestTLSPolicyKeys: Kafka's ssl.cipher.suites and ssl.enabled.protocols
+// values, comma-separated as Kafka writes them, are accepted as they are.
+func TestTLSPolicyKeys(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Env: []string{
+		"AEROSTREAM_TLS_CIPHER_SUITES=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+		"AEROSTREAM_TLS_ENABLED_PROTOCOLS=TLSv1.2",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Config.TLS.CipherSuites; !reflect.DeepEqual(got, []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"}) {
+		t.Errorf("cipher_suites = %q", got)
+	}
+	if got := l.Config.TLS.EnabledProtocols; !reflect.DeepEqual(got, []string{"TLSv1.2"}) {
+		t.Errorf("enabled_protocols = %q", got)
 	}
 }
