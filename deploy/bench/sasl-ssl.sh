@@ -3,7 +3,7 @@
 # (SCRAM-SHA-256) with the authorizer on, against PLAINTEXT, for AeroStream
 # and for Kafka 4.4.0 (StandardAuthorizer), in one run, with Kafka's own
 # ProducerPerformance, and the maximum again with kcat (librdkafka, whose
-# TLS is OpenSSL's rather than the JVM's):
+# TLS is OpenSSL's rather than the JVM's; see RDK below):
 #   deploy/bench/sasl-ssl.sh      # both rounds; results in $D/results
 # Each step: topic $T (8 partitions, RF 1), 1 KiB records, acks=all,
 # linger.ms=5, 1 MiB batches; p99 = $RATE msg/s for $SECS s, then max =
@@ -32,6 +32,14 @@ A_PLAIN=127.0.0.1:${PFX}092 A_SASL=127.0.0.1:${PFX}093
 K_PLAIN=127.0.0.1:${PFX}192 K_SASL=127.0.0.1:${PFX}194
 export KAFKA_PEER_HOME=$D/kpeer KAFKA_PORT=${PFX}192 KAFKA_CONTROLLER_PORT=${PFX}193
 PW=changeit TLS=$D/tls
+# kcat runs on the librdkafka of confluent-kafka's wheel (make kafka-clients),
+# not Debian's 2.0.2: before 2.6.1 librdkafka repeats its own nonce in
+# SCRAM's client-final message, which Kafka 4.x refuses as invalid
+# credentials (AeroStream, like Kafka 3.8.1 to 3.9, accepts a final nonce
+# that ends with the server's). Both brokers get the same kcat.
+KAFKA_VENV=${KAFKA_VENV:-$root/bin/kafka-venv}
+RDK=$(find $KAFKA_VENV/lib -path '*/confluent_kafka.libs/librdkafka-*.so.1' 2>/dev/null | head -1 || true)
+[ -n "$RDK" ] || { echo "no librdkafka of confluent-kafka in $KAFKA_VENV: run make kafka-clients" >&2; exit 1; }
 JAAS='org.apache.kafka.common.security.scram.ScramLoginModule required'
 
 certs() { # a CA and a server certificate for 127.0.0.1; PKCS12 stores for Kafka
@@ -154,8 +162,8 @@ kc() { # kc BROKER LISTENER: kcat (librdkafka, OpenSSL) sends $NMAX 1 KiB record
 	[ $b = aero ] && pid=$(cat $D/aero.pid) || pid=$(cat $KAFKA_PEER_HOME/kafka.pid)
 	t0=$(awk '{print $14+$15}' /proc/$pid/stat)
 	s=$(date +%s.%N)
-	if ! /usr/bin/time -o $D/time.out -f '%U %S' kcat -P -b $bs -t $T "${x[@]}" -X acks=all -X linger.ms=5 -X batch.size=1048576 -l $D/records; then
-		echo "$b $l kcat-failed" | tee -a $D/results # Kafka 4.4.0 refuses its SCRAM login: no figure
+	if ! LD_LIBRARY_PATH=$D/rdkafka /usr/bin/time -o $D/time.out -f '%U %S' kcat -P -b $bs -t $T "${x[@]}" -X acks=all -X linger.ms=5 -X batch.size=1048576 -l $D/records; then
+		echo "$b $l kcat-failed" | tee -a $D/results
 		return 0
 	fi
 	e=$(date +%s.%N)
@@ -184,7 +192,8 @@ round() { # round BROKER LISTENER... : one broker process (aero: one per listene
 	return 0
 }
 
-rm -rf $D/aero $D/kpeer $D/tls $D/results
+rm -rf $D/aero $D/kpeer $D/tls $D/results $D/rdkafka
+mkdir -p $D/rdkafka && ln -s $RDK $D/rdkafka/librdkafka.so.1
 certs; aero_setup; kafka_setup
 # kcat's records: 1,023 bytes and its line delimiter each.
 awk -v n=$NMAX 'BEGIN { s = sprintf("%1023s", ""); gsub(/ /, "x", s); for (i = 0; i < n; i++) print s }' >$D/records
@@ -197,4 +206,4 @@ awk '{k=$1" "$2} $3=="max"{r[k]+=$7; nr[k]++; bc[k]+=$(NF-2); cc[k]+=$NF}
 	$3=="kcat"{kr[k]+=$6; nk[k]++; kb[k]+=$(NF-2); kc[k]+=$NF}
 	END{for(k in r) printf "%-19s max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)  p99 at '$RATE'/s %7.1f ms  kcat max %9.0f rec/s (cpu-s broker %5.1f client %5.1f)\n",
 		k, r[k]/nr[k], bc[k]/nr[k], cc[k]/nr[k], p[k]/np[k], nk[k] ? kr[k]/nk[k] : 0, nk[k] ? kb[k]/nk[k] : 0, nk[k] ? kc[k]/nk[k] : 0}' $D/results | sort
-[ -n "${KEEP:-}" ] || rm -rf $D/aero $D/kpeer $D/aero.log $D/records
+[ -n "${KEEP:-}" ] || rm -rf $D/aero $D/kpeer $D/aero.log $D/records $D/rdkafka
