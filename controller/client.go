@@ -30,7 +30,8 @@ type ClientOptions struct {
 	TLS *tls.Config
 	// ClusterSecret, when set, signs every request with the cluster
 	// credential (clusterauth.go), which controllers with
-	// Options.ClusterSecret require.
+	// Options.ClusterSecret require, and refuses every answer that does
+	// not prove the controller holds it too.
 	ClusterSecret []byte
 }
 
@@ -240,8 +241,9 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
+	var nonce string
 	if len(c.opts.ClusterSecret) > 0 {
-		signRequest(c.opts.ClusterSecret, hreq, body, time.Now())
+		nonce = signRequest(c.opts.ClusterSecret, hreq, body, time.Now())
 	}
 	hc := c.hc
 	if isWrite {
@@ -268,6 +270,11 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading the answer: %v", errTransport, target, err)
 	}
+	if nonce != "" {
+		if err := checkAnswer(c.opts.ClusterSecret, nonce, hresp.Header, hresp.StatusCode, data); err != nil {
+			return c.unproven(target, hresp.StatusCode, data, err)
+		}
+	}
 	if hresp.StatusCode == http.StatusOK {
 		if resp == nil {
 			return nil
@@ -288,6 +295,20 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 		return fmt.Errorf("controller %s: %w", target, eb.Error)
 	}
 	return eb.Error
+}
+
+// unproven is the error of an answer from target without a valid proof
+// of the cluster secret (err says why). A controller refusing this
+// client's credential cannot prove it, so its own reason is kept; any
+// other answer is not acted on. Neither is retried, and the next call
+// moves on to another controller.
+func (c *Client) unproven(target string, status int, data []byte, err error) error {
+	c.rotate(target)
+	var eb notLeaderBody
+	if status == http.StatusUnauthorized && json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Code == wireCode(ErrUnauthenticated) {
+		return fmt.Errorf("controller %s: %w", target, eb.Error)
+	}
+	return fmt.Errorf("controller %s: %w", target, err)
 }
 
 // CreateTopics creates topics. Without a RequestID it sets one, so that it

@@ -34,6 +34,17 @@ import (
 // answers, topic names, SCRAM salts) and still allows (tampering with a
 // connection in flight) needs SSL://; the two combine.
 //
+// The proof runs both ways, so that a client holding the secret never
+// acts on a controller that lacks it (one started without the security
+// keys would otherwise take anyone's calls while the secured nodes in
+// front of it kept talking to it): each answer to a verified request
+// carries, in ClusterProofHeader, an HMAC under the secret that verified
+// it of the request's nonce, the status and the body. The answer is
+// proven under the secret the client signed with, so a client needs no
+// other secret to check it, through a rotation too. A client with a
+// secret refuses an answer without a valid proof (ErrUnauthenticated,
+// naming the controller).
+//
 // A rolling rotation needs two secrets at once: Options.OldClusterSecrets
 // are accepted beside the current one, which alone is presented, so every
 // node can take the new secret (old ones still accepted), then drop the
@@ -41,6 +52,10 @@ import (
 
 // ClusterAuthScheme is the Authorization scheme of a signed request.
 const ClusterAuthScheme = "AeroStream-HMAC-SHA256"
+
+// ClusterProofHeader carries a controller's proof that it holds the
+// secret a request was signed with: 64 hex digits of an HMAC.
+const ClusterProofHeader = "AeroStream-Cluster-Proof"
 
 // MinClusterSecretBytes is the shortest cluster secret accepted: 32
 // random bytes' worth of hex or base64 is more than enough, and a short
@@ -84,13 +99,48 @@ func bodyDigest(body []byte) string {
 	return string(d[:])
 }
 
-// signRequest sets r's Authorization to a signature of it with body.
-func signRequest(secret []byte, r *http.Request, body []byte, now time.Time) {
-	var nonce [16]byte
-	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+// signRequest sets r's Authorization to a signature of it with body and
+// returns its nonce, which the answer's proof covers.
+func signRequest(secret []byte, r *http.Request, body []byte, now time.Time) (nonce string) {
+	var n [16]byte
+	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
 	t := strconv.FormatInt(now.Unix(), 10)
-	mac := clusterMAC(secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce[:]), bodyDigest(body))
-	r.Header.Set("Authorization", fmt.Sprintf("%s t=%s,n=%s,s=%s", ClusterAuthScheme, t, hex.EncodeToString(nonce[:]), hex.EncodeToString(mac)))
+	mac := clusterMAC(secret, "http", r.Method, r.URL.RequestURI(), t, string(n[:]), bodyDigest(body))
+	r.Header.Set("Authorization", fmt.Sprintf("%s t=%s,n=%s,s=%s", ClusterAuthScheme, t, hex.EncodeToString(n[:]), hex.EncodeToString(mac)))
+	return string(n[:])
+}
+
+// answerMAC is the proof of an answer to the request with nonce.
+func answerMAC(secret []byte, nonce string, status int, body []byte) []byte {
+	return clusterMAC(secret, "http-answer", nonce, strconv.Itoa(status), bodyDigest(body))
+}
+
+// prover proves the answers to one verified request.
+type prover struct {
+	secret []byte // the one the request was signed with
+	nonce  string
+}
+
+// prove sets h's proof of an answer; nil p, a controller without a
+// secret, proves nothing.
+func (p *prover) prove(h http.Header, status int, body []byte) {
+	if p != nil {
+		h.Set(ClusterProofHeader, hex.EncodeToString(answerMAC(p.secret, p.nonce, status, body)))
+	}
+}
+
+// checkAnswer verifies the proof of an answer (header h, status, body) to
+// the request signed with secret and nonce.
+func checkAnswer(secret []byte, nonce string, h http.Header, status int, body []byte) error {
+	proof := h.Get(ClusterProofHeader)
+	if proof == "" {
+		return fmt.Errorf("%w: its answer carries no proof of the cluster secret: the controller does not require the cluster secret; set the same auth.controller_secret_file on every controller", ErrUnauthenticated)
+	}
+	mac, err := hex.DecodeString(proof)
+	if err != nil || !hmac.Equal(mac, answerMAC(secret, nonce, status, body)) {
+		return fmt.Errorf("%w: its answer's proof of the cluster secret does not verify: the controller holds another cluster secret, or the answer was altered in transit; set the same auth.controller_secret_file on every controller", ErrUnauthenticated)
+	}
+	return nil
 }
 
 // raftHello is what a Raft dialer writes after the marker byte.
@@ -130,19 +180,20 @@ func newClusterAuth(secret []byte, old [][]byte, log *slog.Logger) *clusterAuth 
 // noCredential names what a refused client lacks, for its error.
 const noCredential = "this controller requires the cluster credential: give the client the cluster's secret (auth.controller_secret_file; for the CLI --controller-secret-file or AEROSTREAM_AUTH_CONTROLLER_SECRET_FILE, or --data-dir naming the data_dir of a serve that made its own controller.secret)"
 
-// verifyRequest checks r's signature over body; nil a is a controller
-// without a secret, which takes every request.
-func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) error {
+// verifyRequest checks r's signature over body and returns the prover of
+// its answers; nil a is a controller without a secret, which takes every
+// request and proves nothing.
+func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) (*prover, error) {
 	if a == nil {
-		return nil
+		return nil, nil
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return fmt.Errorf("%w: the request carries no credential: %s", ErrUnauthenticated, noCredential)
+		return nil, fmt.Errorf("%w: the request carries no credential: %s", ErrUnauthenticated, noCredential)
 	}
 	scheme, params, _ := strings.Cut(h, " ")
 	if scheme != ClusterAuthScheme {
-		return fmt.Errorf("%w: authorization scheme %q, want %s: %s", ErrUnauthenticated, scheme, ClusterAuthScheme, noCredential)
+		return nil, fmt.Errorf("%w: authorization scheme %q, want %s: %s", ErrUnauthenticated, scheme, ClusterAuthScheme, noCredential)
 	}
 	var t, n, s string
 	for _, kv := range strings.Split(params, ",") {
@@ -160,12 +211,16 @@ func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) error {
 	mac, err2 := hex.DecodeString(s)
 	sec, err3 := strconv.ParseInt(t, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || len(nonce) != 16 {
-		return fmt.Errorf("%w: malformed %s credential (want t=<unix seconds>,n=<32 hex>,s=<64 hex>)", ErrUnauthenticated, ClusterAuthScheme)
+		return nil, fmt.Errorf("%w: malformed %s credential (want t=<unix seconds>,n=<32 hex>,s=<64 hex>)", ErrUnauthenticated, ClusterAuthScheme)
 	}
 	digest := bodyDigest(body)
-	return a.accept(sec, [16]byte(nonce), mac, func(secret []byte) []byte {
+	secret, err := a.accept(sec, [16]byte(nonce), mac, func(secret []byte) []byte {
 		return clusterMAC(secret, "http", r.Method, r.URL.RequestURI(), t, string(nonce), digest)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &prover{secret: secret, nonce: string(nonce)}, nil
 }
 
 // verifyRaftHello checks the opening of a Raft stream.
@@ -173,35 +228,37 @@ func (a *clusterAuth) verifyRaftHello(b []byte) error {
 	if len(b) != raftHelloLen {
 		return fmt.Errorf("%w: a Raft stream opening of %d bytes, want %d", ErrUnauthenticated, len(b), raftHelloLen)
 	}
-	return a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], func(secret []byte) []byte {
+	_, err := a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], func(secret []byte) []byte {
 		return clusterMAC(secret, "raft", string(b[:24]))
 	})
+	return err
 }
 
 // accept checks a MAC against each secret held (macUnder makes the
-// expected one), then its time and nonce: only a proven holder of a
-// secret can fill the nonce memory.
-func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac []byte, macUnder func(secret []byte) []byte) error {
-	verified := false
+// expected one), then its time and nonce, and returns the secret that
+// verified it: only a proven holder of a secret can fill the nonce
+// memory.
+func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac []byte, macUnder func(secret []byte) []byte) ([]byte, error) {
+	var verified []byte
 	for _, secret := range a.secrets {
 		if hmac.Equal(mac, macUnder(secret)) {
-			verified = true
+			verified = secret
 			break
 		}
 	}
-	if !verified {
-		return fmt.Errorf("%w: the credential does not verify: this client holds another cluster secret than the controller", ErrUnauthenticated)
+	if verified == nil {
+		return nil, fmt.Errorf("%w: the credential does not verify: this client holds another cluster secret than the controller", ErrUnauthenticated)
 	}
 	now := a.now()
 	at := time.Unix(sec, 0)
 	if d := now.Sub(at); d > clusterAuthSkew || d < -clusterAuthSkew {
-		return fmt.Errorf("%w: the credential was made at %s, %v from this controller's clock (at most %v): check the clocks (NTP)",
+		return nil, fmt.Errorf("%w: the credential was made at %s, %v from this controller's clock (at most %v): check the clocks (NTP)",
 			ErrUnauthenticated, at.UTC().Format(time.RFC3339), d.Round(time.Second), clusterAuthSkew)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, seen := a.mu.seen[nonce]; seen {
-		return fmt.Errorf("%w: the credential was used before (a replay)", ErrUnauthenticated)
+		return nil, fmt.Errorf("%w: the credential was used before (a replay)", ErrUnauthenticated)
 	}
 	if len(a.mu.seen) >= maxNonces {
 		for k, until := range a.mu.seen {
@@ -210,12 +267,12 @@ func (a *clusterAuth) accept(sec int64, nonce [16]byte, mac []byte, macUnder fun
 			}
 		}
 		if len(a.mu.seen) >= maxNonces {
-			return fmt.Errorf("%w: more than %d signed requests within %v: try again", ErrUnauthenticated, maxNonces, clusterAuthSkew)
+			return nil, fmt.Errorf("%w: more than %d signed requests within %v: try again", ErrUnauthenticated, maxNonces, clusterAuthSkew)
 		}
 	}
 	// A nonce is remembered for as long as its timestamp is accepted.
 	a.mu.seen[nonce] = sec + int64(clusterAuthSkew/time.Second) + 1
-	return nil
+	return verified, nil
 }
 
 // peerOptions are what a voter reaches other controllers with: its node

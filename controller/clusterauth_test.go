@@ -3,12 +3,15 @@ package controller
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +166,74 @@ func TestRaftStreamCredential(t *testing.T) {
 	}
 }
 
+// TestClusterSecretUnprovenAnswer: a client holding the cluster secret
+// refuses, with ErrUnauthenticated naming the controller and what to set,
+// and without retrying, the answer of a controller without the secret and
+// an answer whose proof is missing, under another secret, of another
+// body, status or request, or not hex; a proof made right is taken.
+func TestClusterSecretUnprovenAnswer(t *testing.T) {
+	secret, other := bytes.Repeat([]byte("s"), MinClusterSecretBytes), bytes.Repeat([]byte("o"), MinClusterSecretBytes)
+
+	nodes := startNetCluster(t, 1)
+	cl := NewClient(addrsOf(nodes), ClientOptions{Timeout: 20 * time.Second, ClusterSecret: secret})
+	_, err := cl.Metadata(context.Background(), MetadataRequest{})
+	cl.Close()
+	if !errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), nodes[0].addr) ||
+		!strings.Contains(err.Error(), "does not require the cluster secret") || !strings.Contains(err.Error(), "auth.controller_secret_file") {
+		t.Errorf("a controller without the secret: %v, want ErrUnauthenticated naming it and auth.controller_secret_file", err)
+	}
+
+	body := []byte("{}\n")
+	for _, tc := range []struct {
+		name  string
+		proof func(nonce string) string
+		ok    bool
+	}{
+		{"no proof", func(string) string { return "" }, false},
+		{"another secret", func(n string) string { return hex.EncodeToString(answerMAC(other, n, http.StatusOK, body)) }, false},
+		{"another body", func(n string) string {
+			return hex.EncodeToString(answerMAC(secret, n, http.StatusOK, []byte("{\"topics\":[]}\n")))
+		}, false},
+		{"another status", func(n string) string {
+			return hex.EncodeToString(answerMAC(secret, n, http.StatusMisdirectedRequest, body))
+		}, false},
+		{"another request", func(string) string {
+			return hex.EncodeToString(answerMAC(secret, strings.Repeat("n", 16), http.StatusOK, body))
+		}, false},
+		{"not hex", func(string) string { return "zz" }, false},
+		{"made right", func(n string) string { return hex.EncodeToString(answerMAC(secret, n, http.StatusOK, body)) }, true},
+	} {
+		var hits atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			_, params, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			var nonce []byte
+			for _, kv := range strings.Split(params, ",") {
+				if v, ok := strings.CutPrefix(kv, "n="); ok {
+					nonce, _ = hex.DecodeString(v)
+				}
+			}
+			if p := tc.proof(string(nonce)); p != "" {
+				w.Header().Set(ClusterProofHeader, p)
+			}
+			_, _ = w.Write(body)
+		}))
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		cl := NewClient([]string{addr}, ClientOptions{Timeout: 20 * time.Second, ClusterSecret: secret})
+		_, err := cl.Metadata(context.Background(), MetadataRequest{})
+		cl.Close()
+		srv.Close()
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !tc.ok && (!errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "auth.controller_secret_file")):
+			t.Errorf("%s: %v, want ErrUnauthenticated naming %s and auth.controller_secret_file", tc.name, err, addr)
+		case !tc.ok && hits.Load() != 1:
+			t.Errorf("%s: sent %d times, want once", tc.name, hits.Load())
+		}
+	}
+}
+
 // TestClusterSecretRefusals: a secret too short to be one is refused, and
 // a malformed Authorization header or Raft opening is ErrUnauthenticated.
 func TestClusterSecretRefusals(t *testing.T) {
@@ -173,7 +244,7 @@ func TestClusterSecretRefusals(t *testing.T) {
 	for _, h := range []string{"Bearer abc", ClusterAuthScheme + " t=1,n=zz,s=00", ClusterAuthScheme + " garbage"} {
 		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata", nil)
 		r.Header.Set("Authorization", h)
-		if err := a.verifyRequest(r, nil); !errors.Is(err, ErrUnauthenticated) {
+		if _, err := a.verifyRequest(r, nil); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("%q: %v, want ErrUnauthenticated", h, err)
 		}
 	}
@@ -186,7 +257,9 @@ func TestClusterSecretRefusals(t *testing.T) {
 }
 
 // TestClusterSecretRotation: a controller holding a new secret and the
-// old one accepts requests and Raft openings signed with either, and
+// old one accepts requests and Raft openings signed with either, proving
+// its answers to requests under the one each was signed with, so that a
+// client not yet rotated checks them with the old secret alone, and
 // refuses a third.
 func TestClusterSecretRotation(t *testing.T) {
 	newer, older, other := bytes.Repeat([]byte("n"), 32), bytes.Repeat([]byte("o"), 32), bytes.Repeat([]byte("x"), 32)
@@ -197,9 +270,17 @@ func TestClusterSecretRotation(t *testing.T) {
 		ok     bool
 	}{{"the new secret", newer, true}, {"the old secret", older, true}, {"another secret", other, false}} {
 		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata?leader=1", nil)
-		signRequest(tc.secret, r, []byte("{}"), time.Now())
-		if err := a.verifyRequest(r, []byte("{}")); (err == nil) != tc.ok {
+		nonce := signRequest(tc.secret, r, []byte("{}"), time.Now())
+		p, err := a.verifyRequest(r, []byte("{}"))
+		if (err == nil) != tc.ok {
 			t.Errorf("a request signed with %s: %v, want accepted %v", tc.name, err, tc.ok)
+		}
+		if err == nil {
+			h := http.Header{}
+			p.prove(h, http.StatusOK, []byte("{}\n"))
+			if err := checkAnswer(tc.secret, nonce, h, http.StatusOK, []byte("{}\n")); err != nil {
+				t.Errorf("the answer to a request signed with %s: %v", tc.name, err)
+			}
 		}
 		if err := a.verifyRaftHello(raftHello(tc.secret, time.Now())); (err == nil) != tc.ok {
 			t.Errorf("a Raft opening made with %s: %v, want accepted %v", tc.name, err, tc.ok)

@@ -68,7 +68,9 @@ var (
 	ErrClosed = errors.New("controller closed")
 	// ErrUnauthenticated: a client API request or Raft stream without the
 	// cluster credential the controller requires (Options.ClusterSecret),
-	// or with a wrong, stale or replayed one (clusterauth.go).
+	// or with a wrong, stale or replayed one; or, at a client or voter
+	// holding the secret, a controller that does not prove it holds it
+	// too (clusterauth.go).
 	ErrUnauthenticated = errors.New("cluster credential refused")
 )
 

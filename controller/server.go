@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,10 +62,14 @@ func (c *Controller) handler() http.Handler {
 				writeError(w, fmt.Errorf("%w: body larger than %d bytes", ErrInvalidRequest, maxRequestBytes))
 				return
 			}
-			if err := c.clusterAuth.verifyRequest(r, body); err != nil {
+			p, err := c.clusterAuth.verifyRequest(r, body)
+			if err != nil {
 				c.clusterAuth.refused(r.RemoteAddr, path, err)
 				writeError(w, err)
 				return
+			}
+			if p != nil {
+				w = provingWriter{ResponseWriter: w, p: p}
 			}
 			if read && path != pathCluster && r.URL.Query().Get("leader") == "1" && !c.IsLeader() {
 				writeError(w, c.notLeader())
@@ -179,9 +184,21 @@ func writeError(w http.ResponseWriter, err error) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	var body bytes.Buffer
+	_ = json.NewEncoder(&body).Encode(v)
 	w.Header().Set("Content-Type", "application/json")
+	if pw, ok := w.(provingWriter); ok {
+		pw.p.prove(w.Header(), status, body.Bytes())
+	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(body.Bytes())
+}
+
+// provingWriter is the ResponseWriter of a verified request, whose
+// answer writeJSON proves (clusterauth.go).
+type provingWriter struct {
+	http.ResponseWriter
+	p *prover
 }
 
 // slogStd adapts slog for http.Server's ErrorLog (bad requests, TLS
