@@ -39,11 +39,12 @@ import (
 // keys would otherwise take anyone's calls while the secured nodes in
 // front of it kept talking to it): each answer to a verified request
 // carries, in ClusterProofHeader, an HMAC under the secret that verified
-// it of the request's nonce, the status and the body. The answer is
+// it of the request's nonce, the status and the body, and a Raft listener
+// answers a verified stream opening with an HMAC of it. The answer is
 // proven under the secret the client signed with, so a client needs no
 // other secret to check it, through a rotation too. A client with a
 // secret refuses an answer without a valid proof (ErrUnauthenticated,
-// naming the controller).
+// naming the controller), and a voter a peer that does not prove it.
 //
 // A rolling rotation needs two secrets at once: Options.OldClusterSecrets
 // are accepted beside the current one, which alone is presented, so every
@@ -71,6 +72,9 @@ const (
 	// raftHelloLen is what follows the marker byte on an authenticated
 	// Raft stream: timestamp, nonce and MAC.
 	raftHelloLen = 8 + 16 + sha256.Size
+	// raftAnswerLen is what a Raft listener holding the secret writes
+	// back on a verified stream: an HMAC of the opening.
+	raftAnswerLen = sha256.Size
 )
 
 // CheckClusterSecret refuses a secret too short to be one.
@@ -151,6 +155,12 @@ func raftHello(secret []byte, now time.Time) []byte {
 	return append(b, clusterMAC(secret, "raft", string(b[:24]))...)
 }
 
+// raftAnswer is what a Raft listener holding secret writes back on a
+// stream that opened with hello.
+func raftAnswer(secret, hello []byte) []byte {
+	return clusterMAC(secret, "raft-answer", string(hello[:24]))
+}
+
 // clusterAuth checks the credential on the controller's side.
 type clusterAuth struct {
 	// secrets are the current secret, then the old ones still accepted.
@@ -223,15 +233,19 @@ func (a *clusterAuth) verifyRequest(r *http.Request, body []byte) (*prover, erro
 	return &prover{secret: secret, nonce: string(nonce)}, nil
 }
 
-// verifyRaftHello checks the opening of a Raft stream.
-func (a *clusterAuth) verifyRaftHello(b []byte) error {
+// verifyRaftHello checks the opening of a Raft stream and returns what
+// to answer it with.
+func (a *clusterAuth) verifyRaftHello(b []byte) (answer []byte, err error) {
 	if len(b) != raftHelloLen {
-		return fmt.Errorf("%w: a Raft stream opening of %d bytes, want %d", ErrUnauthenticated, len(b), raftHelloLen)
+		return nil, fmt.Errorf("%w: a Raft stream opening of %d bytes, want %d", ErrUnauthenticated, len(b), raftHelloLen)
 	}
-	_, err := a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], func(secret []byte) []byte {
+	secret, err := a.accept(int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:24]), b[24:], func(secret []byte) []byte {
 		return clusterMAC(secret, "raft", string(b[:24]))
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return raftAnswer(secret, b), nil
 }
 
 // accept checks a MAC against each secret held (macUnder makes the

@@ -131,14 +131,20 @@ func TestRaftStreamCredential(t *testing.T) {
 		secret []byte
 	}{{"no secret", nil}, {"another secret", bytes.Repeat([]byte("o"), MinClusterSecretBytes)}} {
 		c, err := streamLayer{chanListener: m.raft, secret: tc.secret}.Dial(addr, 5*time.Second)
+		if tc.secret != nil {
+			// Closed unanswered, so the dialer's wait for the
+			// controller's proof already fails.
+			if !errors.Is(err, ErrUnauthenticated) {
+				t.Errorf("%s: dial: %v, want ErrUnauthenticated", tc.name, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tc.secret == nil {
-			// The bare marker byte, then silence: the controller waits for
-			// the credential no longer than the peer takes to hang up.
-			_ = c.(*net.TCPConn).CloseWrite()
-		}
+		// The bare marker byte, then silence: the controller waits for
+		// the credential no longer than the peer takes to hang up.
+		_ = c.(*net.TCPConn).CloseWrite()
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		_, err = c.Read(make([]byte, 1))
 		var ne net.Error
@@ -163,6 +169,76 @@ func TestRaftStreamCredential(t *testing.T) {
 		got.Close()
 	case <-time.After(30 * time.Second):
 		t.Fatal("a stream with the credential never reached Raft")
+	}
+}
+
+// TestRaftStreamUnprovenPeer: a voter holding the cluster secret does not
+// hand Raft a stream to a peer that does not prove it holds the secret
+// too: one without a secret (whose Raft closes the stream on the
+// opening), one with another secret, and one answering with a proof
+// under another secret; the error names the peer and the key to set.
+func TestRaftStreamUnprovenPeer(t *testing.T) {
+	secret, other := bytes.Repeat([]byte("s"), MinClusterSecretBytes), bytes.Repeat([]byte("o"), MinClusterSecretBytes)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ln
+	}
+	// muxed is a peer's mux whose Raft closes each stream after its
+	// first byte, as raft.NetworkTransport does with an opening it cannot
+	// decode.
+	muxed := func(auth *clusterAuth) string {
+		ln := listen()
+		m := newMux(ln, ln.Addr(), nil, auth, logger, func(error) {})
+		t.Cleanup(m.close)
+		go func() {
+			for {
+				c, err := m.raft.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Read(make([]byte, 1))
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	// forger answers every opening with a proof under another secret.
+	forger := func() string {
+		ln := listen()
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				open := make([]byte, 1+raftHelloLen)
+				if _, err := io.ReadFull(c, open); err == nil {
+					_, _ = c.Write(raftAnswer(other, open[1:]))
+				}
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	for _, tc := range []struct{ name, addr string }{
+		{"a peer without a secret", muxed(nil)},
+		{"a peer with another secret", muxed(newClusterAuth(other, nil, logger))},
+		{"a peer forging the proof", forger()},
+	} {
+		c, err := streamLayer{secret: secret}.Dial(raft.ServerAddress(tc.addr), 10*time.Second)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: dialled", tc.name)
+			continue
+		}
+		if !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), tc.addr) || !strings.Contains(err.Error(), "auth.controller_secret_file") {
+			t.Errorf("%s: %v, want ErrUnauthenticated naming the peer and auth.controller_secret_file", tc.name, err)
+		}
 	}
 }
 
@@ -248,19 +324,19 @@ func TestClusterSecretRefusals(t *testing.T) {
 			t.Errorf("%q: %v, want ErrUnauthenticated", h, err)
 		}
 	}
-	if err := a.verifyRaftHello(make([]byte, raftHelloLen)); !errors.Is(err, ErrUnauthenticated) {
+	if _, err := a.verifyRaftHello(make([]byte, raftHelloLen)); !errors.Is(err, ErrUnauthenticated) {
 		t.Errorf("a zero Raft opening: %v", err)
 	}
-	if err := a.verifyRaftHello(raftHello(a.secrets[0], time.Now())); err != nil {
+	if _, err := a.verifyRaftHello(raftHello(a.secrets[0], time.Now())); err != nil {
 		t.Errorf("a Raft opening made with the secret: %v", err)
 	}
 }
 
 // TestClusterSecretRotation: a controller holding a new secret and the
 // old one accepts requests and Raft openings signed with either, proving
-// its answers to requests under the one each was signed with, so that a
-// client not yet rotated checks them with the old secret alone, and
-// refuses a third.
+// its answers under the one each was signed with, so that a client not
+// yet rotated checks them with the old secret alone, and refuses a
+// third.
 func TestClusterSecretRotation(t *testing.T) {
 	newer, older, other := bytes.Repeat([]byte("n"), 32), bytes.Repeat([]byte("o"), 32), bytes.Repeat([]byte("x"), 32)
 	a := newClusterAuth(newer, [][]byte{older}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -282,8 +358,13 @@ func TestClusterSecretRotation(t *testing.T) {
 				t.Errorf("the answer to a request signed with %s: %v", tc.name, err)
 			}
 		}
-		if err := a.verifyRaftHello(raftHello(tc.secret, time.Now())); (err == nil) != tc.ok {
+		hello := raftHello(tc.secret, time.Now())
+		answer, err := a.verifyRaftHello(hello)
+		if (err == nil) != tc.ok {
 			t.Errorf("a Raft opening made with %s: %v, want accepted %v", tc.name, err, tc.ok)
+		}
+		if err == nil && !bytes.Equal(answer, raftAnswer(tc.secret, hello)) {
+			t.Errorf("the answer to a Raft opening made with %s is not proven under it", tc.name)
 		}
 	}
 }

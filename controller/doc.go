@@ -172,11 +172,11 @@
 // ClientOptions.ClusterSecret; a request without it, or with another
 // secret's, is answered 401 with ErrUnauthenticated naming why, and a
 // Raft stream is closed unread. The proof runs back too: a controller
-// with the secret proves it in every answer (ClusterProofHeader), and a
-// client holding the secret refuses a controller that does not
-// (ErrUnauthenticated, naming it), so a controller started without the
-// secret, which takes anyone's calls, is not used by the secured nodes
-// in front of it. The package leaves the
+// with the secret proves it in every answer (ClusterProofHeader) and to
+// every Raft dialer, and a client or voter holding the secret refuses a
+// controller that does not (ErrUnauthenticated, naming it), so a
+// controller started without the secret, which takes anyone's calls, is
+// not used by the secured nodes in front of it. The package leaves the
 // secret optional;
 // the processes (tools/cli) make it mandatory once security is on,
 // loopback included, since whoever else shares the host or its network

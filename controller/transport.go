@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/hmac"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -24,8 +25,10 @@ import (
 // first, and the marker byte and HTTP travel inside it, so Raft and the
 // client API are both encrypted and both open only to holders of a
 // certificate of the cluster CA. With Options.ClusterSecret the marker
-// byte is followed by the cluster credential, and an HTTP request carries
-// it in its Authorization header (clusterauth.go).
+// byte is followed by the cluster credential, which the listener answers
+// with its proof of the same secret before Raft's own bytes flow; an HTTP
+// request carries it in its Authorization header, and the answer its
+// proof in ClusterProofHeader (clusterauth.go).
 const raftStreamByte = 0xAF
 
 // sniffTimeout bounds how long a new connection may stay silent before its
@@ -144,7 +147,10 @@ func (m *mux) sniff(raw net.Conn) {
 		var hello [raftHelloLen]byte
 		_, err := io.ReadFull(c, hello[:])
 		if err == nil {
-			err = m.auth.verifyRaftHello(hello[:])
+			var answer []byte
+			if answer, err = m.auth.verifyRaftHello(hello[:]); err == nil {
+				_, err = c.Write(answer)
+			}
 		} else {
 			err = fmt.Errorf("%w: the Raft stream did not open with the cluster credential: %v", ErrUnauthenticated, err)
 		}
@@ -229,16 +235,30 @@ func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	if err != nil {
 		return nil, err
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	_ = c.SetDeadline(time.Now().Add(timeout))
 	open := []byte{raftStreamByte}
+	var hello []byte
 	if len(s.secret) > 0 {
-		open = append(open, raftHello(s.secret, time.Now())...)
+		hello = raftHello(s.secret, time.Now())
+		open = append(open, hello...)
 	}
 	if _, err := c.Write(open); err != nil {
 		c.Close()
 		return nil, err
 	}
-	_ = c.SetWriteDeadline(time.Time{})
+	if hello != nil {
+		// A peer without the secret hands the opening to Raft, which
+		// closes the stream on it, or keeps silent: neither proves.
+		var answer [raftAnswerLen]byte
+		if _, err := io.ReadFull(c, answer[:]); err != nil || !hmac.Equal(answer[:], raftAnswer(s.secret, hello)) {
+			c.Close()
+			if err == nil {
+				err = errors.New("a wrong proof")
+			}
+			return nil, fmt.Errorf("%w: controller %s did not prove it holds the cluster secret (%v): it runs without the cluster secret, or with another; set the same auth.controller_secret_file on every controller", ErrUnauthenticated, addr, err)
+		}
+	}
+	_ = c.SetDeadline(time.Time{})
 	return c, nil
 }
 
