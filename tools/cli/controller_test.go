@@ -199,6 +199,43 @@ func TestClusterSecret(t *testing.T) {
 	}
 }
 
+// TestClusterSecretUnprovenController: a controller started without
+// auth.controller_secret_file cannot prove the cluster secret, so the CLI
+// and a store holding it refuse its answers, naming the controller and
+// the key to set on it, rather than take a controller anyone may call
+// for the secured cluster's.
+func TestClusterSecretUnprovenController(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte(strings.Repeat("5e", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctl := freeAddr(t)
+	cp := start(t, nil, "controller", "--data-dir", filepath.Join(dir, "c"), "--controller-listen", ctl, "--controller.bootstrap")
+	cp.waitFor(t, `msg=running .*controller_addr=`)
+
+	r := run(t, nil, "topic", "--controller="+ctl, "--controller-secret-file", secret, "list")
+	wantOneLineFailure(t, r, "does not require the cluster secret")
+	for _, want := range []string{ctl, "auth.controller_secret_file"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal %q does not name %s", r.stderr, want)
+		}
+	}
+	sp := start(t, nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", "127.0.0.1:0",
+		"--controller.join", ctl, "--controller.node_id", "7", "--kafka-listen", "", "--native-listen", "", "--http-listen", "",
+		"--auth.controller_secret_file", secret)
+	sp.waitFor(t, `controller unreachable.*does not require the cluster secret`)
+	if strings.Contains(sp.logText(), "registered with the controller") {
+		t.Errorf("the store took the controller's answer:\n%s", sp.logText())
+	}
+	if code := sp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("store exit %d:\n%s", code, sp.logText())
+	}
+	if code := cp.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("controller exit %d:\n%s", code, cp.logText())
+	}
+}
+
 // TestSecureServeMakesItsClusterSecret: serve with the authorizer on and
 // no auth.controller_secret_file makes a cluster secret in
 // <data_dir>/controller.secret (mode 0600), names it in its log, and its
