@@ -307,16 +307,7 @@ func (b *schemaBuilder) Append(r *Record) error {
 		}
 		b.covered[codec.ID()] = true
 	}
-	var row valuecodec.Row
-	if bare {
-		row, err = codec.DecodeBare(payload)
-	} else {
-		row, err = codec.Decode(payload)
-	}
-	if err != nil {
-		return b.undecodable(r, "%v", err)
-	}
-	if err := b.cols.Append(row); err != nil {
+	if err := b.cols.AppendValue(codec, payload, bare); err != nil {
 		return b.undecodable(r, "%v", err)
 	}
 	b.meta.Append(r)

@@ -26,6 +26,9 @@ type Columns struct {
 	fields   []arrow.Field
 	builders []array.Builder
 	index    map[string]int
+	// direct holds each codec's direct path into these columns, nil
+	// when it has none (avro_direct.go).
+	direct map[*Codec]*avroDirect
 }
 
 // NewColumns appends to builders, which build fields (the table schema's
@@ -34,7 +37,7 @@ func NewColumns(fields []arrow.Field, builders []array.Builder) (*Columns, error
 	if len(fields) != len(builders) {
 		return nil, fmt.Errorf("valuecodec: %d fields for %d builders", len(fields), len(builders))
 	}
-	c := &Columns{fields: fields, builders: builders, index: make(map[string]int, len(fields))}
+	c := &Columns{fields: fields, builders: builders, index: make(map[string]int, len(fields)), direct: map[*Codec]*avroDirect{}}
 	for i, f := range fields {
 		c.index[f.Name] = i
 	}
@@ -68,6 +71,31 @@ func (c *Columns) Append(row Row) error {
 		put(b, vals[i])
 	}
 	return nil
+}
+
+// AppendValue decodes payload with codec (bare: a value without framing,
+// DecodeBare) and appends it as Append does: an error (wrapping
+// ErrDecode or ErrColumn) leaves the builders as they were. Avro values
+// of a flat record take the direct path (avro_direct.go), the same rows
+// without the generic Row in between.
+func (c *Columns) AppendValue(codec *Codec, payload []byte, bare bool) error {
+	d, ok := c.direct[codec]
+	if !ok {
+		d = newAvroDirect(codec, c)
+		c.direct[codec] = d
+	}
+	if d != nil {
+		return d.append(payload)
+	}
+	decode := codec.Decode
+	if bare {
+		decode = codec.DecodeBare
+	}
+	row, err := decode(payload)
+	if err != nil {
+		return err
+	}
+	return c.Append(row)
 }
 
 // AppendNull appends a row of nulls (to keep columns aligned when a

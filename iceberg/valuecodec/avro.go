@@ -47,6 +47,7 @@ func compileAvro(s Schema) (*Codec, error) {
 	}
 	id := s.ID
 	return &Codec{
+		avro:   rec,
 		fields: fields,
 		decode: func(payload []byte) (Row, error) {
 			// Not avroConfig.Unmarshal: it takes running out of bytes

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	"github.com/hamba/avro/v2"
 )
 
 // Schema types as the registry stores them.
@@ -81,6 +82,9 @@ type Codec struct {
 	decode func(payload []byte) (Row, error)
 	// decodeBare, when set, decodes a value without framing.
 	decodeBare func(payload []byte) (Row, error)
+	// avro is an Avro codec's record schema, for the direct path
+	// (avro_direct.go).
+	avro *avro.RecordSchema
 }
 
 // Compile maps s to Iceberg value columns and prepares its decoder.

@@ -14,6 +14,9 @@
 //     converted to the table's column types first and appended only when
 //     all of it fits, so a record that does not fit goes to the DLQ table
 //     and leaves the batch intact;
+//   - the direct path of flat Avro records (avro_direct.go): read with
+//     the same hamba calls straight into the builders, the rows of the
+//     generic path without a map and boxes per value;
 //   - schema evolution (evolve.go): iceberg-go's union by name, so
 //     columns keep their field ids across versions, new ones are added,
 //     types only widen, and removed fields stay as columns that new rows
