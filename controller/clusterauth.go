@@ -47,9 +47,13 @@ import (
 // naming the controller), and a voter a peer that does not prove it.
 //
 // A rolling rotation needs two secrets at once: Options.OldClusterSecrets
-// are accepted beside the current one, which alone is presented, so every
-// node can take the new secret (old ones still accepted), then drop the
-// old ones, one node at a time, with the cluster up throughout.
+// are accepted beside the current one, which alone is presented. A node
+// presenting the new secret is refused by one not holding it yet, so a
+// rotation takes three rolls, each one node at a time and each finished
+// on every node before the next begins, with the cluster up throughout:
+// every node takes the new secret as an old one (accepted, the old one
+// still presented), then presents it (the old one still accepted), then
+// drops the old one.
 
 // ClusterAuthScheme is the Authorization scheme of a signed request.
 const ClusterAuthScheme = "AeroStream-HMAC-SHA256"

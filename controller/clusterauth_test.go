@@ -310,6 +310,42 @@ func TestClusterSecretUnprovenAnswer(t *testing.T) {
 	}
 }
 
+// TestClusterSecretRotationOrder: through the three rolls of a rotation
+// (clusterauth.go), a node holding the secrets of one step and a
+// controller holding those of the step before or after answer each other
+// with proven answers; presenting the new secret in the first roll, as
+// the two-roll order would, is refused by a controller not yet rolled.
+func TestClusterSecretRotationOrder(t *testing.T) {
+	older, newer := bytes.Repeat([]byte("o"), MinClusterSecretBytes), bytes.Repeat([]byte("n"), MinClusterSecretBytes)
+	type step struct {
+		current []byte
+		old     [][]byte
+	}
+	steps := []step{{older, nil}, {older, [][]byte{newer}}, {newer, [][]byte{older}}, {newer, nil}}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	talk := func(client, ctl step) error {
+		r, _ := http.NewRequest(http.MethodPost, "http://x/v1/metadata?leader=1", nil)
+		nonce := signRequest(client.current, r, []byte("{}"), time.Now())
+		p, err := newClusterAuth(ctl.current, ctl.old, logger).verifyRequest(r, []byte("{}"))
+		if err != nil {
+			return err
+		}
+		h := http.Header{}
+		p.prove(h, http.StatusOK, []byte("{}\n"))
+		return checkAnswer(client.current, nonce, h, http.StatusOK, []byte("{}\n"))
+	}
+	for i := 1; i < len(steps); i++ {
+		for _, pair := range [][2]step{{steps[i-1], steps[i]}, {steps[i], steps[i-1]}} {
+			if err := talk(pair[0], pair[1]); err != nil {
+				t.Errorf("roll %d: a node at one step and a controller at the other: %v", i, err)
+			}
+		}
+	}
+	if err := talk(step{newer, [][]byte{older}}, steps[0]); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("the new secret presented before every controller holds it: %v, want ErrUnauthenticated", err)
+	}
+}
+
 // TestClusterSecretRefusals: a secret too short to be one is refused, and
 // a malformed Authorization header or Raft opening is ErrUnauthenticated.
 func TestClusterSecretRefusals(t *testing.T) {

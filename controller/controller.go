@@ -57,9 +57,9 @@ type Options struct {
 	// voter proves it to the others. Every node and client of the cluster
 	// holds the same secret, of at least MinClusterSecretBytes.
 	ClusterSecret []byte
-	// OldClusterSecrets are accepted too but never presented: the secrets
-	// a rolling rotation moves away from, until every node holds the new
-	// one.
+	// OldClusterSecrets are accepted too but never presented: during a
+	// rolling rotation (clusterauth.go), the new secret before it is
+	// presented, then the old one until every node presents the new.
 	OldClusterSecrets [][]byte
 	// Advertise is the host:port other controllers and clients reach this
 	// one at; empty means the listener's address, with an unspecified host
