@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
@@ -121,4 +122,82 @@ func NewMode(mc ModeContext) (Mode, error) {
 		return nil, fmt.Errorf("%w: topic %s: iceberg.mode %q is not built into this binary", ErrModeUnavailable, mc.Topic, name)
 	}
 	return f(mc)
+}
+
+// stepReserve sizes a row builder's buffers for a step before its first
+// row: each step's rows are a fresh set of Arrow buffers (the last set
+// went to the data file writer), and growing them by doubling while rows
+// are appended copied every buffer about once more and made as much
+// garbage again. Steps are alike in size, so the last one's sizes are
+// reserved, at the first row of the next (after the committer waited
+// for the writer, whose memory it counts: rowMemory).
+type stepReserve struct {
+	plan    []reservation
+	pending bool
+}
+
+type reservation struct {
+	b    array.Builder
+	n    int // values
+	data int // bytes of a binary builder's values
+}
+
+// built records the sizes of rec, just built by rb.
+func (s *stepReserve) built(rb *array.RecordBuilder, rec arrow.RecordBatch) {
+	s.plan = s.plan[:0]
+	for i, b := range rb.Fields() {
+		s.walk(b, rec.Column(i))
+	}
+	s.pending = true
+}
+
+func (s *stepReserve) walk(b array.Builder, a arrow.Array) {
+	r := reservation{b: b, n: a.Len()}
+	switch b := b.(type) {
+	case *array.StructBuilder:
+		if st, ok := a.(*array.Struct); ok && st.NumField() == b.NumField() {
+			s.plan = append(s.plan, r)
+			for i := range b.NumField() {
+				s.walk(b.FieldBuilder(i), st.Field(i))
+			}
+			return
+		}
+	case *array.ListBuilder:
+		if l, ok := a.(*array.List); ok {
+			s.plan = append(s.plan, r)
+			s.walk(b.ValueBuilder(), l.ListValues())
+			return
+		}
+	case *array.BinaryBuilder, *array.StringBuilder:
+		if bufs := a.Data().Buffers(); len(bufs) == 3 && bufs[2] != nil {
+			r.data = bufs[2].Len()
+		}
+	}
+	s.plan = append(s.plan, r)
+}
+
+// apply reserves the recorded sizes, once after each built.
+func (s *stepReserve) apply() {
+	if !s.pending {
+		return
+	}
+	s.pending = false
+	for _, r := range s.plan {
+		r.b.Reserve(r.n)
+		if r.data > 0 {
+			if bb := binaryBuilder(r.b); bb != nil {
+				bb.ReserveData(r.data)
+			}
+		}
+	}
+}
+
+func binaryBuilder(b array.Builder) *array.BinaryBuilder {
+	switch b := b.(type) {
+	case *array.BinaryBuilder:
+		return b
+	case *array.StringBuilder:
+		return b.BinaryBuilder
+	}
+	return nil
 }

@@ -92,13 +92,15 @@ func (keyValue) NewBuilder(sc *iceberg.Schema, mem memory.Allocator) (RowBuilder
 }
 
 type kvBuilder struct {
-	rb    *array.RecordBuilder
-	meta  *MetaBuilder
-	value *array.BinaryBuilder
-	rows  int
+	rb      *array.RecordBuilder
+	meta    *MetaBuilder
+	value   *array.BinaryBuilder
+	rows    int
+	reserve stepReserve
 }
 
 func (b *kvBuilder) Append(r *Record) error {
+	b.reserve.apply()
 	b.meta.Append(r)
 	if r.Value == nil {
 		b.value.AppendNull()
@@ -113,7 +115,9 @@ func (b *kvBuilder) Rows() int { return b.rows }
 
 func (b *kvBuilder) Build() arrow.RecordBatch {
 	b.rows = 0
-	return b.rb.NewRecordBatch()
+	rec := b.rb.NewRecordBatch()
+	b.reserve.built(b.rb, rec)
+	return rec
 }
 
 func (b *kvBuilder) Release() { b.rb.Release() }

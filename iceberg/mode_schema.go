@@ -280,6 +280,7 @@ type schemaBuilder struct {
 	cols    *valuecodec.Columns
 	covered map[int32]bool
 	rows    int
+	reserve stepReserve
 }
 
 func (b *schemaBuilder) undecodable(r *Record, format string, args ...any) error {
@@ -287,6 +288,7 @@ func (b *schemaBuilder) undecodable(r *Record, format string, args ...any) error
 }
 
 func (b *schemaBuilder) Append(r *Record) error {
+	b.reserve.apply()
 	if r.Value == nil {
 		b.meta.Append(r)
 		b.cols.AppendNull()
@@ -348,7 +350,9 @@ func (b *schemaBuilder) Rows() int { return b.rows }
 
 func (b *schemaBuilder) Build() arrow.RecordBatch {
 	b.rows = 0
-	return b.rb.NewRecordBatch()
+	rec := b.rb.NewRecordBatch()
+	b.reserve.built(b.rb, rec)
+	return rec
 }
 
 func (b *schemaBuilder) Release() { b.rb.Release() }
