@@ -61,6 +61,9 @@ type Client struct {
 		sync.Mutex
 		target string
 		next   int
+		// proven holds the controllers that have proven the cluster
+		// secret in an answer to this client.
+		proven map[string]bool
 	}
 }
 
@@ -156,6 +159,25 @@ func (c *Client) setTarget(addr string) {
 	c.mu.Unlock()
 }
 
+func (c *Client) isProven(addr string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.proven[addr]
+}
+
+func (c *Client) setProven(addr string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.proven == nil {
+		c.mu.proven = map[string]bool{}
+	}
+	if ok {
+		c.mu.proven[addr] = true
+	} else {
+		delete(c.mu.proven, addr)
+	}
+}
+
 // rotate moves off a target that did not answer, unless another call
 // already has.
 func (c *Client) rotate(from string) {
@@ -192,7 +214,16 @@ func (c *Client) call(ctx context.Context, path string, kind callKind, req, resp
 	var last error
 	for hops := 0; ; hops++ {
 		target := c.Target()
-		err := c.roundTrip(ctx, target, path, kind != read, body, resp)
+		var err error
+		if len(c.opts.ClusterSecret) > 0 && path != pathCluster && !c.isProven(target) {
+			// An answer's proof comes after the request has taken effect,
+			// so a controller is asked to prove the secret with a read
+			// before it is sent anything else, a write most of all.
+			err = c.roundTrip(ctx, target, pathCluster, false, []byte("{}"), nil)
+		}
+		if err == nil {
+			err = c.roundTrip(ctx, target, path, kind != read, body, resp)
+		}
 		if err == nil {
 			return nil
 		}
@@ -274,6 +305,7 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 		if err := checkAnswer(c.opts.ClusterSecret, nonce, hresp.Header, hresp.StatusCode, data); err != nil {
 			return c.unproven(target, hresp.StatusCode, data, err)
 		}
+		c.setProven(target, true)
 	}
 	if hresp.StatusCode == http.StatusOK {
 		if resp == nil {
@@ -303,6 +335,7 @@ func (c *Client) roundTrip(ctx context.Context, target, path string, isWrite boo
 // other answer is not acted on. Neither is retried, and the next call
 // moves on to another controller.
 func (c *Client) unproven(target string, status int, data []byte, err error) error {
+	c.setProven(target, false)
 	c.rotate(target)
 	var eb notLeaderBody
 	if status == http.StatusUnauthorized && json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Code == wireCode(ErrUnauthenticated) {

@@ -253,10 +253,27 @@ func TestClusterSecretUnprovenAnswer(t *testing.T) {
 	nodes := startNetCluster(t, 1)
 	cl := NewClient(addrsOf(nodes), ClientOptions{Timeout: 20 * time.Second, ClusterSecret: secret})
 	_, err := cl.Metadata(context.Background(), MetadataRequest{})
-	cl.Close()
 	if !errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), nodes[0].addr) ||
 		!strings.Contains(err.Error(), "does not require the cluster secret") || !strings.Contains(err.Error(), "auth.controller_secret_file") {
 		t.Errorf("a controller without the secret: %v, want ErrUnauthenticated naming it and auth.controller_secret_file", err)
+	}
+	// A write is not sent to a controller that has not proven the secret,
+	// so it cannot take effect there.
+	_, err = cl.CreateTopics(context.Background(), CreateTopicsRequest{Topics: []NewTopic{{Name: "unproven", Partitions: 1, ReplicationFactor: 1}}})
+	cl.Close()
+	if !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("a create on a controller without the secret: %v, want ErrUnauthenticated", err)
+	}
+	open := NewClient(addrsOf(nodes), ClientOptions{Timeout: 20 * time.Second})
+	md, err := open.Metadata(context.Background(), MetadataRequest{})
+	open.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range md.Topics {
+		if tp.Name == "unproven" {
+			t.Errorf("a create refused for want of a proof was carried out on the controller")
+		}
 	}
 
 	body := []byte("{}\n")
