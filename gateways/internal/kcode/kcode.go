@@ -87,9 +87,10 @@ var shared = []Row{
 	{controller.ErrNotLeader, kerr.LeaderNotAvailable},
 	{controller.ErrTimeout, kerr.LeaderNotAvailable},
 	{controller.ErrClosed, kerr.LeaderNotAvailable},
-	// The controller refused this gateway's cluster credential
-	// (auth.controller_secret_file): a misconfigured node, which retrying
-	// does not mend; its log names the problem.
+	// The cluster credential (auth.controller_secret_file) failed one way
+	// or the other: the controller refused this gateway's, or could not
+	// prove it holds the secret. A misconfigured node, which retrying does
+	// not mend; the log names the problem.
 	{controller.ErrUnauthenticated, kerr.ClusterAuthorizationFailed},
 }
 
