@@ -9,7 +9,8 @@
 // in iceberg.mode=value_schema_id_prefix, its schemas registered through
 // serve's registry and its values produced by franz-go, is read back by
 // pyiceberg (read_typed.py) as typed columns equal value by value to what
-// was produced, and a second schema version adds a column.
+// was produced, and a second schema version adds a column; a flat Avro
+// record (valuecodec's direct path) is read back the same way.
 //
 // The tests are gated one visible way each: ICEBERG_PYTHON (a Python
 // with pyiceberg 0.12, which `make test-iceberg` installs into
