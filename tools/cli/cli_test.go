@@ -260,6 +260,23 @@ func (p *proc) waitFor(t *testing.T, re string) []string {
 	}
 }
 
+// sawOrWaitFor is waitFor for a line that may already have gone by: one
+// logged by another goroutine than the line waited for before it, in
+// either order.
+func (p *proc) sawOrWaitFor(t *testing.T, re string) {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	p.mu.Lock()
+	for _, l := range p.log {
+		if rx.MatchString(l) {
+			p.mu.Unlock()
+			return
+		}
+	}
+	p.mu.Unlock()
+	p.waitFor(t, re)
+}
+
 func (p *proc) logText() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

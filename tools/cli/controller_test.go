@@ -46,7 +46,9 @@ func TestServeControllerAndTopicCLI(t *testing.T) {
 		"--kafka-listen", "", "--native-listen", "", "--http-listen", ""}
 	p := start(t, nil, args...)
 	p.waitFor(t, `msg=running .*parts=\S*controller`)
-	p.waitFor(t, `msg="registered with the controller"`)
+	// serve logs running once its voter leads; the store may register
+	// before that.
+	p.sawOrWaitFor(t, `msg="registered with the controller"`)
 
 	c := "--controller=" + ctl
 	wantOK(t, run(t, nil, "topic", c, "create", "orders", "-p", "3", "-c", "retention.ms=3600000"),
@@ -138,7 +140,7 @@ func TestStoreJoinsController(t *testing.T) {
 	sp := start(t, nil, "store", "--data-dir", filepath.Join(dir, "s"), "--ring-listen", "127.0.0.1:0",
 		"--controller.join", ctl, "--controller.node_id", "7", "--kafka-listen", "", "--native-listen", "", "--http-listen", "")
 	sp.waitFor(t, `msg=running .*parts=\S*controller-member`)
-	sp.waitFor(t, `msg="registered with the controller"`)
+	sp.sawOrWaitFor(t, `msg="registered with the controller"`)
 	wantOK(t, run(t, nil, "topic", "--controller="+ctl, "create", "events", "-p", "2"), "created events")
 	for i := 0; i < 2; i++ {
 		sp.waitFor(t, `msg="created partition".* node=7 topic=events`)
