@@ -44,6 +44,21 @@ const (
 	 {"name":"coupon","type":["null","string"],"default":null}]}`
 )
 
+// registryNode starts a node with Iceberg on and the schema registry on
+// its own listener (not the machine-wide default port), and returns it
+// with a client of its registry.
+func registryNode(t *testing.T) (*node, *sr.Client) {
+	t.Helper()
+	regAddr := freeAddr(t)
+	n := newNode(t, append(icebergArgs(""), "--schema-registry-listen", regAddr), nil)
+	n.start()
+	reg, err := sr.NewClient(sr.URLs("http://" + regAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, reg
+}
+
 // TestPyicebergAvroTyped is the registry issue's Iceberg test: an Avro
 // topic in iceberg.mode=value_schema_id_prefix becomes a table with typed
 // columns that pyiceberg reads back equal, value by value, to what was
@@ -52,17 +67,9 @@ const (
 func TestPyicebergAvroTyped(t *testing.T) {
 	python := skipWithout(t, "ICEBERG_PYTHON", "`make test-iceberg` installs pyiceberg 0.12 and runs this test")
 	const topic = "orders_avro"
-	// The registry on its own listener, not the machine-wide default port.
-	regAddr := freeAddr(t)
-	n := newNode(t, append(icebergArgs(""), "--schema-registry-listen", regAddr), nil)
-	n.start()
+	n, reg := registryNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	reg, err := sr.NewClient(sr.URLs("http://" + regAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
 	subject := topic + "-value"
 	for _, r := range reg.SetCompatibility(ctx, sr.SetCompatibility{Level: sr.CompatBackward}, subject) {
 		if r.Err != nil {
@@ -267,15 +274,9 @@ const orderFlat = `{"type":"record","name":"Flat","namespace":"shop","fields":[
 func TestPyicebergAvroFlat(t *testing.T) {
 	python := skipWithout(t, "ICEBERG_PYTHON", "`make test-iceberg` installs pyiceberg 0.12 and runs this test")
 	const topic = "orders_flat"
-	regAddr := freeAddr(t)
-	n := newNode(t, append(icebergArgs(""), "--schema-registry-listen", regAddr), nil)
-	n.start()
+	n, reg := registryNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	reg, err := sr.NewClient(sr.URLs("http://" + regAddr))
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := reg.CreateSchema(ctx, topic+"-value", sr.Schema{Schema: orderFlat, Type: sr.TypeAvro})
 	if err != nil {
 		t.Fatalf("register: %v", err)
