@@ -5,6 +5,9 @@
 //     Kafka's ssl.cipher.suites and ssl.enabled.protocols names narrow, client
 //     certificate policy, and a certificate that is re-read when its files
 //     change, so a renewed certificate needs no restart;
+//   - client certificate principals (principal_mapping.go): a verified
+//     certificate's subject as Java writes it (RFC 2253), mapped by Kafka's
+//     ssl.principal.mapping.rules grammar;
 //   - SASL mechanisms (sasl.go, scram.go, plain.go): a server-side SCRAM
 //     (RFC 5802, with SHA-256 and SHA-512 as RFC 7677 and Kafka use them)
 //     and PLAIN, verified against salted and hashed SCRAM credentials, so a

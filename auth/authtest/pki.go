@@ -106,13 +106,20 @@ func writePEM(path, typ string, der []byte) error {
 // IssueClient writes a client certificate for common name cn, signed by
 // the CA, as <cn>.pem and <cn>-key.pem, and returns their paths.
 func (p *PKI) IssueClient(cn string, serial int64) (certFile, keyFile string, err error) {
+	return p.IssueClientName(pkix.Name{CommonName: cn}, serial)
+}
+
+// IssueClientName is IssueClient for a whole subject, named after its
+// common name.
+func (p *PKI) IssueClientName(subject pkix.Name, serial int64) (certFile, keyFile string, err error) {
+	cn := subject.CommonName
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return "", "", err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: cn},
+		Subject:      subject,
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
