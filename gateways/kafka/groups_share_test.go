@@ -432,8 +432,19 @@ func TestShareStateSurvivesRestart(t *testing.T) {
 		t.Helper()
 		hb := kmsg.NewPtrShareGroupHeartbeatRequest()
 		hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "sg-durable", "m1", []string{"share-durable"}
-		if hr, err := hb.RequestWith(ctx, cl); err != nil || hr.ErrorCode != 0 {
-			t.Fatalf("share heartbeat: %v %+v", err, hr)
+		// A restarted gateway answers COORDINATOR_LOAD_IN_PROGRESS, as
+		// Kafka does, until it has read __consumer_offsets; clients
+		// retry it (franz-go does not retry a share heartbeat for us).
+		var hr *kmsg.ShareGroupHeartbeatResponse
+		waitFor(t, "the share-group coordinator to load", func() bool {
+			var err error
+			if hr, err = hb.RequestWith(ctx, cl); err != nil {
+				t.Fatalf("share heartbeat: %v", err)
+			}
+			return hr.ErrorCode != kerr.CoordinatorLoadInProgress.Code
+		})
+		if hr.ErrorCode != 0 {
+			t.Fatalf("share heartbeat: %+v", hr)
 		}
 		return &shareRaw{t: t, cl: cl, group: "sg-durable", id: topic.ID}
 	}
