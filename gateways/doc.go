@@ -26,14 +26,19 @@
 // context), writes what it owes within DrainTimeout, and closes; Serve
 // returns once all of them are gone.
 //
-// Authentication: every connection starts as the Anonymous principal. The
-// hook point is Conn.SetPrincipal, which a protocol's authentication
-// exchange calls once it has verified a client: the Kafka gateway's SASL
-// does; the native protocol has no authentication yet.
+// Authentication: every connection starts as the Anonymous principal. On
+// a TLS listener the server first completes the handshake within
+// HandshakeTimeout, and a verified client certificate sets the principal
+// (its subject mapped by Server.Principals, Kafka's
+// ssl.principal.mapping.rules). The hook point is Conn.SetPrincipal,
+// which a protocol's authentication exchange calls once it has verified
+// a client, replacing the certificate's principal: both gateways' SASL
+// does.
 //
-// Imports: of AeroStream's packages, gateways imports only logstore/ring,
+// Imports: of AeroStream's packages, gateways imports logstore/ring,
 // whose Backend every gateway consumes and whose SendRange is the one
-// sendfile-or-copy path for segment ranges. Gateways live in
+// sendfile-or-copy path for segment ranges, auth for the certificate
+// principal, and internal/ helpers. Gateways live in
 // subpackages (gateways/kafka, gateways/native) and import this one; no
 // gateway imports another, and nothing outside tools/ imports a gateway.
 package gateways

@@ -3,6 +3,7 @@ package gateways
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/internal/bytebudget"
 )
 
@@ -51,6 +53,10 @@ type Principal struct {
 	Mechanism string // how it was authenticated; "" for Anonymous
 	Name      string
 }
+
+// MechanismTLS is the Mechanism of a principal a verified TLS client
+// certificate named.
+const MechanismTLS = "SSL"
 
 // Anonymous is the principal of every connection until an authentication
 // exchange sets another.
@@ -133,11 +139,19 @@ type Server struct {
 	// QueueDepth bounds the responses queued for one connection's writer;
 	// the reader waits while the queue is full. Default 32.
 	QueueDepth int
+	// HandshakeTimeout bounds the TLS handshake a connection of a TLS
+	// listener completes before it is served. Default 10s.
+	HandshakeTimeout time.Duration
+	// Principals names the principal of a TLS client that presented a
+	// verified certificate (tls.principal_mapping_rules); nil is Kafka's
+	// DEFAULT, the subject's full distinguished name. An authentication
+	// exchange (SASL on SASL_SSL) replaces it.
+	Principals *auth.PrincipalMapper
 
 	nextID atomic.Uint64
 	budget atomic.Pointer[bytebudget.Budget] // set by Serve; nil without a bound
 	stats  struct {
-		conns, open, frames, protocolErrors, panics, sendfileBytes, copiedBytes atomic.Int64
+		conns, open, frames, protocolErrors, handshakeErrors, panics, sendfileBytes, copiedBytes atomic.Int64
 	}
 }
 
@@ -147,23 +161,28 @@ type Stats struct {
 	Open           int64 // open right now
 	Frames         int64 // request frames read
 	ProtocolErrors int64 // connections closed for a bad frame
-	Panics         int64 // connections closed because handling a frame panicked
-	SendfileBytes  int64 // file bytes written with sendfile(2)
-	CopiedBytes    int64 // file bytes written through a user-space buffer
-	QueuedBytes    int64 // request bytes reserved right now (MaxQueuedBytes)
-	QueueWaits     int64 // frames whose body waited for MaxQueuedBytes
+	// HandshakeErrors counts connections closed because their TLS
+	// handshake failed or timed out, or their certificate named no
+	// principal.
+	HandshakeErrors int64
+	Panics          int64 // connections closed because handling a frame panicked
+	SendfileBytes   int64 // file bytes written with sendfile(2)
+	CopiedBytes     int64 // file bytes written through a user-space buffer
+	QueuedBytes     int64 // request bytes reserved right now (MaxQueuedBytes)
+	QueueWaits      int64 // frames whose body waited for MaxQueuedBytes
 }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
 	st := Stats{
-		Connections:    s.stats.conns.Load(),
-		Open:           s.stats.open.Load(),
-		Frames:         s.stats.frames.Load(),
-		ProtocolErrors: s.stats.protocolErrors.Load(),
-		Panics:         s.stats.panics.Load(),
-		SendfileBytes:  s.stats.sendfileBytes.Load(),
-		CopiedBytes:    s.stats.copiedBytes.Load(),
+		Connections:     s.stats.conns.Load(),
+		Open:            s.stats.open.Load(),
+		Frames:          s.stats.frames.Load(),
+		ProtocolErrors:  s.stats.protocolErrors.Load(),
+		HandshakeErrors: s.stats.handshakeErrors.Load(),
+		Panics:          s.stats.panics.Load(),
+		SendfileBytes:   s.stats.sendfileBytes.Load(),
+		CopiedBytes:     s.stats.copiedBytes.Load(),
 	}
 	if b := s.budget.Load(); b != nil {
 		st.QueuedBytes, st.QueueWaits = b.InUse(), b.Waits()
@@ -178,12 +197,17 @@ type serverConfig struct {
 	maxFrame   int
 	idle       time.Duration
 	drain      time.Duration
+	handshake  time.Duration
 	queueDepth int
 	log        *slog.Logger
 }
 
 func (s *Server) config() serverConfig {
-	c := serverConfig{maxFrame: s.MaxFrameBytes, idle: s.IdleTimeout, drain: s.DrainTimeout, queueDepth: s.QueueDepth, log: s.Logger}
+	c := serverConfig{maxFrame: s.MaxFrameBytes, idle: s.IdleTimeout, drain: s.DrainTimeout, handshake: s.HandshakeTimeout,
+		queueDepth: s.QueueDepth, log: s.Logger}
+	if c.handshake <= 0 {
+		c.handshake = 10 * time.Second
+	}
 	if c.maxFrame <= 0 {
 		c.maxFrame = DefaultMaxFrameBytes
 	}
@@ -283,6 +307,22 @@ func (s *Server) serveConn(shutdown context.Context, cfg serverConfig, budget *b
 	id := s.nextID.Add(1)
 	c := &Conn{ID: id, Remote: nc.RemoteAddr(), Local: nc.LocalAddr()}
 	c.Log = cfg.log.With("remote", nc.RemoteAddr().String(), "conn", id)
+	if tc, ok := nc.(*tls.Conn); ok {
+		if err := s.handshake(shutdown, cfg, tc, c); err != nil {
+			switch {
+			case shutdown.Err() != nil:
+			case errors.Is(err, errClosedBeforeHandshake):
+				// A TCP probe (a kubelet's, a load balancer's) opens
+				// and closes without a byte; it is no failure.
+				c.Log.Debug("connection closed before a TLS handshake")
+			default:
+				s.stats.handshakeErrors.Add(1)
+				c.Log.Info("TLS handshake failed, closing connection", "err", err, "handshake_timeout", cfg.handshake)
+			}
+			_ = nc.Close()
+			return
+		}
+	}
 
 	// ctx ends on drain or when the connection dies, so that a handler
 	// parked in a long poll returns.
@@ -340,6 +380,40 @@ var (
 	errPanic = errors.New("panic")
 	errIdle  = errors.New("idle timeout")
 )
+
+// errClosedBeforeHandshake: the client closed the connection before it
+// sent a TLS record.
+var errClosedBeforeHandshake = errors.New("closed before a TLS handshake")
+
+// handshake completes a TLS connection's handshake within the handshake
+// timeout, so that a client that does not speak TLS, or stalls, costs one
+// goroutine for that long and not the idle timeout, and sets the
+// principal of a verified client certificate, as Kafka's SSL listener
+// does with ssl.client.auth.
+func (s *Server) handshake(ctx context.Context, cfg serverConfig, tc *tls.Conn, c *Conn) error {
+	hctx, cancel := context.WithTimeout(ctx, cfg.handshake)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		if hctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("no TLS handshake within %s: %w", cfg.handshake, err)
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: %w", errClosedBeforeHandshake, err)
+		}
+		return err
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return nil // no certificate (client_auth none or requested): anonymous until SASL
+	}
+	name, err := s.Principals.CertName(st.VerifiedChains[0][0])
+	if err != nil {
+		return fmt.Errorf("client certificate: %w", err)
+	}
+	c.SetPrincipal(Principal{Mechanism: MechanismTLS, Name: name})
+	c.Log.Debug("tls: client certificate principal", "principal", "User:"+name)
+	return nil
+}
 
 func (s *Server) newSession(c *Conn) (sess Session, err error) {
 	defer func() {

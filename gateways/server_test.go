@@ -64,6 +64,9 @@ func (s *lineSession) Handle(ctx context.Context, frame []byte) (*Response, erro
 		return r, nil
 	case "bad":
 		return nil, fmt.Errorf("%w: bad request", ErrMalformedFrame)
+	case "whoami":
+		p := s.c.Principal()
+		return framed([]byte(p.Mechanism + "/" + p.Name)), nil
 	case "parts":
 		r := framed(nil)
 		want := 0
@@ -143,6 +146,11 @@ func startServer(t *testing.T, s *Server) (addr string, stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startServerOn(t, s, ln)
+}
+
+func startServerOn(t *testing.T, s *Server, ln net.Listener) (addr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()

@@ -24,7 +24,9 @@ import (
 // identity, as Kafka's listeners do: HTTP basic with a SCRAM user's
 // password (PLAIN's check), a bearer token (a JWT, validated by the
 // function the Guard is given), and a verified TLS client certificate,
-// whose subject common name is the user. A request with none of them is
+// whose subject is the user as tls.principal_mapping_rules map it, the
+// same name it has on the Kafka and native listeners. A request with none
+// of them is
 // User:ANONYMOUS, which a Guard that requires authentication refuses
 // outside its open paths (/healthz and /metrics by default).
 
@@ -83,9 +85,13 @@ type AuthOptions struct {
 	// prefix) and groups; nil refuses bearer tokens.
 	Bearer auth.TokenValidator
 	// ClientCerts authenticates a request by its verified TLS client
-	// certificate (tls.client_auth): the subject's common name is the
-	// user.
+	// certificate (tls.client_auth): the subject, mapped by Principals,
+	// is the user.
 	ClientCerts bool
+	// Principals maps a client certificate's subject (RFC 2253) to its
+	// user, as on the Kafka and native listeners; nil is Kafka's DEFAULT,
+	// the full distinguished name. A certificate no rule maps is refused.
+	Principals *auth.PrincipalMapper
 	// Authorizer decides RequireCluster's checks; nil allows all.
 	Authorizer *auth.Authorizer
 	Logger     *slog.Logger
@@ -221,9 +227,11 @@ func (g *Guard) authenticate(r *http.Request) (Principal, error) {
 		}
 	}
 	if g.o.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
-		if cn := r.TLS.VerifiedChains[0][0].Subject.CommonName; cn != "" {
-			p.Name, p.Method = "User:"+cn, "mtls"
+		name, err := g.o.Principals.CertName(r.TLS.VerifiedChains[0][0])
+		if err != nil {
+			return p, fmt.Errorf("%w: client certificate: %w", auth.ErrAuthentication, err)
 		}
+		p.Name, p.Method = "User:"+name, "mtls"
 	}
 	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
@@ -77,6 +78,13 @@ type authEnv struct {
 // principal.
 func newAuthEnv(t *testing.T) *authEnv {
 	t.Helper()
+	return newAuthEnvRules(t, nil)
+}
+
+// newAuthEnvRules is newAuthEnv with client certificates mapped by rules
+// (nil: DEFAULT).
+func newAuthEnvRules(t *testing.T, rules *auth.PrincipalMapper) *authEnv {
+	t.Helper()
 	pki, err := authtest.NewPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +92,7 @@ func newAuthEnv(t *testing.T) *authEnv {
 	e := &authEnv{pki: pki, users: &userStore{creds: map[string]auth.ScramCredential{}}, logs: &logBuf{},
 		z: auth.NewAuthorizer(true, []string{"User:root"})}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
-	g := NewGuard(AuthOptions{Required: true, Credentials: e.users.lookup, ClientCerts: true, Authorizer: e.z, Logger: logger,
+	g := NewGuard(AuthOptions{Required: true, Credentials: e.users.lookup, ClientCerts: true, Principals: rules, Authorizer: e.z, Logger: logger,
 		Bearer: func(_ context.Context, token string) (auth.Token, error) {
 			switch token {
 			case "good-token":
@@ -216,11 +224,60 @@ func TestGuardAuthenticates(t *testing.T) {
 	}
 	mtls := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.pki.Pool(), Certificates: []tls.Certificate{pair}}}}
 	defer mtls.CloseIdleConnections()
-	if code, body := e.do(t, mtls, "GET", "/who", nil); code != 200 || body != "User:ops mtls" {
-		t.Errorf("client certificate: %d %q", code, body)
+	if code, body := e.do(t, mtls, "GET", "/who", nil); code != 200 || body != "User:CN=ops mtls" {
+		t.Errorf("client certificate: %d %q, want its full DN (DEFAULT)", code, body)
 	}
 	if code, body := e.do(t, mtls, "GET", "/who", basic("alice", "new-secret")); code != 200 || body != "User:alice basic" {
 		t.Errorf("basic over a client certificate: %d %q, want the basic user", code, body)
+	}
+}
+
+// TestGuardCertificatePrincipalRules: a client certificate is the user
+// tls.principal_mapping_rules make of its subject, as on Kafka: a rule
+// gives CN=ops,OU=eng,O=corp the short name ops, a subject the rule does
+// not match falls to DEFAULT, and a certificate no rule maps is refused
+// with 401 saying why.
+func TestGuardCertificatePrincipalRules(t *testing.T) {
+	rules, err := auth.ParsePrincipalMappingRules(`RULE:^CN=(.*?),.*$/$1/,DEFAULT`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newAuthEnvRules(t, rules)
+	certClient := func(subject pkix.Name, serial int64) *http.Client {
+		t.Helper()
+		cert, key, err := e.pki.IssueClientName(subject, serial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: e.pki.Pool(), Certificates: []tls.Certificate{pair}}}}
+		t.Cleanup(c.CloseIdleConnections)
+		return c
+	}
+	ops := certClient(pkix.Name{CommonName: "ops", OrganizationalUnit: []string{"eng"}, Organization: []string{"corp"}}, 20)
+	if code, body := e.do(t, ops, "GET", "/who", nil); code != 200 || body != "User:ops mtls" {
+		t.Errorf("CN=ops,OU=eng,O=corp by the rule: %d %q, want User:ops", code, body)
+	}
+	solo := certClient(pkix.Name{CommonName: "solo"}, 21)
+	if code, body := e.do(t, solo, "GET", "/who", nil); code != 200 || body != "User:CN=solo mtls" {
+		t.Errorf("CN=solo by DEFAULT: %d %q, want User:CN=solo", code, body)
+	}
+
+	strict, err := auth.ParsePrincipalMappingRules(`RULE:^CN=(.*?),OU=eng,.*$/$1/`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = newAuthEnvRules(t, strict)
+	other := certClient(pkix.Name{CommonName: "eve", OrganizationalUnit: []string{"sales"}}, 22)
+	code, body := e.do(t, other, "GET", "/who", nil)
+	if code != http.StatusUnauthorized || !strings.Contains(body, "no principal mapping rule applies") || !strings.Contains(body, "CN=eve,OU=sales") {
+		t.Errorf("a certificate no rule maps: %d %q, want 401 naming the reason and its DN", code, body)
+	}
+	if !strings.Contains(e.logs.String(), "authentication failed") {
+		t.Errorf("no audit line for the unmapped certificate:\n%s", e.logs.String())
 	}
 }
 
@@ -292,7 +349,7 @@ func TestGuardWithCurl(t *testing.T) {
 	if got := run("-u", "alice:alice-secret", e.base+"/who"); got != "User:alice basic 200" {
 		t.Errorf("curl -u: %q", got)
 	}
-	if got := run("--cert", cert, "--key", key, e.base+"/who"); got != "User:ops mtls 200" {
+	if got := run("--cert", cert, "--key", key, e.base+"/who"); got != "User:CN=ops mtls 200" {
 		t.Errorf("curl --cert: %q", got)
 	}
 	if got := run(e.base + "/who"); !strings.HasSuffix(got, " 401") {

@@ -41,6 +41,9 @@ type AuthOptions struct {
 	Security Security
 	// Now is the clock for session expiry; nil is time.Now.
 	Now func() time.Time
+	// Principals names the principal of a TLS client's verified
+	// certificate (gateways.Server.Principals); nil is Kafka's DEFAULT.
+	Principals *auth.PrincipalMapper
 }
 
 // Errors of the SASL exchange. Each closes the connection.
@@ -98,10 +101,14 @@ func (s *session) checkAuthenticated(key int16) error {
 	return nil
 }
 
-// principal is who the connection acts for, as ACLs name it.
+// principal is who the connection acts for, as ACLs name it: SASL's
+// principal wins over a TLS client certificate's, as in Kafka.
 func (s *session) principal() string {
 	if s.auth.authenticated {
 		return s.auth.principal
+	}
+	if s.connPrincipal != "" {
+		return s.connPrincipal
 	}
 	return "User:" + gateways.Anonymous.Name
 }

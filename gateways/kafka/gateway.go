@@ -194,6 +194,7 @@ func New(opts Options) (*Gateway, error) {
 		Logger:         opts.Logger,
 		MaxFrameBytes:  opts.MaxRequestBytes,
 		MaxQueuedBytes: opts.MaxQueuedRequestBytes,
+		Principals:     opts.Auth.Principals,
 	}
 	return g, nil
 }
@@ -229,7 +230,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 
 // NewSession implements gateways.Protocol.
 func (g *Gateway) NewSession(c *gateways.Conn) gateways.Session {
-	return &session{g: g, conn: c}
+	return &session{g: g, conn: c, connPrincipal: "User:" + c.Principal().Name}
 }
 
 // session is one client connection's protocol state. It is used by the
@@ -241,6 +242,10 @@ type session struct {
 	// closing it releases what their members hold, as Kafka does.
 	shareSessions map[[2]string]bool
 	auth          connAuth // SASL state (auth.go)
+	// connPrincipal is who the connection acts for until SASL
+	// authenticates it: its TLS client certificate's principal, else
+	// User:ANONYMOUS.
+	connPrincipal string
 }
 
 // ReadFrame reads one size-prefixed request.

@@ -128,7 +128,8 @@ func New(opts Options) (*Gateway, error) {
 	g.groups.init()
 	g.bufs.New = func() any { b := make([]byte, 0, 4096); return &b }
 	g.srv = &gateways.Server{Name: "native", Protocol: g, Logger: opts.Logger,
-		MaxFrameBytes: opts.MaxFrameBytes + wire.HeaderSize, MaxQueuedBytes: opts.MaxQueuedBytes}
+		MaxFrameBytes: opts.MaxFrameBytes + wire.HeaderSize, MaxQueuedBytes: opts.MaxQueuedBytes,
+		Principals: opts.Auth.Principals}
 	return g, nil
 }
 

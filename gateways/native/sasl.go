@@ -37,6 +37,10 @@ type AuthOptions struct {
 	Authorizer *auth.Authorizer
 	// Now is the clock of the failure limits; nil is time.Now.
 	Now func() time.Time
+	// Principals names the principal of a TLS client's verified
+	// certificate (gateways.Server.Principals); nil is Kafka's DEFAULT.
+	// SASL on a SASL_SSL listener replaces it.
+	Principals *auth.PrincipalMapper
 }
 
 // connSASL is a connection's authentication state, owned by its read

@@ -73,6 +73,7 @@ func (d *daemon) newAdminAPI() (*adminSources, *adminapi.API, error) {
 	if src.api != nil {
 		src.remote = &remoteGroups{api: src.api, log: d.logger.With("part", "admin-api")}
 		src.remote.opts, src.remote.optsErr = internalKafkaOpts(d.cfg, d.env.Environ) // security.go
+		src.remote.refused = func(err error) error { return internalRefused(d.cfg, err) }
 		d.onClose("admin groups client", src.remote.close)
 		reg, err := newSchemaRegistry(d.cfg, src.api, d.logger)
 		if err != nil {

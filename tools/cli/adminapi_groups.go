@@ -31,6 +31,8 @@ type remoteGroups struct {
 	// why they could not be built (the routes then answer 503 with it).
 	opts    []kgo.Opt
 	optsErr error
+	// refused names the client's principal in an authorization failure.
+	refused func(error) error
 	log     *slog.Logger
 
 	mu struct {
@@ -94,14 +96,18 @@ func (r *remoteGroups) close() error {
 }
 
 // remoteErr maps a Kafka admin error onto the API's sentinels, as
-// groupErr does the coordinator's.
-func remoteErr(err error) error {
+// groupErr does the coordinator's, and names this node's principal when
+// the Kafka listener refused it.
+func (r *remoteGroups) remoteErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var se *kadm.ShardErrors
 	if errors.As(err, &se) && len(se.Errs) > 0 {
 		err = se.Errs[0].Err
+	}
+	if r.refused != nil {
+		err = r.refused(err)
 	}
 	switch {
 	case errors.Is(err, kerr.GroupIDNotFound):
@@ -122,7 +128,7 @@ func remoteErr(err error) error {
 func (r *remoteGroups) list(ctx context.Context, adm *kadm.Client) (kadm.ListedGroups, error) {
 	list, err := adm.ListGroups(ctx)
 	if err != nil && len(list) == 0 {
-		return nil, remoteErr(err)
+		return nil, r.remoteErr(err)
 	}
 	if err != nil {
 		// Some gateways answered: list their groups, and say which did not.
@@ -179,11 +185,11 @@ func (r *remoteGroups) DescribeGroup(ctx context.Context, id string) (adminapi.G
 	case "share":
 		ds, err := adm.DescribeShareGroups(ctx, id)
 		if err != nil {
-			return adminapi.Group{}, remoteErr(err)
+			return adminapi.Group{}, r.remoteErr(err)
 		}
 		d := ds[id]
 		if d.Err != nil {
-			return adminapi.Group{}, remoteErr(d.Err)
+			return adminapi.Group{}, r.remoteErr(d.Err)
 		}
 		out.State, out.Protocol = d.GroupState, d.Assignor
 		for _, m := range d.Members {
@@ -191,7 +197,7 @@ func (r *remoteGroups) DescribeGroup(ctx context.Context, id string) (adminapi.G
 		}
 		so, err := adm.DescribeShareGroupOffsets(ctx, id)
 		if err != nil {
-			return adminapi.Group{}, remoteErr(err)
+			return adminapi.Group{}, r.remoteErr(err)
 		}
 		for t, ps := range so[id].Offsets {
 			for p, o := range ps {
@@ -204,11 +210,11 @@ func (r *remoteGroups) DescribeGroup(ctx context.Context, id string) (adminapi.G
 	case "consumer":
 		ds, err := adm.DescribeConsumerGroups(ctx, id)
 		if err != nil {
-			return adminapi.Group{}, remoteErr(err)
+			return adminapi.Group{}, r.remoteErr(err)
 		}
 		d := ds[id]
 		if d.Err != nil {
-			return adminapi.Group{}, remoteErr(d.Err)
+			return adminapi.Group{}, r.remoteErr(d.Err)
 		}
 		out.State, out.Protocol = d.State, d.AssignorName
 		for _, m := range d.Members {
@@ -217,11 +223,11 @@ func (r *remoteGroups) DescribeGroup(ctx context.Context, id string) (adminapi.G
 	default:
 		ds, err := adm.DescribeGroups(ctx, id)
 		if err != nil {
-			return adminapi.Group{}, remoteErr(err)
+			return adminapi.Group{}, r.remoteErr(err)
 		}
 		d := ds[id]
 		if d.Err != nil {
-			return adminapi.Group{}, remoteErr(d.Err)
+			return adminapi.Group{}, r.remoteErr(d.Err)
 		}
 		out.State, out.Protocol = d.State, d.Protocol
 		for _, m := range d.Members {
@@ -236,7 +242,7 @@ func (r *remoteGroups) DescribeGroup(ctx context.Context, id string) (adminapi.G
 	}
 	offs, err := adm.FetchOffsets(ctx, id)
 	if err != nil {
-		return adminapi.Group{}, remoteErr(err)
+		return adminapi.Group{}, r.remoteErr(err)
 	}
 	offs.Each(func(o kadm.OffsetResponse) {
 		if o.Err == nil && o.At >= 0 {
@@ -275,12 +281,12 @@ func (r *remoteGroups) CommitOffsets(ctx context.Context, id string, offs []admi
 	if lg, ok := list[id]; ok && groupType(lg.GroupType) == "share" {
 		resp, err := adm.AlterShareGroupOffsets(ctx, id, os)
 		if err != nil {
-			return remoteErr(err)
+			return r.remoteErr(err)
 		}
 		for _, ps := range resp {
 			for _, p := range ps {
 				if p != nil {
-					return remoteErr(p)
+					return r.remoteErr(p)
 				}
 			}
 		}
@@ -288,9 +294,9 @@ func (r *remoteGroups) CommitOffsets(ctx context.Context, id string, offs []admi
 	}
 	resp, err := adm.CommitOffsets(ctx, id, os)
 	if err != nil {
-		return remoteErr(err)
+		return r.remoteErr(err)
 	}
-	return remoteErr(resp.Error())
+	return r.remoteErr(resp.Error())
 }
 
 // DeleteGroup implements adminapi.GroupSource through DeleteGroups.
@@ -301,9 +307,9 @@ func (r *remoteGroups) DeleteGroup(ctx context.Context, id string) error {
 	}
 	resp, err := adm.DeleteGroup(ctx, id)
 	if err != nil {
-		return remoteErr(err)
+		return r.remoteErr(err)
 	}
-	return remoteErr(resp.Err)
+	return r.remoteErr(resp.Err)
 }
 
 // partitionOffsets is a partition's log start, high watermark and last
@@ -322,7 +328,7 @@ func (r *remoteGroups) partitionOffsets(ctx context.Context, topic string, parti
 	}{{adm.ListStartOffsets, &st.LogStart}, {adm.ListEndOffsets, &st.HighWatermark}, {adm.ListCommittedOffsets, &st.LastStable}} {
 		offs, err := q.list(ctx, topic)
 		if err != nil {
-			return adminapi.PartitionStats{}, remoteErr(err)
+			return adminapi.PartitionStats{}, r.remoteErr(err)
 		}
 		o, ok := offs.Lookup(topic, partition)
 		switch {
@@ -345,7 +351,7 @@ func (r *remoteGroups) offsetAfter(ctx context.Context, topic string, partition 
 	}
 	offs, err := adm.ListOffsetsAfterMilli(ctx, ts, topic)
 	if err != nil {
-		return 0, remoteErr(err)
+		return 0, r.remoteErr(err)
 	}
 	o, ok := offs.Lookup(topic, partition)
 	switch {

@@ -56,7 +56,7 @@ func (r *remoteGroups) fetch(ctx context.Context, topic string, id [16]byte, par
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, kc)
 	if err != nil {
-		return adminapi.Fetched{}, fmt.Errorf("fetch %s/%d through the Kafka gateways: %w", topic, partition, remoteErr(err))
+		return adminapi.Fetched{}, fmt.Errorf("fetch %s/%d through the Kafka gateways: %w", topic, partition, r.remoteErr(err))
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return adminapi.Fetched{}, fetchErr(err, topic, partition)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/controller"
 	"github.com/aerostream/aerostream/gateways/kafka"
 	"github.com/aerostream/aerostream/gateways/kafka/kmeta"
@@ -201,6 +202,16 @@ func (g *kafkaGateway) start(ctx context.Context, sup *supervisor) {
 	sup.start(ctx, "kafka gateway", g.serve)
 }
 
+// certPrincipals maps the verified client certificates of Kafka, native
+// and HTTP TLS listeners to principals by tls.principal_mapping_rules.
+func certPrincipals(cfg config.Config) (*auth.PrincipalMapper, error) {
+	m, err := auth.ParsePrincipalMappingRules(cfg.TLS.PrincipalMappingRules)
+	if err != nil {
+		return nil, fmt.Errorf("tls.principal_mapping_rules: %w", err)
+	}
+	return m, nil
+}
+
 // newKafkaGateway builds the Kafka gateway on ln, in front of backend
 // (nil: a router to each partition's leader store), with its metadata from
 // api.
@@ -211,6 +222,10 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 	}
 	sec, err := newKafkaSecurity(cfg, api, logger) // security.go
 	if err != nil {
+		return nil, err
+	}
+	authOpts := sec.opts
+	if authOpts.Principals, err = certPrincipals(cfg); err != nil {
 		return nil, err
 	}
 	if ln, err = tlsListener(cfg, "listeners.kafka", cfg.Listeners.Kafka, ln, logger); err != nil {
@@ -246,7 +261,7 @@ func newKafkaGateway(cfg config.Config, ln net.Listener, backend ring.Backend, a
 		TransactionalIDExpiration:    ms(kc.TransactionalIDExpirationMs),
 		GroupConsumerMigrationPolicy: kc.GroupConsumerMigrationPolicy,
 		LogDir:                       cfg.DataDir,
-		Auth:                         sec.opts,
+		Auth:                         authOpts,
 		SchemaIDs:                    schemaIDs(cfg, api, logger),
 	})
 	if err != nil {

@@ -122,8 +122,10 @@ func (n nativeCluster) DeleteTopic(ctx context.Context, name string) error {
 // names the Kafka gateways to bootstrap from.
 type kafkaOffsets struct {
 	seeds func(ctx context.Context) ([]string, error)
-	// opts secure the client as listeners.kafka requires (security.go).
-	opts []kgo.Opt
+	// opts secure the client as listeners.kafka requires, and refused
+	// names its principal in an authorization failure (security.go).
+	opts    []kgo.Opt
+	refused func(error) error
 
 	mu struct {
 		sync.Mutex
@@ -166,9 +168,17 @@ func (o *kafkaOffsets) CommitOffsets(ctx context.Context, group, topic string, o
 	}
 	resp, err := adm.CommitOffsets(ctx, group, os)
 	if err != nil {
+		return o.refuse(err)
+	}
+	return o.refuse(resp.Error())
+}
+
+// refuse names the client's principal in an authorization failure.
+func (o *kafkaOffsets) refuse(err error) error {
+	if err == nil || o.refused == nil {
 		return err
 	}
-	return resp.Error()
+	return o.refused(err)
 }
 
 func (o *kafkaOffsets) FetchOffsets(ctx context.Context, group, topic string) (map[int32]int64, error) {
@@ -178,7 +188,7 @@ func (o *kafkaOffsets) FetchOffsets(ctx context.Context, group, topic string) (m
 	}
 	resp, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
-		return nil, err
+		return nil, o.refuse(err)
 	}
 	out := map[int32]int64{}
 	for p, r := range resp[topic] {
@@ -203,7 +213,7 @@ func (o *kafkaOffsets) ListGroups(ctx context.Context) ([]string, error) {
 	}
 	ls, err := adm.ListGroups(ctx)
 	if err != nil {
-		return nil, err
+		return nil, o.refuse(err)
 	}
 	return ls.Groups(), nil
 }
@@ -225,7 +235,7 @@ func (o *kafkaOffsets) InitProducerID(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return 0, err
+		return 0, o.refuse(err)
 	}
 	return resp.ProducerID, nil
 }
@@ -249,6 +259,7 @@ func newNativeGateway(cfg config.Config, backend ring.Backend, cluster *kmeta.Cl
 	if offsets.opts, err = internalKafkaOpts(cfg, os.Environ()); err != nil { // security.go
 		logger.Warn("the native gateway's group offsets and producer ids will fail", "err", err)
 	}
+	offsets.refused = func(err error) error { return internalRefused(cfg, err) }
 	gw, err := native.New(native.Options{
 		Backend: backend, Cluster: nativeCluster{cluster}, Logger: logger, NodeID: cfg.Gateway.NodeID,
 		MaxQueuedBytes: cfg.Kafka.QueuedMaxRequestBytes, DefaultPartitions: cfg.Kafka.NumPartitions,
@@ -265,9 +276,10 @@ func nativeListenerSecurity(cfg config.Config, api any, logger *slog.Logger) (na
 	if err != nil {
 		return o, nil, err
 	}
-	if cfg.Auth.Authorizer && !o.SASL {
-		logger.Warn("auth.authorizer is on but listeners.native has no SASL: every native client is User:ANONYMOUS")
+	if o.Principals, err = certPrincipals(cfg); err != nil { // gateway.go
+		return o, nil, err
 	}
+	warnAnonymous(cfg, "listeners.native", cfg.Listeners.Native, o.SASL, logger)
 	z, refresh, err := aclAuthorizer(cfg, securityOf(api), logger) // security.go
 	if err != nil {
 		return o, nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,15 +74,34 @@ func newKafkaSecurity(cfg config.Config, api controller.API, logger *slog.Logger
 	if sec != nil {
 		s.opts.Security = controllerSecurity{sec}
 	}
-	if cfg.Auth.Authorizer && !config.IsSASL(proto) {
-		logger.Warn("auth.authorizer is on but listeners.kafka has no SASL: every client is User:ANONYMOUS")
-	}
+	warnAnonymous(cfg, "listeners.kafka", cfg.Listeners.Kafka, config.IsSASL(proto), logger)
 	z, refresh, err := aclAuthorizer(cfg, sec, logger)
 	if err != nil {
 		return nil, err
 	}
 	s.opts.Authorizer, s.refresh = z, refresh
 	return s, nil
+}
+
+// takesClientCerts says whether the listener at addr asks TLS clients for
+// a certificate (tls.client_auth requested or required), whose mapped
+// subject is then the client's principal.
+func takesClientCerts(cfg config.Config, addr string) bool {
+	return config.IsTLS(config.ListenerProtocol(addr)) && cfg.TLS.ClientAuth != "none" && cfg.TLS.ClientAuth != ""
+}
+
+// warnAnonymous says, when auth.authorizer is on, which clients of the
+// listener key (at addr) nothing identifies, so that they act as
+// User:ANONYMOUS: all of them without SASL or client certificates, those
+// sending no certificate when certificates are only requested.
+func warnAnonymous(cfg config.Config, key, addr string, sasl bool, logger *slog.Logger) {
+	switch {
+	case !cfg.Auth.Authorizer || sasl:
+	case !takesClientCerts(cfg, addr):
+		logger.Warn("auth.authorizer is on but " + key + " has no SASL nor client certificates: every client is User:ANONYMOUS")
+	case cfg.TLS.ClientAuth == "requested":
+		logger.Info(key + " only requests client certificates (tls.client_auth): a client that sends none is User:ANONYMOUS")
+	}
 }
 
 // securityOf is api's user and ACL store, nil when it has none (a nil
@@ -355,17 +375,22 @@ type httpSecurity struct {
 // newHTTPSecurity builds the Guard of the HTTP listener at addr over
 // api's users and ACLs: basic with SCRAM users, bearer tokens when
 // OAUTHBEARER validation is configured, client certificates when the
-// listener is TLS and asks for them.
+// listener is TLS and asks for them, named by tls.principal_mapping_rules
+// as on the Kafka and native listeners.
 func newHTTPSecurity(cfg config.Config, key, addr string, api any, logger *slog.Logger) (*httpSecurity, error) {
 	sec := securityOf(api)
 	o := gwhttp.AuthOptions{
 		Required:    cfg.HTTPAuthRequired(),
 		OpenPaths:   cfg.Auth.HTTPOpenPaths,
-		ClientCerts: config.IsTLS(config.ListenerProtocol(addr)) && cfg.TLS.ClientAuth != "none" && cfg.TLS.ClientAuth != "",
+		ClientCerts: takesClientCerts(cfg, addr),
 		Logger:      logger,
 	}
 	if sec != nil {
 		o.Credentials = scramLookup(sec)
+	}
+	var err error
+	if o.Principals, err = certPrincipals(cfg); err != nil { // gateway.go
+		return nil, err
 	}
 	z, refresh, err := aclAuthorizer(cfg, sec, logger)
 	if err != nil {
@@ -439,23 +464,31 @@ func (a guardAuthorizer) Authorize(r *http.Request, op adminapi.Operation, res a
 }
 
 // internalKafkaOpts secure a process's own Kafka client (the native
-// gateway's, for group offsets and producer ids) as listeners.kafka
-// requires: TLS verified against tls.ca_file (else the system roots), and
-// SASL as auth.bootstrap_user, with the password in
-// AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD, since an operator already trusts
-// this process with it.
+// gateway's, for group offsets and producer ids, and the admin API's
+// group calls) as listeners.kafka requires: TLS verified against
+// tls.ca_file (else the system roots), presenting the node certificate
+// when the listener asks for client certificates, as the ring and
+// controller clients do; and SASL as auth.bootstrap_user, with the
+// password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD, since an operator
+// already trusts this process with it.
 func internalKafkaOpts(cfg config.Config, environ []string) ([]kgo.Opt, error) {
 	proto := config.ListenerProtocol(cfg.Listeners.Kafka)
 	var opts []kgo.Opt
 	if config.IsTLS(proto) {
 		tc := &tls.Config{MinVersion: tls.VersionTLS12}
-		if cfg.TLS.CAFile != "" {
-			pem, err := os.ReadFile(cfg.TLS.CAFile)
+		switch {
+		case presentsNodeCert(cfg):
+			var err error
+			if tc, err = auth.ClientTLS(auth.TLSOptions{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CAFile: cfg.TLS.CAFile}); err != nil {
+				return nil, fmt.Errorf("listeners.kafka: this process's client certificate: %w", err)
+			}
+		case cfg.TLS.CAFile != "":
+			b, err := os.ReadFile(cfg.TLS.CAFile)
 			if err != nil {
 				return nil, fmt.Errorf("tls.ca_file: %w", err)
 			}
 			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			if !tc.RootCAs.AppendCertsFromPEM(b) {
 				return nil, fmt.Errorf("tls.ca_file %s holds no PEM certificate", cfg.TLS.CAFile)
 			}
 		}
@@ -478,6 +511,88 @@ func internalKafkaOpts(cfg config.Config, environ []string) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
 	}
 	return opts, nil
+}
+
+// internalRefused adds to an authorization failure of this process's own
+// Kafka client (internalKafkaOpts) the principal it acts as, which the
+// operator lists in auth.super_users as Kafka's inter-broker principal is
+// listed in super.users.
+func internalRefused(cfg config.Config, err error) error {
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(err, kerr.GroupAuthorizationFailed) &&
+		!errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+		return err
+	}
+	return fmt.Errorf("%w: this process's Kafka client acts as %s, which auth.super_users must list", err, internalPrincipal(cfg))
+}
+
+// internalPrincipal is the principal internalKafkaOpts's client is on
+// listeners.kafka: the bootstrap user with SASL, else the node
+// certificate's mapped subject when the listener takes certificates.
+func internalPrincipal(cfg config.Config) string {
+	switch {
+	case config.IsSASL(config.ListenerProtocol(cfg.Listeners.Kafka)):
+		return "User:" + cfg.Auth.BootstrapUser
+	case !presentsNodeCert(cfg):
+		return "User:ANONYMOUS"
+	}
+	name, err := nodeCertPrincipal(cfg)
+	if err != nil {
+		return fmt.Sprintf("the principal of tls.cert_file (%v)", err)
+	}
+	return "User:" + name
+}
+
+// presentsNodeCert says whether this process's Kafka client presents
+// tls.cert_file to listeners.kafka: when the listener asks for client
+// certificates, except that where they are only requested a certificate
+// whose key usage excludes client authentication (a server-only one) is
+// not sent, since the listener would refuse it rather than take the
+// client as anonymous.
+func presentsNodeCert(cfg config.Config) bool {
+	if !takesClientCerts(cfg, cfg.Listeners.Kafka) || cfg.TLS.CAFile == "" || cfg.TLS.CertFile == "" {
+		return false
+	}
+	if cfg.TLS.ClientAuth == "required" {
+		return true
+	}
+	cert, err := nodeCert(cfg)
+	if err != nil || len(cert.ExtKeyUsage) == 0 {
+		return true // loading it names the problem; no EKU allows any use
+	}
+	return slices.ContainsFunc(cert.ExtKeyUsage, func(u x509.ExtKeyUsage) bool {
+		return u == x509.ExtKeyUsageClientAuth || u == x509.ExtKeyUsageAny
+	})
+}
+
+// nodeCert is the first certificate in tls.cert_file.
+func nodeCert(cfg config.Config) (*x509.Certificate, error) {
+	b, err := os.ReadFile(cfg.TLS.CertFile)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return nil, fmt.Errorf("%s holds no PEM certificate", cfg.TLS.CertFile)
+		}
+		if blk.Type == "CERTIFICATE" {
+			return x509.ParseCertificate(blk.Bytes)
+		}
+	}
+}
+
+// nodeCertPrincipal maps the subject of tls.cert_file's first certificate
+// by tls.principal_mapping_rules.
+func nodeCertPrincipal(cfg config.Config) (string, error) {
+	cert, err := nodeCert(cfg)
+	if err != nil {
+		return "", err
+	}
+	m, err := certPrincipals(cfg) // gateway.go
+	if err != nil {
+		return "", err
+	}
+	return m.CertName(cert)
 }
 
 // tokenValidator validates the JWTs of OAUTHBEARER and HTTP bearer tokens

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aerostream/aerostream/auth"
 	"github.com/aerostream/aerostream/topicconfig"
 )
 
@@ -307,7 +308,7 @@ func Default() Config {
 			OAuthPrincipalClaim: "sub",
 			OAuthGroupsClaim:    "groups",
 		},
-		TLS: TLS{ClientAuth: "none", CipherSuites: []string{}, EnabledProtocols: []string{}},
+		TLS: TLS{ClientAuth: "none", CipherSuites: []string{}, EnabledProtocols: []string{}, PrincipalMappingRules: auth.DefaultPrincipalMappingRules},
 		Controller: Controller{
 			NodeID:                    1,
 			SessionTimeoutMs:          2000,
@@ -411,7 +412,13 @@ func format(v reflect.Value) string {
 	case reflect.Bool:
 		return strconv.FormatBool(v.Bool())
 	case reflect.Slice:
-		return strings.Join(v.Interface().([]string), ",")
+		l := v.Interface().([]string)
+		for _, x := range l {
+			if strings.Contains(x, ",") {
+				return strings.Join(l, ";")
+			}
+		}
+		return strings.Join(l, ",")
 	default:
 		return strconv.FormatInt(v.Int(), 10)
 	}

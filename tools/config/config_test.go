@@ -135,6 +135,7 @@ func TestKeyNames(t *testing.T) {
 		"tls.client_auth":                         "AEROSTREAM_TLS_CLIENT_AUTH",
 		"tls.cipher_suites":                       "AEROSTREAM_TLS_CIPHER_SUITES",
 		"tls.enabled_protocols":                   "AEROSTREAM_TLS_ENABLED_PROTOCOLS",
+		"tls.principal_mapping_rules":             "AEROSTREAM_TLS_PRINCIPAL_MAPPING_RULES",
 		"auth.sasl_mechanisms":                    "AEROSTREAM_AUTH_SASL_MECHANISMS",
 		"auth.authorizer":                         "AEROSTREAM_AUTH_AUTHORIZER",
 		"auth.super_users":                        "AEROSTREAM_AUTH_SUPER_USERS",

@@ -16,7 +16,7 @@ import (
 type TLS struct {
 	CertFile string `toml:"cert_file" help:"PEM server certificate (chain) for TLS listeners, and the node certificate SSL:// ring and controller links present as client; re-read when the file changes, so a renewed certificate needs no restart"`
 	KeyFile  string `toml:"key_file" help:"PEM private key of cert_file"`
-	CAFile   string `toml:"ca_file" help:"PEM CA bundle client certificates are verified against (client_auth); empty = the system roots"`
+	CAFile   string `toml:"ca_file" help:"PEM CA bundle client certificates are verified against, and the root this process trusts on SSL:// links to other nodes; required by client_auth requested or required, and by SSL:// ring and controller listeners; empty = the system roots"`
 	// ClientAuth takes Kafka's ssl.client.auth values.
 	ClientAuth string `toml:"client_auth" help:"client certificates on Kafka, native and HTTP TLS listeners: none, requested (verified when sent) or required (ssl.client.auth); SSL:// ring and controller listeners always require them"`
 	// CipherSuites and EnabledProtocols are Kafka's ssl.cipher.suites and
@@ -24,6 +24,9 @@ type TLS struct {
 	// which Go has no equivalent of.
 	CipherSuites     []string `toml:"cipher_suites" help:"cipher suites Kafka, native and HTTP TLS listeners accept, by IANA name as Kafka writes them (ssl.cipher.suites): the TLS 1.3 suites TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256 all together or none (TLS 1.3 off), and any ECDHE AEAD suites of TLS 1.2 (none: TLS 1.2 off); empty = all of them"`
 	EnabledProtocols []string `toml:"enabled_protocols" help:"TLS versions Kafka, native and HTTP TLS listeners accept: TLSv1.2, TLSv1.3 (ssl.enabled.protocols); empty = both"`
+	// PrincipalMappingRules is Kafka's ssl.principal.mapping.rules, parsed
+	// by auth.ParsePrincipalMappingRules.
+	PrincipalMappingRules string `toml:"principal_mapping_rules" help:"how a verified client certificate on a Kafka, native or HTTP TLS listener names its principal, in Kafka's ssl.principal.mapping.rules syntax: rules tried in order, each RULE:pattern/replacement/ (optional L or U after the last slash: lower or upper case) or DEFAULT (the subject's full distinguished name in RFC 2253 form, as User:CN=alice,OU=eng,O=corp); patterns are Go (RE2) regular expressions; SASL on a SASL_SSL listener replaces the certificate's principal"`
 }
 
 // Auth configures authentication (SASL on SASL_PLAINTEXT:// and
@@ -31,7 +34,7 @@ type TLS struct {
 type Auth struct {
 	SASLMechanisms []string `toml:"sasl_mechanisms" help:"SASL mechanisms SASL listeners offer: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER (sasl.enabled.mechanisms)"`
 	Authorizer     bool     `toml:"authorizer" help:"enforce ACLs on every request; with it on, what no ACL allows is denied"`
-	SuperUsers     []string `toml:"super_users" help:"principals (User:NAME) every ACL check allows (super.users)"`
+	SuperUsers     []string `toml:"super_users" help:"principals (User:NAME) every ACL check allows (super.users); in the env var and flag, separate them with semicolons when one holds commas (a certificate DN: User:CN=alice,O=corp;User:admin)"`
 	BootstrapUser  string   `toml:"bootstrap_user" help:"SCRAM user created on first start with the password in AEROSTREAM_AUTH_BOOTSTRAP_PASSWORD (both SCRAM mechanisms)"`
 	// ReauthMs is Kafka's connections.max.reauth.ms (KIP-368).
 	ReauthMs int64 `toml:"connections_max_reauth_ms" help:"session lifetime of a SASL connection: the client must re-authenticate within it or be disconnected; 0 = no limit (connections.max.reauth.ms)"`
@@ -197,9 +200,18 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 		}
 	}
 	switch c.TLS.ClientAuth {
-	case "none", "requested", "required":
+	case "requested", "required":
+		// A certificate names a principal, so only the operator's CA
+		// may vouch for one, never every public CA in the system roots.
+		if anyTLS && c.TLS.CAFile == "" {
+			bad("tls.ca_file", fmt.Sprintf("is required by tls.client_auth = %q: client certificates name principals, and are verified against it", c.TLS.ClientAuth))
+		}
+	case "none":
 	default:
 		bad("tls.client_auth", "must be one of none, requested, required")
+	}
+	if _, err := auth.ParsePrincipalMappingRules(c.TLS.PrincipalMappingRules); err != nil {
+		bad("tls.principal_mapping_rules", err.Error())
 	}
 	if lo, hi, err := auth.ParseTLSProtocols(c.TLS.EnabledProtocols); err != nil {
 		bad("tls.enabled_protocols", err.Error())
@@ -252,10 +264,16 @@ func (c *Config) validateSecurity(bad func(key, msg string)) {
 	}
 }
 
-// splitList parses a comma-separated list, as env vars and flags write one.
+// splitList parses a list as env vars and flags write one: separated by
+// commas, or by semicolons when it holds any, as Kafka's super.users is,
+// so that an item may be a certificate DN (User:CN=alice,O=corp;User:admin).
 func splitList(s string) []string {
+	sep := ","
+	if strings.Contains(s, ";") {
+		sep = ";"
+	}
 	out := []string{}
-	for _, f := range strings.Split(s, ",") {
+	for _, f := range strings.Split(s, sep) {
 		if f = strings.TrimSpace(f); f != "" {
 			out = append(out, f)
 		}

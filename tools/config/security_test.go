@@ -74,6 +74,29 @@ func TestListKeysFromEnvAndFlag(t *testing.T) {
 	}
 }
 
+// TestListKeysWithCommas: as in Kafka's super.users, semicolons separate a
+// list whose items are certificate DNs, which hold commas.
+func TestListKeysWithCommas(t *testing.T) {
+	t.Chdir(t.TempDir())
+	l, err := Load(Options{Env: []string{"AEROSTREAM_AUTH_SUPER_USERS=User:CN=alice,OU=eng,O=corp; User:admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"User:CN=alice,OU=eng,O=corp", "User:admin"}
+	if got := l.Config.Auth.SuperUsers; !reflect.DeepEqual(got, want) {
+		t.Fatalf("super_users = %q, want %q", got, want)
+	}
+	k, _ := Lookup("auth.super_users")
+	shown := k.Get(&l.Config)
+	if shown != "User:CN=alice,OU=eng,O=corp;User:admin" {
+		t.Errorf("Get = %q", shown)
+	}
+	var c Config
+	if err := k.set(&c, shown); err != nil || !reflect.DeepEqual(c.Auth.SuperUsers, want) {
+		t.Errorf("set(Get) = %q, %v", c.Auth.SuperUsers, err)
+	}
+}
+
 func TestBadSecurityValues(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, tc := range []struct{ name, file, want string }{
@@ -81,9 +104,13 @@ func TestBadSecurityValues(t *testing.T) {
 		{"tls without cert", "[listeners]\nkafka = \"SSL://h:1\"\n", "tls.cert_file"},
 		{"sasl on http", "[listeners]\nhttp = \"SASL_SSL://h:1\"\n[tls]\ncert_file=\"c\"\nkey_file=\"k\"\n", "listeners.http"},
 		{"client auth", "[tls]\nclient_auth = \"always\"\n", "tls.client_auth"},
+		{"client auth without ca", "[listeners]\nkafka = \"SSL://h:1\"\n[tls]\ncert_file=\"c\"\nkey_file=\"k\"\nclient_auth = \"requested\"\n", `is required by tls.client_auth = "requested"`},
 		{"cipher suite", "[tls]\ncipher_suites = [\"TLS_RSA_WITH_RC4_128_SHA\"]\n", `unknown or insecure cipher suite "TLS_RSA_WITH_RC4_128_SHA"`},
 		{"protocol", "[tls]\nenabled_protocols = [\"TLSv1\"]\n", "tls.enabled_protocols"},
 		{"suites and protocols", "[tls]\ncipher_suites = [\"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\"]\nenabled_protocols = [\"TLSv1.3\"]\n", "no suite named is usable"},
+		{"mapping rule", "[tls]\nprincipal_mapping_rules = 'RULE:^CN=(.*?),OU=eng$/$1/X,DEFAULT'\n", `invalid value: rule "RULE:^CN=(.*?),OU=eng$/$1/X": unmatched "X"`},
+		{"mapping pattern", "[tls]\nprincipal_mapping_rules = 'RULE:^CN=(?=x)/$1/'\n", `rule "RULE:^CN=(?=x)/$1/"`},
+		{"no mapping rule", "[tls]\nprincipal_mapping_rules = ''\n", "tls.principal_mapping_rules"},
 		{"mechanism", "[auth]\nsasl_mechanisms = [\"GSSAPI\"]\n", `unknown mechanism "GSSAPI"`},
 		{"no mechanism", "[listeners]\nkafka = \"SASL_PLAINTEXT://h:1\"\n[auth]\nsasl_mechanisms = []\n", "at least one mechanism"},
 		{"super user", "[auth]\nsuper_users = [\"admin\"]\n", `"admin" is not a principal`},
