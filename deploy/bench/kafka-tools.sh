@@ -17,8 +17,8 @@
 #   deploy/bench/kafka-tools.sh BROKER(aero|kafka) p99
 #   p99     : topic $T ($P partitions, RF 1), ProducerPerformance acks=1 1 KiB,
 #             linger.ms=$LINGER (1) and 1 MiB batches: $P99_RATE (50000) msg/s for
-#             $SECS s after a 10 s warmup at the same rate; the summary line
-#             and the broker's CPU. With PROF=DIR and aero (started with
+#             $SECS s after a 10 s warmup at the same rate; the summary line,
+#             its steady state (after its own first 10 s) and the broker's CPU. With PROF=DIR and aero (started with
 #             PPROF=1), a 2 s execution trace then a CPU profile over half
 #             the measured run go to DIR, once its produces flow. For aero, the broker's own
 #             produce time over the run (its request histogram, histq.py).
@@ -56,9 +56,9 @@ pp() { # pp NAME ARGS...: ProducerPerformance, its summary line and the brokers'
 	shift
 	t0=$(ticks); s0=$(date +%s.%N)
 	$J org.apache.kafka.tools.ProducerPerformance --topic $T --record-size 1024 "$@" \
-		--producer-props bootstrap.servers=$BS acks=${ACKS:-all} linger.ms=${LINGER:-5} batch.size=1048576 | tail -1 >/tmp/pp-$which.out
+		--producer-props bootstrap.servers=$BS acks=${ACKS:-all} linger.ms=${LINGER:-5} batch.size=1048576 | grep '50th' >/tmp/pp-$which.out
 	t1=$(ticks); s1=$(date +%s.%N)
-	echo "$which $name: $(cat /tmp/pp-$which.out)"
+	sed "s/^/$which $name: /" /tmp/pp-$which.out
 	echo "$which $name: broker cpu% $(echo "100*($t1-$t0)/100/($s1-$s0)" | bc -l | cut -c1-6) rss MiB $(($(rss) / 1024))"
 }
 case $step in
@@ -150,7 +150,9 @@ p99)
 			curl -s "http://127.0.0.1:${PFX}9001/debug/pprof/profile?seconds=$((SECS / 2))" -o $PROF/cpu.pprof
 		) &
 	fi
-	pp "rate $RATE acks=1 linger.ms=$LINGER" --num-records $((RATE * SECS)) --throughput $RATE
+	# The measured JVM also reports its steady state, after its first 10 s:
+	# the warmup run above warms the broker, not the new JVM's JIT.
+	pp "rate $RATE acks=1 linger.ms=$LINGER" --num-records $((RATE * SECS)) --throughput $RATE --warmup-records $((RATE * 10))
 	if [ "$which" = aero ]; then
 		curl -s $m >/tmp/p99-metrics-after
 		echo "$which broker's share (Produce, parsed frame to built response): $(python3 $root/deploy/bench/histq.py \
